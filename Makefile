@@ -1,0 +1,137 @@
+# nccl-pcie-tuner build. One Makefile; each component adds its sources in its
+# own module.mk (tuner/, sim/, net/, cli/, test/, bench/).
+#
+#   make            build/libnccl-tuner-pcie.so and build/pcie-tune
+#   make test       the Check suites
+#   make asan       the suites under ASan+UBSan (build-asan/)
+#   make tsan       the threaded suites under TSan (build-tsan/)
+#   make demo       profile a simulated box, then show and simulate it
+#   make install PREFIX=/usr/local
+#   make deps       install libconfig-dev, check and pkg-config when missing
+
+PREFIX ?= /usr/local
+DATADIR = $(PREFIX)/share/nccl-pcie-tuner
+SAN ?=
+ifeq ($(SAN),asan)
+BUILD ?= build-asan
+SANFLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+else ifeq ($(SAN),tsan)
+BUILD ?= build-tsan
+SANFLAGS = -fsanitize=thread -fno-omit-frame-pointer
+else
+BUILD ?= build
+SANFLAGS =
+endif
+
+CC ?= cc
+OPT ?= -O2
+WARN = -Wall -Wextra -Werror -Wstrict-prototypes -Wvla -Wwrite-strings -Wpointer-arith \
+       -Wformat-security -Wshadow
+# Recursively expanded on purpose: pkg-config runs only after `deps` did.
+PKG_CFLAGS = $(shell pkg-config --cflags libconfig check 2>/dev/null)
+LIBCONFIG_LIBS = $(shell pkg-config --libs libconfig 2>/dev/null)
+CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
+CPPFLAGS += -Iinclude -D_GNU_SOURCE -DPT_DATADIR='"$(DATADIR)/profiles"'
+CFLAGS += -std=c11 $(OPT) -g -fPIC -fvisibility=hidden $(WARN) $(SANFLAGS)
+LDFLAGS += $(SANFLAGS)
+LDLIBS_CORE = $(LIBCONFIG_LIBS) -lm -lpthread -ldl
+
+SO = $(BUILD)/libnccl-tuner-pcie.so
+CORE_LIB = $(BUILD)/libpcie-core.a
+SIM_LIB = $(BUILD)/libpcie-sim.a
+CLI = $(BUILD)/pcie-tune
+DEPS_STAMP = $(BUILD)/.deps-ok
+
+CORE_SRCS :=
+PLUGIN_SRCS :=
+SIM_SRCS :=
+CLI_SRCS :=
+TEST_SUPPORT_SRCS :=
+TESTS :=
+TSAN_TESTS :=
+BENCHES :=
+EXTRA_ALL :=
+
+include tuner/module.mk
+include sim/module.mk
+-include net/module.mk
+include cli/module.mk
+include test/module.mk
+-include bench/module.mk
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+CORE_OBJS = $(call obj,$(CORE_SRCS))
+PLUGIN_OBJS = $(call obj,$(PLUGIN_SRCS))
+SIM_OBJS = $(call obj,$(SIM_SRCS))
+CLI_OBJS = $(call obj,$(CLI_SRCS))
+TEST_SUPPORT_OBJS = $(call obj,$(TEST_SUPPORT_SRCS))
+TEST_BINS = $(addprefix $(BUILD)/test/,$(TESTS))
+BENCH_BINS = $(addprefix $(BUILD)/bench/,$(BENCHES))
+
+.PHONY: all deps test asan tsan check-build install demo clean bench fuzz
+all: $(SO) $(CLI) $(EXTRA_ALL)
+
+deps: $(DEPS_STAMP)
+$(DEPS_STAMP):
+	@sh mk/deps.sh
+	@mkdir -p $(@D) && touch $@
+
+$(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(CORE_LIB): $(CORE_OBJS)
+	@mkdir -p $(@D)
+	$(AR) rcs $@ $^
+$(SIM_LIB): $(SIM_OBJS)
+	@mkdir -p $(@D)
+	$(AR) rcs $@ $^
+
+# Only the plugin structs leave the .so: -fvisibility=hidden hides the code,
+# mk/plugin.map is the second lock (test_exports compares nm -D with it).
+$(SO): $(PLUGIN_OBJS) $(CORE_LIB) mk/plugin.map
+	$(CC) -shared -o $@ $(PLUGIN_OBJS) $(CORE_LIB) $(LDFLAGS) -Wl,--version-script=mk/plugin.map \
+	  -Wl,-z,defs -Wl,--no-undefined $(LDLIBS_CORE)
+	ln -sf $(notdir $@) $(BUILD)/libnccl-net-pcie.so
+
+$(CLI): $(CLI_OBJS) $(SIM_LIB) $(CORE_LIB)
+	$(CC) -o $@ $(CLI_OBJS) $(SIM_LIB) $(CORE_LIB) $(LDFLAGS) $(LDLIBS_CORE) $(CLI_LIBS)
+
+$(BUILD)/test/%: test/%.c $(TEST_SUPPORT_OBJS) $(SIM_LIB) $(CORE_LIB) | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) -Itest $(PKG_CFLAGS) $(CFLAGS) -MMD -MP -o $@ $< $(TEST_SUPPORT_OBJS) \
+	  $(SIM_LIB) $(CORE_LIB) $(LDFLAGS) $(CHECK_LIBS) $(LDLIBS_CORE)
+
+$(BUILD)/bench/%: bench/%.c $(SIM_LIB) $(CORE_LIB) | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) $(CFLAGS) -o $@ $< $(SIM_LIB) $(CORE_LIB) $(LDFLAGS) $(LDLIBS_CORE)
+
+# Every suite runs even when one fails; the target fails if any did.
+test: all $(TEST_BINS)
+	@fail=0; for t in $(TESTS); do \
+	  echo "== $$t"; \
+	  PCIE_TUNER_SO=$(abspath $(SO)) PCIE_TUNE=$(abspath $(CLI)) PT_SRCDIR=$(CURDIR) \
+	    $(BUILD)/test/$$t || fail=1; \
+	done; exit $$fail
+
+asan:
+	$(MAKE) SAN=asan test
+tsan:
+	$(MAKE) SAN=tsan TESTS="$(TSAN_TESTS)" test
+
+bench: all $(BENCH_BINS)
+	@for b in $(BENCHES); do PCIE_TUNER_SO=$(abspath $(SO)) PT_SRCDIR=$(CURDIR) $(BUILD)/bench/$$b || exit 1; done
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(DATADIR)/profiles \
+	  $(DESTDIR)$(PREFIX)/share/doc/nccl-pcie-tuner
+	install -m 755 $(SO) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libnccl-tuner-pcie.so $(DESTDIR)$(PREFIX)/lib/libnccl-net-pcie.so
+	install -m 755 $(CLI) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 profiles/*.cfg $(DESTDIR)$(DATADIR)/profiles/
+	install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/nccl-pcie-tuner/
+
+clean:
+	rm -rf build build-asan build-tsan
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,156 @@
+/*
+ * The profile model: what a measured profile holds in memory, how it is read
+ * from and written to libconfig text (docs/profile-format.md), and the error
+ * record every loader fills.
+ *
+ * A profile is plain data owned by its struct pt_profile; pt_profile_release()
+ * frees everything it points to. Nothing here is thread-safe by itself; a
+ * loaded profile that is never written again may be read from any thread.
+ * Functions return 0 or a negative PT_E* code and never print.
+ */
+#ifndef PCIE_PROFILE_H
+#define PCIE_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PT_PROFILE_VERSION 1
+#define PT_MAX_CHANNELS 64
+
+enum pt_error {
+  PT_OK = 0,
+  PT_ENOMEM = -1,
+  PT_EIO = -2,      /* the file could not be read or written */
+  PT_ESYNTAX = -3,  /* libconfig syntax error */
+  PT_EINVAL = -4,   /* the file parsed but violates the format */
+  PT_EEXIST = -5,   /* refusing to overwrite without force */
+  PT_ENOENT = -6,   /* nothing found */
+  PT_EAMBIG = -7,   /* two equally specific profiles */
+};
+const char *pt_strerror(int code);
+
+/* Where and why loading failed: "file:line: message". */
+struct pt_error_rec {
+  char file[512];
+  int line; /* 0 when no line applies */
+  char msg[512];
+};
+/* Formats "file:line: msg" (or "file: msg") into buf. */
+void pt_error_format(const struct pt_error_rec *e, char *buf, size_t len);
+
+/* Collective indices equal ncclFunc_t values, so the hot path needs no map. */
+enum pt_coll {
+  PT_BROADCAST = 0,
+  PT_REDUCE = 1,
+  PT_ALLGATHER = 2,
+  PT_REDUCESCATTER = 3,
+  PT_ALLREDUCE = 4,
+  PT_NCOLL = 5,
+};
+/* Measurements are kept per launch mode. NCCL passes regBuff=1 during
+ * CUDA-graph capture, so graph data serve regBuff=1 and eager data the rest. */
+enum pt_mode { PT_MODE_EAGER = 0, PT_MODE_GRAPH = 1, PT_NMODES = 2 };
+
+/* Algorithm and protocol indices are NCCL's (NCCL_ALGO_*, NCCL_PROTO_*). */
+const char *pt_coll_name(int coll);   /* "allreduce", ... or NULL */
+const char *pt_algo_name(int algo);   /* "ring", "tree", ... or NULL */
+const char *pt_proto_name(int proto); /* "ll", "ll128", "simple" or NULL */
+const char *pt_mode_name(int mode);   /* "eager", "graph" */
+/* Case-insensitive name lookups; -1 when unknown. */
+int pt_coll_parse(const char *s);
+int pt_algo_parse(const char *s);
+int pt_proto_parse(const char *s);
+
+/* The state of one measured point. Only PT_PT_OK carries a latency. */
+enum pt_point_state {
+  PT_PT_OK = 0,
+  PT_PT_MISSING,     /* not measured */
+  PT_PT_UNSUPPORTED, /* NCCL had the combination disabled */
+  PT_PT_WRONG,       /* wrong result: the candidate is never chosen */
+  PT_PT_CRASH,       /* the run crashed: never chosen */
+  PT_PT_HANG,        /* the run timed out: never chosen */
+};
+const char *pt_point_state_name(int state); /* "-", "unsupported", ... */
+
+struct pt_point {
+  double lat_us;  /* median latency in us when state == PT_PT_OK */
+  double spread;  /* optional relative spread (e.g. IQR/median), 0 if unknown */
+  int state;      /* enum pt_point_state */
+};
+
+struct pt_candidate {
+  int algo, proto, channels; /* channels 1..64 */
+  size_t chunk;              /* bytes; 0 = leave NCCL's chunk size */
+  struct pt_point *points;   /* one per size of the series */
+  int line;                  /* source line, 0 when built in memory */
+};
+
+/* One collective's measurements in one launch mode. */
+struct pt_series {
+  size_t nsizes;
+  uint64_t *sizes;            /* bytes, strictly ascending, > 0 */
+  struct pt_point *nccl_default; /* NULL, or one per size: NCCL's own choice */
+  size_t ncand;
+  struct pt_candidate *cand;
+  int line;
+};
+
+struct pt_rule {
+  int coll;
+  int mode; /* -1 = both modes */
+  uint64_t min_bytes, max_bytes; /* inclusive */
+  int algo, proto, channels;
+  size_t chunk;
+  int line;
+};
+
+struct pt_provenance {
+  char *tool, *backend, *nccl_version, *date, *mode; /* mode: graph|eager|both */
+  char *note;                                        /* free text, optional */
+  char *extra;  /* optional: verbatim libconfig group body written as provenance.extra */
+};
+
+struct pt_profile {
+  int version;
+  char *name;
+  int match_nranks; /* 0 = any */
+  int match_nnodes; /* 0 = any */
+  struct pt_provenance prov;
+  struct pt_series *series[PT_NCOLL][PT_NMODES]; /* NULL when absent */
+  size_t nrules;
+  struct pt_rule *rules;
+  char *path;       /* where it was loaded from, or NULL */
+  uint64_t hash;    /* FNV-1a 64 of the file's bytes; 0 when built in memory */
+};
+
+/* Loads and strictly validates path. On failure fills *err and leaves *p
+ * released. *p must be zeroed or released before the call. */
+int pt_profile_load(struct pt_profile *p, const char *path, struct pt_error_rec *err);
+/* The same from a memory buffer; name is used in error records. */
+int pt_profile_load_string(struct pt_profile *p, const char *text, const char *name,
+                           struct pt_error_rec *err);
+/* Validates a profile built in memory (writers call this before writing). */
+int pt_profile_validate(const struct pt_profile *p, struct pt_error_rec *err);
+void pt_profile_release(struct pt_profile *p);
+
+enum pt_write_flags { PT_WRITE_FORCE = 1 << 0 };
+/* Validates p, then writes it atomically (temp file in the same directory,
+ * fsync, rename). Without PT_WRITE_FORCE an existing path is PT_EEXIST. */
+int pt_profile_write(const struct pt_profile *p, const char *path, unsigned flags,
+                     struct pt_error_rec *err);
+/* Renders p as libconfig text into a malloc'ed string (caller frees). */
+int pt_profile_render(const struct pt_profile *p, char **out);
+
+/* Builders for writers (importer, sweep engine). All copy their inputs. */
+struct pt_series *pt_series_new(const uint64_t *sizes, size_t nsizes);
+/* Appends a candidate with every point PT_PT_MISSING; returns it or NULL. */
+struct pt_candidate *pt_series_add_candidate(struct pt_series *s, int algo, int proto,
+                                             int channels, size_t chunk);
+/* Adds an all-missing nccl_default array if absent; returns it or NULL. */
+struct pt_point *pt_series_default(struct pt_series *s);
+void pt_series_free(struct pt_series *s);
+char *pt_strdup(const char *s); /* NULL-safe */
+
+uint64_t pt_hash_bytes(const void *data, size_t len);
+
+#endif
