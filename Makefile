@@ -57,13 +57,15 @@ include sim/module.mk
 -include net/module.mk
 include cli/module.mk
 include test/module.mk
--include bench/module.mk
+include bench/module.mk
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 CORE_OBJS = $(call obj,$(CORE_SRCS))
 PLUGIN_OBJS = $(call obj,$(PLUGIN_SRCS))
 SIM_OBJS = $(call obj,$(SIM_SRCS))
-CLI_OBJS = $(call obj,$(CLI_SRCS))
+CLI_MAIN_OBJ = $(BUILD)/obj/cli/main.o
+CLI_LIB_OBJS = $(call obj,$(filter-out cli/main.c,$(CLI_SRCS)))
+CLI_LIB = $(BUILD)/libpcie-cli.a
 TEST_SUPPORT_OBJS = $(call obj,$(TEST_SUPPORT_SRCS))
 TEST_BINS = $(addprefix $(BUILD)/test/,$(TESTS))
 BENCH_BINS = $(addprefix $(BUILD)/bench/,$(BENCHES))
@@ -83,6 +85,9 @@ $(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
 $(CORE_LIB): $(CORE_OBJS)
 	@mkdir -p $(@D)
 	$(AR) rcs $@ $^
+$(CLI_LIB): $(CLI_LIB_OBJS)
+	@mkdir -p $(@D)
+	$(AR) rcs $@ $^
 $(SIM_LIB): $(SIM_OBJS)
 	@mkdir -p $(@D)
 	$(AR) rcs $@ $^
@@ -94,17 +99,18 @@ $(SO): $(PLUGIN_OBJS) $(CORE_LIB) mk/plugin.map
 	  -Wl,-z,defs -Wl,--no-undefined $(LDLIBS_CORE)
 	ln -sf $(notdir $@) $(BUILD)/libnccl-net-pcie.so
 
-$(CLI): $(CLI_OBJS) $(SIM_LIB) $(CORE_LIB)
-	$(CC) -o $@ $(CLI_OBJS) $(SIM_LIB) $(CORE_LIB) $(LDFLAGS) $(LDLIBS_CORE) $(CLI_LIBS)
+$(CLI): $(CLI_MAIN_OBJ) $(CLI_LIB) $(SIM_LIB) $(CORE_LIB)
+	$(CC) -o $@ $(CLI_MAIN_OBJ) $(CLI_LIB) $(SIM_LIB) $(CORE_LIB) $(LDFLAGS) $(LDLIBS_CORE) $(CLI_LIBS)
 
-$(BUILD)/test/%: test/%.c $(TEST_SUPPORT_OBJS) $(SIM_LIB) $(CORE_LIB) | $(DEPS_STAMP)
+$(BUILD)/test/%: test/%.c $(TEST_SUPPORT_OBJS) $(CLI_LIB) $(SIM_LIB) $(CORE_LIB) | $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -Itest $(PKG_CFLAGS) $(CFLAGS) -MMD -MP -o $@ $< $(TEST_SUPPORT_OBJS) \
-	  $(SIM_LIB) $(CORE_LIB) $(LDFLAGS) $(CHECK_LIBS) $(LDLIBS_CORE)
+	$(CC) $(CPPFLAGS) -Itest -Icli $(PKG_CFLAGS) $(CFLAGS) -MMD -MP -o $@ $< $(TEST_SUPPORT_OBJS) \
+	  $(CLI_LIB) $(SIM_LIB) $(CORE_LIB) $(LDFLAGS) $(CHECK_LIBS) $(LDLIBS_CORE) $(CLI_LIBS)
 
-$(BUILD)/bench/%: bench/%.c $(SIM_LIB) $(CORE_LIB) | $(DEPS_STAMP)
+$(BUILD)/bench/%: bench/%.c $(CLI_LIB) $(SIM_LIB) $(CORE_LIB) | $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) $(CFLAGS) -o $@ $< $(SIM_LIB) $(CORE_LIB) $(LDFLAGS) $(LDLIBS_CORE)
+	$(CC) $(CPPFLAGS) -Icli $(PKG_CFLAGS) $(CFLAGS) -o $@ $< $(CLI_LIB) $(SIM_LIB) $(CORE_LIB) \
+	  $(LDFLAGS) $(LDLIBS_CORE) $(CLI_LIBS)
 
 # Every suite runs even when one fails; the target fails if any did.
 test: all $(TEST_BINS)

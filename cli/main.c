@@ -1,0 +1,50 @@
+/*
+ * pcie-tune: dispatches to one subcommand per file (cli/<name>.c). Owns the
+ * top-level usage only; each subcommand parses its own options.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cmds.h"
+
+struct subcommand {
+  const char *name;
+  int (*fn)(int argc, char **argv);
+  const char *summary; /* NULL: hidden */
+};
+
+static const struct subcommand subcommands[] = {
+    {"profile", cmd_profile, "measure candidates on GPUs or a simulated box and write a profile"},
+    {"import", cmd_import, "build a profile from nccl-tests logs"},
+    {"show", cmd_show, "print (and draw) the decisions a profile makes"},
+    {"check", cmd_check, "validate profiles"},
+    {"simulate", cmd_simulate, "drive the plugin over a workload on a simulated box"},
+    {"worker", cmd_worker, NULL},
+};
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: pcie-tune <command> [options]\n\ncommands:\n");
+  for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
+    if (subcommands[i].summary) fprintf(f, "  %-9s %s\n", subcommands[i].name, subcommands[i].summary);
+  fprintf(f, "\n'pcie-tune <command> --help' describes one command; see docs/cli.md.\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+    usage(stdout);
+    return 0;
+  }
+  if (!strcmp(argv[1], "--version")) {
+    printf("pcie-tune 0.1.0\n");
+    return 0;
+  }
+  for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
+    if (!strcmp(argv[1], subcommands[i].name)) return subcommands[i].fn(argc - 1, argv + 1);
+  fprintf(stderr, "pcie-tune: unknown command '%s'\n\n", argv[1]);
+  usage(stderr);
+  return 2;
+}
