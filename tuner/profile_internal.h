@@ -1,0 +1,18 @@
+/* Helpers shared by the profile files of the tuner core; not installed. */
+#ifndef PCIE_PROFILE_INTERNAL_H
+#define PCIE_PROFILE_INTERNAL_H
+
+#include <libconfig.h>
+#include <stddef.h>
+
+#include "pcie/profile.h"
+
+/* Reads a whole file into a NUL-terminated malloc'ed buffer; *len is the
+ * byte count (a NUL inside makes strlen differ). */
+int pt__read_file(const char *path, char **text, size_t *len, struct pt_error_rec *err);
+/* Cross-field rules of the format, reporting against file. */
+int pt__validate(const struct pt_profile *p, const char *file, struct pt_error_rec *err);
+/* Renders the children of a group as libconfig text (for provenance.extra). */
+int pt__render_setting_body(const config_setting_t *g, char **out);
+
+#endif

@@ -1,0 +1,96 @@
+/*
+ * struct pt_profile in memory: builders for writers, release, hashing and
+ * error formatting. Parsing lives in profile_load.c, rendering in
+ * profile_write.c, the format's rules in profile_validate.c.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pcie/profile.h"
+
+char *pt_strdup(const char *s) { return s ? strdup(s) : NULL; }
+
+uint64_t pt_hash_bytes(const void *data, size_t len) {
+  /* FNV-1a 64: stable across hosts, so ranks can compare the logged hash. */
+  const unsigned char *b = data;
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (size_t i = 0; i < len; i++) {
+    h ^= b[i];
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+void pt_error_format(const struct pt_error_rec *e, char *buf, size_t len) {
+  if (e->line > 0)
+    snprintf(buf, len, "%s:%d: %s", e->file, e->line, e->msg);
+  else
+    snprintf(buf, len, "%s: %s", e->file, e->msg);
+}
+
+static struct pt_point *missing_points(size_t n) {
+  struct pt_point *pts = calloc(n ? n : 1, sizeof *pts);
+  for (size_t i = 0; pts && i < n; i++) pts[i].state = PT_PT_MISSING;
+  return pts;
+}
+
+struct pt_series *pt_series_new(const uint64_t *sizes, size_t nsizes) {
+  struct pt_series *s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  s->sizes = malloc((nsizes ? nsizes : 1) * sizeof *s->sizes);
+  if (!s->sizes) {
+    free(s);
+    return NULL;
+  }
+  if (nsizes) memcpy(s->sizes, sizes, nsizes * sizeof *sizes);
+  s->nsizes = nsizes;
+  return s;
+}
+
+struct pt_candidate *pt_series_add_candidate(struct pt_series *s, int algo, int proto,
+                                             int channels, size_t chunk) {
+  struct pt_candidate *c = realloc(s->cand, (s->ncand + 1) * sizeof *c);
+  if (!c) return NULL;
+  s->cand = c;
+  c = &s->cand[s->ncand];
+  memset(c, 0, sizeof *c);
+  c->points = missing_points(s->nsizes);
+  if (!c->points) return NULL;
+  c->algo = algo;
+  c->proto = proto;
+  c->channels = channels;
+  c->chunk = chunk;
+  s->ncand++;
+  return c;
+}
+
+struct pt_point *pt_series_default(struct pt_series *s) {
+  if (!s->nccl_default) s->nccl_default = missing_points(s->nsizes);
+  return s->nccl_default;
+}
+
+void pt_series_free(struct pt_series *s) {
+  if (!s) return;
+  for (size_t i = 0; i < s->ncand; i++) free(s->cand[i].points);
+  free(s->cand);
+  free(s->nccl_default);
+  free(s->sizes);
+  free(s);
+}
+
+void pt_profile_release(struct pt_profile *p) {
+  free(p->name);
+  free(p->prov.tool);
+  free(p->prov.backend);
+  free(p->prov.nccl_version);
+  free(p->prov.date);
+  free(p->prov.mode);
+  free(p->prov.note);
+  free(p->prov.extra);
+  for (int c = 0; c < PT_NCOLL; c++)
+    for (int m = 0; m < PT_NMODES; m++) pt_series_free(p->series[c][m]);
+  free(p->rules);
+  free(p->path);
+  memset(p, 0, sizeof *p);
+}
