@@ -42,12 +42,21 @@ struct pt_ivset {
 };
 
 struct pt_table {
-  /* NULL when the profile has nothing for that collective; a mode without
-   * data points at the other mode's set. */
+  /* NULL when the profile has nothing for that collective. A mode without
+   * data of its own is compiled from the other mode's series. */
   const struct pt_ivset *set[PT_NCOLL][PT_NMODES];
   size_t ninterval; /* total over all sets, for the init log line */
   struct pt_ivset storage[PT_NCOLL][PT_NMODES];
 };
+
+/* A series' latency at nbytes, interpolated linearly in log(size)/log(latency)
+ * between the two measured sizes around it (both must be PT_PT_OK), or the
+ * nearest measured value outside the measured range. Returns -1 when that
+ * value is not measured. pts is one of the series' point arrays. */
+double pt_interp_latency(const struct pt_series *s, const struct pt_point *pts, uint64_t nbytes);
+
+/* The series serving (coll, mode): the mode's own, else the other mode's. */
+const struct pt_series *pt_profile_series(const struct pt_profile *p, int coll, int mode);
 
 /* Compiles a validated profile. Returns 0 or PT_ENOMEM. */
 int pt_table_build(struct pt_table *t, const struct pt_profile *p);

@@ -1,0 +1,54 @@
+/*
+ * Tuner ABI v2 (NCCL 2.21.5 .. 2.30): no cost table; the answer is an
+ * algorithm and protocol. The shim builds the table NCCL would mark usable on
+ * a PCIe node (Ring LL/Simple, Tree for AllReduce, LL128 only when NCCL_PROTO
+ * forces it, CollNet/NVLS only when NCCL says they are supported) so that the
+ * core's ranked fallback reaches the same decisions as through v3..v6.
+ */
+#include "nccl/tuner_v2.h"
+#include "pcie/core.h"
+
+static ncclResult_t v2_init(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction,
+                            void **context) {
+  pt_core_init((struct pt_ctx **)context, 0, nRanks, nNodes, logFunction);
+  return ncclSuccess;
+}
+
+static ncclResult_t v2_get_coll_info(void *context, ncclFunc_t collType, size_t nBytes,
+                                     int collNetSupport, int nvlsSupport, int numPipeOps,
+                                     int *algorithm, int *protocol, int *nChannels) {
+  const struct pt_ctx *ctx = context;
+  float cost[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];
+  (void)numPipeOps;
+  if (!ctx || !algorithm || !protocol) return ncclSuccess;
+  for (int a = 0; a < NCCL_NUM_ALGORITHMS; a++)
+    for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++) {
+      int usable = a == NCCL_ALGO_RING ||
+                   (a == NCCL_ALGO_TREE && collType == ncclFuncAllReduce) ||
+                   (collNetSupport && (a == NCCL_ALGO_COLLNET_DIRECT || a == NCCL_ALGO_COLLNET_CHAIN)) ||
+                   (nvlsSupport && (a == NCCL_ALGO_NVLS || a == NCCL_ALGO_NVLS_TREE));
+      if (p == NCCL_PROTO_LL128 && !ctx->v2_ll128) usable = 0;
+      cost[a][p] = usable ? 1.0f : -1.0f;
+    }
+  int ch = 0;
+  const struct pt_choice *c = pt_core_decide(ctx, (int)collType, nBytes, 0, &cost[0][0],
+                                             NCCL_NUM_ALGORITHMS, NCCL_NUM_PROTOCOLS, &ch);
+  if (!c) return ncclSuccess;
+  *algorithm = c->algo;
+  *protocol = c->proto;
+  if (nChannels) *nChannels = ch;
+  return ncclSuccess;
+}
+
+static ncclResult_t v2_destroy(void *context) {
+  pt_core_finalize(context);
+  return ncclSuccess;
+}
+
+/* NCCL 2.21.5 introduced v2. */
+PCIE_EXPORT const ncclTuner_v2_t ncclTunerPlugin_v2 = {
+    .name = "PcieTuner",
+    .init = v2_init,
+    .getCollInfo = v2_get_coll_info,
+    .destroy = v2_destroy,
+};
