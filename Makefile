@@ -70,6 +70,7 @@ TEST_SUPPORT_OBJS = $(call obj,$(TEST_SUPPORT_SRCS))
 TEST_BINS = $(addprefix $(BUILD)/test/,$(TESTS))
 BENCH_BINS = $(addprefix $(BUILD)/bench/,$(BENCHES))
 
+.SECONDARY:
 .PHONY: all deps test asan tsan check-build install demo clean bench fuzz
 all: $(SO) $(CLI) $(EXTRA_ALL)
 

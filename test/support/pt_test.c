@@ -1,0 +1,91 @@
+/* Helpers shared by the Check suites (see pt_test.h). */
+#include "pt_test.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pcie/nccl_model.h"
+
+static const char *env_or_abort(const char *name) {
+  const char *v = getenv(name);
+  ck_assert_msg(v && v[0], "%s is not set: run the suites through `make test`", name);
+  return v;
+}
+
+const char *pt_test_so(void) { return env_or_abort("PCIE_TUNER_SO"); }
+const char *pt_test_cli(void) { return env_or_abort("PCIE_TUNE"); }
+const char *pt_test_srcdir(void) { return env_or_abort("PT_SRCDIR"); }
+
+char *pt_test_tmpdir(void) {
+  const char *base = getenv("TMPDIR");
+  char *p = NULL;
+  ck_assert(asprintf(&p, "%s/pt-test-XXXXXX", base && base[0] ? base : "/tmp") > 0);
+  ck_assert_ptr_nonnull(mkdtemp(p));
+  return p;
+}
+
+char *pt_test_write(const char *dir, const char *name, const char *text) {
+  char *p = NULL;
+  ck_assert(asprintf(&p, "%s/%s", dir, name) > 0);
+  FILE *f = fopen(p, "w");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(fputs(text, f) >= 0, 1);
+  ck_assert_int_eq(fclose(f), 0);
+  return p;
+}
+
+void pt_test_rmtree(const char *dir) {
+  char *cmd = NULL;
+  if (!dir) return;
+  ck_assert(asprintf(&cmd, "rm -rf '%s'", dir) > 0);
+  ck_assert_int_eq(system(cmd), 0);
+  free(cmd);
+}
+
+void pt_test_nccl_table(float t[7][3], int coll, size_t nbytes, int nranks, int ll128) {
+  struct pt_nccl_params p;
+  pt_nccl_params_default(&p, nranks);
+  p.ll128_enabled = ll128;
+  pt_nccl_cost_table(&p, coll, nbytes, 1, t);
+}
+
+static char *slurp(FILE *f) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&buf, &len);
+  char chunk[4096];
+  size_t n;
+  ck_assert_ptr_nonnull(m);
+  rewind(f);
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) fwrite(chunk, 1, n, m);
+  fclose(m);
+  return buf;
+}
+
+int pt_test_run(const char *cmd, char **out, char **err) {
+  FILE *fo = tmpfile(), *fe = tmpfile();
+  ck_assert(fo && fe);
+  fflush(NULL);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    dup2(fileno(fo), 1);
+    dup2(fileno(fe), 2);
+    execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+    _exit(127);
+  }
+  int st = 0;
+  ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+  char *o = slurp(fo), *e = slurp(fe);
+  fclose(fo);
+  fclose(fe);
+  if (out) *out = o;
+  else free(o);
+  if (err) *err = e;
+  else free(e);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}

@@ -1,0 +1,24 @@
+/* Shared helpers for the Check suites: paths handed over by `make test`,
+ * temporary files, and NCCL's cost table for a default PCIe node. */
+#ifndef PCIE_PT_TEST_H
+#define PCIE_PT_TEST_H
+
+#include <stddef.h>
+
+/* $PCIE_TUNER_SO / $PCIE_TUNE / $PT_SRCDIR; abort the test when unset. */
+const char *pt_test_so(void);
+const char *pt_test_cli(void);
+const char *pt_test_srcdir(void);
+/* A fresh directory under $TMPDIR (malloc'ed path). */
+char *pt_test_tmpdir(void);
+/* Writes text to dir/name and returns the malloc'ed path. */
+char *pt_test_write(const char *dir, const char *name, const char *text);
+/* Removes dir and everything below it. */
+void pt_test_rmtree(const char *dir);
+/* NCCL's cost table on an nranks-GPU PCIe node (sim/nccl_model.c). */
+void pt_test_nccl_table(float t[7][3], int coll, size_t nbytes, int nranks, int ll128);
+/* Runs a shell command, capturing stdout and stderr (malloc'ed, NUL-ended);
+ * returns the exit status, or -1 when it did not exit normally. */
+int pt_test_run(const char *cmd, char **out, char **err);
+
+#endif
