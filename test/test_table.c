@@ -1,0 +1,271 @@
+/* The compiled decision table: interpolation, crossovers, boundaries at and
+ * between measured sizes, extension, poisoned candidates, rules, the
+ * bucketed lookup and the apply step. */
+#include <check.h>
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nccl/common.h"
+#include "pcie/table.h"
+
+#define HEAD                                                                              \
+  "version = 1;\nname = \"t\";\n"                                                        \
+  "provenance = { tool = \"t\"; backend = \"sim\"; nccl_version = \"2.28.9\"; date = " \
+  "\"2026-11-30\"; mode = \"graph\"; };\n"
+
+static struct pt_profile prof;
+static struct pt_table tab;
+
+static void load(const char *text) {
+  struct pt_error_rec e;
+  ck_assert_msg(pt_profile_load_string(&prof, text, "t.cfg", &e) == 0, "%s:%d: %s", e.file, e.line,
+                e.msg);
+  ck_assert_int_eq(pt_table_build(&tab, &prof), 0);
+}
+
+static void unload(void) {
+  pt_table_release(&tab);
+  pt_profile_release(&prof);
+}
+
+static const struct pt_choice *top(int coll, int mode, uint64_t n) {
+  const struct pt_interval *iv = pt_table_lookup(&tab, coll, mode, n);
+  ck_assert_ptr_nonnull(iv);
+  ck_assert_msg(iv->lo <= n && n <= iv->hi, "interval [%llu,%llu] does not hold %llu",
+                (unsigned long long)iv->lo, (unsigned long long)iv->hi, (unsigned long long)n);
+  return iv->n ? &iv->c[0] : NULL;
+}
+
+/* A: 10us@1000 -> 100us@100000; B: 20us@1000 -> 50us@100000. In log-log the
+ * lines cross halfway, at sqrt(1000*100000) = 10000 bytes. */
+static const char *crossing =
+    HEAD "allreduce = { graph = { sizes = [ 1000L, 100000L ];\n"
+    "  candidates = ( { algo = \"ring\"; proto = \"ll\"; channels = 4; latency = ( 10.0, 100.0 ); },\n"
+    "                 { algo = \"ring\"; proto = \"simple\"; channels = 2; latency = ( 20.0, 50.0 ); } );\n"
+    "}; };\n";
+
+START_TEST(crossover_becomes_a_boundary) {
+  load(crossing);
+  ck_assert_int_eq(top(PT_ALLREDUCE, PT_MODE_GRAPH, 9990)->proto, NCCL_PROTO_LL);
+  ck_assert_int_eq(top(PT_ALLREDUCE, PT_MODE_GRAPH, 10010)->proto, NCCL_PROTO_SIMPLE);
+  const struct pt_interval *iv = pt_table_lookup(&tab, PT_ALLREDUCE, PT_MODE_GRAPH, 1000);
+  ck_assert_uint_ge(iv->hi, 9998);
+  ck_assert_uint_le(iv->hi, 10001);
+  /* Both candidates stay ranked, the loser second. */
+  ck_assert_int_eq(iv->n, 2);
+  ck_assert_int_eq(iv->c[1].proto, NCCL_PROTO_SIMPLE);
+  ck_assert_uint_eq(tab.set[PT_ALLREDUCE][PT_MODE_GRAPH]->n, 2);
+  unload();
+}
+END_TEST
+
+START_TEST(measured_range_extends) {
+  load(crossing);
+  ck_assert_int_eq(top(PT_ALLREDUCE, PT_MODE_GRAPH, 0)->proto, NCCL_PROTO_LL);
+  ck_assert_int_eq(top(PT_ALLREDUCE, PT_MODE_GRAPH, 1)->proto, NCCL_PROTO_LL);
+  ck_assert_int_eq(top(PT_ALLREDUCE, PT_MODE_GRAPH, 1000)->proto, NCCL_PROTO_LL);
+  ck_assert_int_eq(top(PT_ALLREDUCE, PT_MODE_GRAPH, 100000)->proto, NCCL_PROTO_SIMPLE);
+  ck_assert_int_eq(top(PT_ALLREDUCE, PT_MODE_GRAPH, UINT64_MAX)->proto, NCCL_PROTO_SIMPLE);
+  /* Graph-only data serve eager calls too; other collectives have none. */
+  ck_assert_int_eq(top(PT_ALLREDUCE, PT_MODE_EAGER, 50)->proto, NCCL_PROTO_LL);
+  ck_assert_ptr_null(pt_table_lookup(&tab, PT_ALLGATHER, PT_MODE_GRAPH, 50));
+  ck_assert_ptr_null(pt_table_lookup(&tab, -1, PT_MODE_GRAPH, 50));
+  ck_assert_ptr_null(pt_table_lookup(&tab, 5, PT_MODE_GRAPH, 50));
+  unload();
+}
+END_TEST
+
+START_TEST(interpolation_is_log_log) {
+  load(crossing);
+  const struct pt_series *s = prof.series[PT_ALLREDUCE][PT_MODE_GRAPH];
+  ck_assert_double_eq_tol(pt_interp_latency(s, s->cand[0].points, 1000), 10.0, 1e-9);
+  ck_assert_double_eq_tol(pt_interp_latency(s, s->cand[0].points, 10000), sqrt(10.0 * 100.0), 1e-6);
+  ck_assert_double_eq_tol(pt_interp_latency(s, s->cand[1].points, 10000), sqrt(20.0 * 50.0), 1e-6);
+  ck_assert_double_eq_tol(pt_interp_latency(s, s->cand[0].points, 10), 10.0, 1e-9);
+  ck_assert_double_eq_tol(pt_interp_latency(s, s->cand[0].points, 1u << 30), 100.0, 1e-9);
+  ck_assert_double_eq(pt_interp_latency(s, NULL, 10), -1);
+  unload();
+}
+END_TEST
+
+/* C is best but only measured at the first two sizes: it wins between them
+ * and is not considered where its next point is missing. */
+START_TEST(missing_points_bound_a_candidate) {
+  load(HEAD "allreduce = { eager = { sizes = [ 1000L, 10000L, 100000L ];\n"
+            "  candidates = (\n"
+            "    { algo = \"ring\"; proto = \"simple\"; channels = 2; latency = ( 50.0, 60.0, 70.0 ); },\n"
+            "    { algo = \"tree\"; proto = \"ll\"; channels = 4; latency = ( 5.0, 6.0, \"-\" ); } );\n"
+            "}; };\n");
+  ck_assert_int_eq(top(PT_ALLREDUCE, PT_MODE_EAGER, 1000)->algo, NCCL_ALGO_TREE);
+  ck_assert_int_eq(top(PT_ALLREDUCE, PT_MODE_EAGER, 9999)->algo, NCCL_ALGO_TREE);
+  ck_assert_int_eq(top(PT_ALLREDUCE, PT_MODE_EAGER, 10000)->algo, NCCL_ALGO_RING);
+  ck_assert_int_eq(top(PT_ALLREDUCE, PT_MODE_EAGER, 50000)->algo, NCCL_ALGO_RING);
+  const struct pt_interval *iv = pt_table_lookup(&tab, PT_ALLREDUCE, PT_MODE_EAGER, 50000);
+  ck_assert_int_eq(iv->n, 1);
+  unload();
+}
+END_TEST
+
+START_TEST(wrong_crash_hang_are_never_chosen) {
+  static const char *states[] = {"wrong", "crash", "hang"};
+  for (int i = 0; i < 3; i++) {
+    char text[2048];
+    snprintf(text, sizeof text,
+             HEAD "allreduce = { graph = { sizes = [ 1000L, 10000L, 100000L ];\n"
+                  "  candidates = (\n"
+                  "    { algo = \"ring\"; proto = \"ll128\"; channels = 4; latency = ( 1.0, 1.0, \"%s\" ); },\n"
+                  "    { algo = \"ring\"; proto = \"simple\"; channels = 2; latency = ( 50.0, 60.0, 70.0 ); } );\n"
+                  "}; };\n",
+             states[i]);
+    load(text);
+    for (uint64_t n = 1; n < 1000000; n *= 3) {
+      const struct pt_interval *iv = pt_table_lookup(&tab, PT_ALLREDUCE, PT_MODE_GRAPH, n);
+      ck_assert_int_eq(iv->n, 1);
+      ck_assert_int_eq(iv->c[0].proto, NCCL_PROTO_SIMPLE);
+    }
+    unload();
+  }
+}
+END_TEST
+
+START_TEST(rules_override_inside_their_range) {
+  load(HEAD "allreduce = { graph = { sizes = [ 1000L, 100000L ];\n"
+            "  candidates = ( { algo = \"ring\"; proto = \"ll\"; channels = 4; latency = ( 10.0, 100.0 ); } );\n"
+            "}; };\n"
+            "rules = ( { collective = \"allreduce\"; min_bytes = 2000L; max_bytes = 3000L; algo = \"tree\";"
+            " proto = \"simple\"; channels = 8; mode = \"graph\"; },\n"
+            "          { collective = \"reduce\"; min_bytes = 0L; max_bytes = 64L; algo = \"ring\";"
+            " proto = \"ll\"; channels = 1; } );\n");
+  ck_assert_int_eq(top(PT_ALLREDUCE, PT_MODE_GRAPH, 1999)->algo, NCCL_ALGO_RING);
+  const struct pt_interval *iv = pt_table_lookup(&tab, PT_ALLREDUCE, PT_MODE_GRAPH, 2000);
+  ck_assert_uint_eq(iv->lo, 2000);
+  ck_assert_uint_eq(iv->hi, 3000);
+  ck_assert_int_eq(iv->c[0].algo, NCCL_ALGO_TREE);
+  ck_assert_int_eq(iv->c[0].channels, 8);
+  ck_assert_int_eq(iv->c[0].from_rule, 1);
+  ck_assert_int_eq(iv->n, 2); /* the measured choice stays as the fallback */
+  ck_assert_int_eq(iv->c[1].algo, NCCL_ALGO_RING);
+  ck_assert_int_eq(top(PT_ALLREDUCE, PT_MODE_GRAPH, 3001)->algo, NCCL_ALGO_RING);
+  /* The graph-only rule does not leak into eager calls. */
+  ck_assert_int_eq(top(PT_ALLREDUCE, PT_MODE_EAGER, 2500)->algo, NCCL_ALGO_RING);
+  /* A rule alone serves a collective without measurements; outside it, nothing. */
+  ck_assert_int_eq(top(PT_REDUCE, PT_MODE_EAGER, 64)->channels, 1);
+  ck_assert_ptr_null(top(PT_REDUCE, PT_MODE_EAGER, 65));
+  unload();
+}
+END_TEST
+
+START_TEST(bucketed_lookup_matches_a_linear_scan) {
+  /* Many sizes and candidates with jittered latencies: lots of intervals. */
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  unsigned seed = 7;
+  fputs(HEAD "allreduce = { graph = { sizes = [ ", f);
+  for (int i = 0; i < 200; i++) fprintf(f, "%s%lluL", i ? ", " : "", 8ULL + (unsigned long long)i * i * i * 40);
+  fputs(" ];\n candidates = (\n", f);
+  for (int c = 0; c < 6; c++) {
+    fprintf(f, "%s{ algo = \"ring\"; proto = \"ll\"; channels = %d; latency = ( ", c ? "," : "", c + 1);
+    for (int i = 0; i < 200; i++) fprintf(f, "%s%.3f", i ? ", " : "", 10.0 + i + (rand_r(&seed) % 1000) / 50.0);
+    fputs(" ); }\n", f);
+  }
+  fputs("); }; };\n", f);
+  fclose(f);
+  load(text);
+  const struct pt_ivset *set = tab.set[PT_ALLREDUCE][PT_MODE_GRAPH];
+  ck_assert_uint_gt(set->n, 50);
+  ck_assert_uint_eq(set->iv[0].lo, 0);
+  ck_assert_uint_eq(set->iv[set->n - 1].hi, UINT64_MAX);
+  for (size_t i = 1; i < set->n; i++) ck_assert_uint_eq(set->iv[i].lo, set->iv[i - 1].hi + 1);
+  for (int k = 0; k < 200000; k++) {
+    uint64_t n = ((uint64_t)rand_r(&seed) << 31 | (uint64_t)rand_r(&seed)) >> (rand_r(&seed) % 62);
+    size_t lin = 0;
+    while (set->iv[lin].hi < n) lin++;
+    ck_assert_ptr_eq(pt_table_lookup(&tab, PT_ALLREDUCE, PT_MODE_GRAPH, n), &set->iv[lin]);
+  }
+  free(text);
+  unload();
+}
+END_TEST
+
+START_TEST(apply_respects_disabled_entries) {
+  struct pt_interval iv = {.n = 3,
+                           .c = {{.algo = NCCL_ALGO_RING, .proto = NCCL_PROTO_LL128, .channels = 8},
+                                 {.algo = NCCL_ALGO_TREE, .proto = NCCL_PROTO_LL, .channels = 3},
+                                 {.algo = NCCL_ALGO_RING, .proto = NCCL_PROTO_SIMPLE, .channels = 2}}};
+  float t[7][3];
+  int nch = 0;
+  for (int a = 0; a < 7; a++)
+    for (int p = 0; p < 3; p++) t[a][p] = 5.0f;
+  t[NCCL_ALGO_RING][NCCL_PROTO_LL128] = -1.0f;
+  t[NCCL_ALGO_TREE][NCCL_PROTO_LL] = -1024.0f; /* fp8 quirk: also disabled */
+  t[NCCL_ALGO_TREE][NCCL_PROTO_SIMPLE] = 0.0f; /* a zero elsewhere must not win the tie */
+  ck_assert_int_eq(pt_table_apply(&iv, &t[0][0], 7, 3, &nch), 2);
+  ck_assert_float_eq(t[NCCL_ALGO_RING][NCCL_PROTO_SIMPLE], 0.0f);
+  ck_assert_float_eq(t[NCCL_ALGO_RING][NCCL_PROTO_LL128], -1.0f);
+  ck_assert_float_eq(t[NCCL_ALGO_TREE][NCCL_PROTO_LL], -1024.0f);
+  ck_assert(t[NCCL_ALGO_TREE][NCCL_PROTO_SIMPLE] > 0.0f);
+  ck_assert_int_eq(nch, 2);
+  /* NaN is not usable either; nothing usable leaves everything as it was. */
+  float u[7][3], before[7][3];
+  for (int a = 0; a < 7; a++)
+    for (int p = 0; p < 3; p++) u[a][p] = -1.0f;
+  u[NCCL_ALGO_RING][NCCL_PROTO_SIMPLE] = NAN;
+  memcpy(before, u, sizeof u);
+  nch = 0;
+  ck_assert_int_eq(pt_table_apply(&iv, &u[0][0], 7, 3, &nch), -1);
+  ck_assert_int_eq(memcmp(before, u, sizeof u), 0);
+  ck_assert_int_eq(nch, 0);
+  /* A smaller table than NCCL's: out-of-range candidates are skipped. */
+  float small[2][2] = {{1, 1}, {1, -1}}; /* ring/ll128 disabled */
+  ck_assert_int_eq(pt_table_apply(&iv, &small[0][0], 2, 2, &nch), 1);
+  ck_assert_float_eq(small[NCCL_ALGO_TREE][NCCL_PROTO_LL], 0.0f);
+  ck_assert_int_eq(pt_table_apply(NULL, &small[0][0], 2, 2, &nch), -1);
+  ck_assert_int_eq(pt_table_apply(&iv, NULL, 7, 3, &nch), -1);
+  ck_assert_int_eq(pt_table_apply(&iv, &small[0][0], 0, 3, &nch), -1);
+}
+END_TEST
+
+START_TEST(chunk_rounds_to_the_grain) {
+  load(HEAD "allreduce = { graph = { sizes = [ 1000L ];\n"
+            "  candidates = ( { algo = \"ring\"; proto = \"simple\"; channels = 4; chunk = 131000L; latency = ( 10.0 ); },\n"
+            "                 { algo = \"ring\"; proto = \"ll128\"; channels = 4; chunk = 100L; latency = ( 11.0 ); },\n"
+            "                 { algo = \"ring\"; proto = \"ll\"; channels = 4; latency = ( 12.0 ); } );\n"
+            "}; };\n");
+  ck_assert_uint_eq(pt_table_chunk(&tab, PT_ALLREDUCE, PT_MODE_GRAPH, 5, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE),
+                    131000 / 512 * 512);
+  /* Below the grain it would round to 0, which NCCL divides by. */
+  ck_assert_uint_eq(pt_table_chunk(&tab, PT_ALLREDUCE, PT_MODE_GRAPH, 5, NCCL_ALGO_RING, NCCL_PROTO_LL128), 1920);
+  ck_assert_uint_eq(pt_table_chunk(&tab, PT_ALLREDUCE, PT_MODE_GRAPH, 5, NCCL_ALGO_RING, NCCL_PROTO_LL), 0);
+  ck_assert_uint_eq(pt_table_chunk(&tab, PT_ALLREDUCE, PT_MODE_GRAPH, 5, NCCL_ALGO_TREE, NCCL_PROTO_SIMPLE), 0);
+  ck_assert_uint_eq(pt_table_chunk(&tab, PT_ALLREDUCE, PT_MODE_GRAPH, 5, NCCL_ALGO_RING, 7), 0);
+  unload();
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("table");
+  TCase *tc = tcase_create("core");
+  tcase_add_test(tc, crossover_becomes_a_boundary);
+  tcase_add_test(tc, measured_range_extends);
+  tcase_add_test(tc, interpolation_is_log_log);
+  tcase_add_test(tc, missing_points_bound_a_candidate);
+  tcase_add_test(tc, wrong_crash_hang_are_never_chosen);
+  tcase_add_test(tc, rules_override_inside_their_range);
+  tcase_add_test(tc, bucketed_lookup_matches_a_linear_scan);
+  tcase_add_test(tc, apply_respects_disabled_entries);
+  tcase_add_test(tc, chunk_rounds_to_the_grain);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}
