@@ -1,0 +1,519 @@
+/* The plugin as NCCL sees it: dlopen of the built .so through the simulated
+ * NCCL host, every ABI version, profile selection, failure handling and the
+ * guarantees getCollInfo gives NCCL. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nccl/common.h"
+#include "pcie/host.h"
+#include "pcie/nccl_model.h"
+#include "support/pt_test.h"
+
+#define HEAD(match)                                                                       \
+  "version = 1;\nname = \"p\";\nmatch = { " match " };\n"                                \
+  "provenance = { tool = \"t\"; backend = \"sim\"; nccl_version = \"2.28.9\"; date = " \
+  "\"2026-11-30\"; mode = \"both\"; };\n"
+
+/* graph: LL128/8ch first (often disabled), then ring/LL/4; eager: simple/2. */
+static const char *modes_profile =
+    HEAD("nranks = 8;")
+    "allreduce = {\n"
+    " graph = { sizes = [ 1024L, 1048576L ]; candidates = (\n"
+    "  { algo = \"ring\"; proto = \"ll128\"; channels = 8; latency = ( 5.0, 50.0 ); },\n"
+    "  { algo = \"ring\"; proto = \"ll\"; channels = 4; latency = ( 10.0, 100.0 ); },\n"
+    "  { algo = \"tree\"; proto = \"simple\"; channels = 3; latency = ( 30.0, 300.0 ); } ); };\n"
+    " eager = { sizes = [ 1024L, 1048576L ]; candidates = (\n"
+    "  { algo = \"ring\"; proto = \"simple\"; channels = 2; latency = ( 10.0, 100.0 ); } ); };\n"
+    "};\n";
+
+static char *dir;
+
+static void setup(void) {
+  dir = pt_test_tmpdir();
+  unsetenv("PCIE_TUNER_PROFILE");
+  unsetenv("PCIE_TUNER_TRACE");
+  unsetenv("NCCL_PROTO");
+  ph_log_clear();
+}
+
+static void teardown(void) {
+  pt_test_rmtree(dir);
+  free(dir);
+}
+
+static void use_profile(const char *name, const char *text) {
+  char *p = pt_test_write(dir, name, text);
+  setenv("PCIE_TUNER_PROFILE", p, 1);
+  free(p);
+}
+
+static void open_plugin(struct ph_plugin *pl, int version) {
+  char err[512];
+  ck_assert_msg(ph_plugin_open(pl, pt_test_so(), version, err, sizeof err) == 0, "%s", err);
+  ck_assert_int_eq(pl->version, version ? version : 6);
+}
+
+static void decide(struct ph_comm *c, int coll, size_t n, int reg, int ll128, struct ph_choice *ch) {
+  float t[7][3];
+  pt_test_nccl_table(t, coll, n, (int)c->nranks, ll128);
+  ph_decide(c, coll, n, reg, t, ch);
+  ck_assert_int_eq(ch->rc, ncclSuccess);
+}
+
+START_TEST(newest_symbol_first) {
+  struct ph_plugin pl;
+  open_plugin(&pl, 0);
+  ck_assert_int_eq(pl.version, 6);
+  ck_assert_str_eq(((const ncclTuner_v6_t *)pl.sym)->name, "PcieTuner");
+  ck_assert_ptr_nonnull(((const ncclTuner_v6_t *)pl.sym)->getChunkSize);
+  ph_plugin_close(&pl);
+}
+END_TEST
+
+START_TEST(same_decisions_through_every_version) {
+  char *p = NULL;
+  ck_assert(asprintf(&p, "%s/profiles/example-8x-pcie.cfg", pt_test_srcdir()) > 0);
+  setenv("PCIE_TUNER_PROFILE", p, 1);
+  struct ph_plugin pl[5];
+  struct ph_comm c[5];
+  for (int v = 2; v <= 6; v++) {
+    open_plugin(&pl[v - 2], v);
+    ck_assert_int_eq(ph_comm_init(&c[v - 2], &pl[v - 2], 8, 1, 42), ncclSuccess);
+  }
+  unsigned seed = 1;
+  int changed = 0;
+  for (int k = 0; k < 3000; k++) {
+    int coll = k % 5;
+    size_t n = (size_t)1 << (rand_r(&seed) % 30);
+    n += (size_t)rand_r(&seed) % n;
+    struct ph_choice ref, got;
+    /* v2 and v3 have no regBuff: they get eager decisions, as v4+ with 0. */
+    decide(&c[4], coll, n, 0, 0, &ref);
+    for (int v = 2; v <= 5; v++) {
+      decide(&c[v - 2], coll, n, 0, 0, &got);
+      ck_assert_msg(got.algo == ref.algo && got.proto == ref.proto && got.nchannels == ref.nchannels,
+                    "v%d differs from v6 for coll %d at %zu B: %d/%d/%d vs %d/%d/%d", v, coll, n,
+                    got.algo, got.proto, got.nchannels, ref.algo, ref.proto, ref.nchannels);
+    }
+    decide(&c[4], coll, n, 1, 0, &ref);
+    for (int v = 4; v <= 5; v++) {
+      decide(&c[v - 2], coll, n, 1, 0, &got);
+      ck_assert(got.algo == ref.algo && got.proto == ref.proto && got.nchannels == ref.nchannels);
+    }
+    changed += ref.nchannels != 0;
+  }
+  ck_assert_int_gt(changed, 1000); /* the profile really decided */
+  for (int v = 2; v <= 6; v++) {
+    ck_assert_int_eq(ph_comm_finalize(&c[v - 2]), ncclSuccess);
+    ph_plugin_close(&pl[v - 2]);
+  }
+  free(p);
+}
+END_TEST
+
+START_TEST(reg_buff_selects_graph_or_eager) {
+  struct ph_plugin pl;
+  struct ph_comm c;
+  struct ph_choice ch;
+  use_profile("m.cfg", modes_profile);
+  open_plugin(&pl, 6);
+  ck_assert_int_eq(ph_comm_init(&c, &pl, 8, 1, 1), ncclSuccess);
+  decide(&c, ncclFuncAllReduce, 65536, 1, 0, &ch); /* graph, LL128 disabled: next ranked */
+  ck_assert_int_eq(ch.algo, NCCL_ALGO_RING);
+  ck_assert_int_eq(ch.proto, NCCL_PROTO_LL);
+  ck_assert_int_eq(ch.nchannels, 4);
+  ck_assert_float_eq(ch.cost, 0.0f);
+  decide(&c, ncclFuncAllReduce, 65536, 1, 1, &ch); /* LL128 opted in: first choice */
+  ck_assert_int_eq(ch.proto, NCCL_PROTO_LL128);
+  ck_assert_int_eq(ch.nchannels, 8);
+  decide(&c, ncclFuncAllReduce, 65536, 0, 0, &ch); /* eager */
+  ck_assert_int_eq(ch.proto, NCCL_PROTO_SIMPLE);
+  ck_assert_int_eq(ch.nchannels, 2);
+  ph_comm_finalize(&c);
+  ph_plugin_close(&pl);
+}
+END_TEST
+
+START_TEST(nothing_usable_leaves_the_table_alone) {
+  struct ph_plugin pl;
+  struct ph_comm c;
+  use_profile("m.cfg", modes_profile);
+  open_plugin(&pl, 6);
+  ck_assert_int_eq(ph_comm_init(&c, &pl, 8, 1, 1), ncclSuccess);
+  const ncclTuner_v6_t *t = pl.sym;
+  float table[7][3], before[7][3];
+  pt_test_nccl_table(table, ncclFuncAllReduce, 4096, 8, 0);
+  table[NCCL_ALGO_RING][NCCL_PROTO_LL] = -1.0f;
+  table[NCCL_ALGO_TREE][NCCL_PROTO_SIMPLE] = -1024.0f;
+  memcpy(before, table, sizeof table);
+  int nch = 0;
+  ck_assert_int_eq(t->getCollInfo(c.ctx, ncclFuncAllReduce, 4096, 1, (float **)table, 7, 3, 1, &nch),
+                   ncclSuccess);
+  ck_assert_int_eq(memcmp(before, table, sizeof table), 0);
+  ck_assert_int_eq(nch, 0);
+  /* An entry of exactly 0 is usable (>= 0) and gets chosen. */
+  table[NCCL_ALGO_TREE][NCCL_PROTO_SIMPLE] = 0.0f;
+  table[NCCL_ALGO_TREE][NCCL_PROTO_LL] = 0.0f; /* lower index, would win a tie */
+  ck_assert_int_eq(t->getCollInfo(c.ctx, ncclFuncAllReduce, 4096, 1, (float **)table, 7, 3, 1, &nch),
+                   ncclSuccess);
+  int a, p;
+  ck_assert_int_eq(pt_nccl_select(table, &a, &p), 0);
+  ck_assert_int_eq(a, NCCL_ALGO_TREE);
+  ck_assert_int_eq(p, NCCL_PROTO_SIMPLE);
+  ck_assert_int_eq(nch, 3);
+  ph_comm_finalize(&c);
+  ph_plugin_close(&pl);
+}
+END_TEST
+
+START_TEST(junk_arguments_never_error) {
+  struct ph_plugin pl;
+  struct ph_comm c;
+  use_profile("m.cfg", modes_profile);
+  open_plugin(&pl, 6);
+  ck_assert_int_eq(ph_comm_init(&c, &pl, 8, 1, 1), ncclSuccess);
+  const ncclTuner_v6_t *t = pl.sym;
+  float table[7][3];
+  int nch = 0;
+  size_t chunk = 12345;
+  pt_test_nccl_table(table, ncclFuncAllReduce, 4096, 8, 0);
+  ck_assert_int_eq(t->getCollInfo(NULL, ncclFuncAllReduce, 4096, 1, (float **)table, 7, 3, 1, &nch), 0);
+  ck_assert_int_eq(t->getCollInfo(c.ctx, (ncclFunc_t)-3, 4096, 1, (float **)table, 7, 3, 1, &nch), 0);
+  ck_assert_int_eq(t->getCollInfo(c.ctx, (ncclFunc_t)9, 4096, 1, (float **)table, 7, 3, 1, &nch), 0);
+  ck_assert_int_eq(nch, 0);
+  ck_assert_int_eq(t->getCollInfo(c.ctx, ncclFuncAllReduce, 0, 1, (float **)table, 7, 3, 1, &nch), 0);
+  ck_assert_int_eq(t->getCollInfo(c.ctx, ncclFuncAllReduce, SIZE_MAX, 1, (float **)table, 7, 3, 0, &nch), 0);
+  ck_assert_int_eq(t->getCollInfo(c.ctx, ncclFuncAllReduce, 64, 1, (float **)table, 2, 1, 0, &nch), 0);
+  ck_assert_int_eq(t->getCollInfo(c.ctx, ncclFuncAllReduce, 64, 1, (float **)table, 0, 0, 0, &nch), 0);
+  ck_assert_int_eq(t->getCollInfo(c.ctx, ncclFuncAllReduce, 64, 1, NULL, 7, 3, 0, &nch), 0);
+  ck_assert_int_eq(t->getCollInfo(c.ctx, ncclFuncAllReduce, 64, 1, (float **)table, 7, 3, 0, NULL), 0);
+  ck_assert_int_eq(t->getChunkSize(NULL, ncclFuncAllReduce, 64, 1, 2, 1, &chunk), 0);
+  ck_assert_int_eq(t->getChunkSize(c.ctx, (ncclFunc_t)77, 64, -5, 9, 1, &chunk), 0);
+  ck_assert_int_eq(t->getChunkSize(c.ctx, ncclFuncAllReduce, 64, 1, 2, 1, NULL), 0);
+  ck_assert_uint_eq(chunk, 12345);
+  ck_assert_int_eq(t->finalize(NULL), 0);
+  /* v2's out-parameters */
+  struct ph_plugin p2;
+  struct ph_comm c2;
+  open_plugin(&p2, 2);
+  ck_assert_int_eq(ph_comm_init(&c2, &p2, 8, 1, 1), 0);
+  const ncclTuner_v2_t *t2 = p2.sym;
+  int algo = -1, proto = -1;
+  ck_assert_int_eq(t2->getCollInfo(c2.ctx, (ncclFunc_t)42, 64, 0, 0, 1, &algo, &proto, &nch), 0);
+  ck_assert_int_eq(algo, -1);
+  ck_assert_int_eq(t2->getCollInfo(c2.ctx, ncclFuncAllReduce, 64, 0, 0, 1, NULL, NULL, NULL), 0);
+  ck_assert_int_eq(t2->getCollInfo(NULL, ncclFuncAllReduce, 64, 0, 0, 1, &algo, &proto, &nch), 0);
+  ck_assert_int_eq(t2->destroy(NULL), 0);
+  ph_comm_finalize(&c2);
+  ph_plugin_close(&p2);
+  ph_comm_finalize(&c);
+  ph_plugin_close(&pl);
+}
+END_TEST
+
+/* 10^5 random cost tables: no negative entry ever becomes >= 0, exactly one
+ * entry (the chosen one) is 0 when the plugin acts, and no call errors. */
+START_TEST(random_tables_property) {
+  char *p = NULL;
+  ck_assert(asprintf(&p, "%s/profiles/example-8x-pcie.cfg", pt_test_srcdir()) > 0);
+  setenv("PCIE_TUNER_PROFILE", p, 1);
+  struct ph_plugin pl;
+  struct ph_comm c;
+  open_plugin(&pl, 6);
+  ck_assert_int_eq(ph_comm_init(&c, &pl, 8, 1, 7), ncclSuccess);
+  const ncclTuner_v6_t *t = pl.sym;
+  static const float negs[] = {-1.0f, -1024.0f, -0.5f, -1e30f};
+  unsigned seed = 12345;
+  int acted = 0;
+  for (int k = 0; k < 100000; k++) {
+    float table[7][3], before[7][3];
+    for (int a = 0; a < 7; a++)
+      for (int q = 0; q < 3; q++) {
+        int r = rand_r(&seed) % 10;
+        table[a][q] = r < 4 ? negs[r] : r == 4 ? 0.0f : (float)(rand_r(&seed) % 100000) / 7.0f;
+      }
+    memcpy(before, table, sizeof table);
+    int nch = 0;
+    size_t n = (size_t)rand_r(&seed) >> (rand_r(&seed) % 31);
+    int rc = t->getCollInfo(c.ctx, (ncclFunc_t)(rand_r(&seed) % 7 - 1), n, 1, (float **)table, 7, 3,
+                            rand_r(&seed) % 2, &nch);
+    ck_assert_int_eq(rc, ncclSuccess);
+    int changed = 0;
+    for (int a = 0; a < 7; a++)
+      for (int q = 0; q < 3; q++) {
+        if (before[a][q] < 0) ck_assert_float_eq(table[a][q], before[a][q]);
+        changed += table[a][q] != before[a][q];
+      }
+    ck_assert_int_ge(nch, 0);
+    ck_assert_int_le(nch, 64);
+    if (nch) {
+      acted++;
+      int a, q;
+      ck_assert_int_eq(pt_nccl_select(table, &a, &q), 0);
+      ck_assert_float_eq(table[a][q], 0.0f);
+    } else {
+      ck_assert_int_eq(changed, 0);
+    }
+  }
+  ck_assert_int_gt(acted, 10000);
+  ph_comm_finalize(&c);
+  ph_plugin_close(&pl);
+  free(p);
+}
+END_TEST
+
+START_TEST(chunk_size_from_profile) {
+  use_profile("c.cfg",
+              HEAD("") "allreduce = { graph = { sizes = [ 1024L ]; candidates = (\n"
+              "  { algo = \"ring\"; proto = \"simple\"; channels = 2; chunk = 70000L; latency = ( 5.0 ); } ); }; };\n");
+  struct ph_plugin pl;
+  struct ph_comm c;
+  open_plugin(&pl, 6);
+  ck_assert_int_eq(ph_comm_init(&c, &pl, 4, 1, 1), 0);
+  size_t chunk = 131072;
+  ck_assert_int_eq(ph_chunk_size(&c, ncclFuncAllReduce, 1 << 20, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, &chunk), 0);
+  ck_assert_uint_eq(chunk, 70000 / 512 * 512);
+  chunk = 4096;
+  ck_assert_int_eq(ph_chunk_size(&c, ncclFuncAllReduce, 1 << 20, NCCL_ALGO_RING, NCCL_PROTO_LL, &chunk), 0);
+  ck_assert_uint_eq(chunk, 4096);
+  ph_comm_finalize(&c);
+  ph_plugin_close(&pl);
+}
+END_TEST
+
+START_TEST(init_logs_profile_identity) {
+  struct ph_plugin pl;
+  struct ph_comm c;
+  use_profile("m.cfg", modes_profile);
+  open_plugin(&pl, 5);
+  ck_assert_int_eq(ph_comm_init(&c, &pl, 8, 1, 0xabc), 0);
+  ck_assert_uint_eq(ph_log_count(), 1);
+  struct ph_log_entry e;
+  ck_assert_int_eq(ph_log_get(0, &e), 0);
+  ck_assert_int_eq(e.level, NCCL_LOG_INFO);
+  ck_assert_uint_eq(e.flags, NCCL_INIT | NCCL_TUNING);
+  ck_assert_ptr_nonnull(strstr(e.msg, "m.cfg"));
+  ck_assert_ptr_nonnull(strstr(e.msg, "name 'p'"));
+  ck_assert_ptr_nonnull(strstr(e.msg, "hash "));
+  ck_assert_ptr_nonnull(strstr(e.msg, "intervals "));
+  /* Nothing is logged per decision by default... */
+  struct ph_choice ch;
+  decide(&c, ncclFuncAllReduce, 4096, 1, 0, &ch);
+  ck_assert_uint_eq(ph_log_count(), 1);
+  ph_comm_finalize(&c);
+  /* ...and one line per decision with PCIE_TUNER_TRACE=1. */
+  setenv("PCIE_TUNER_TRACE", "1", 1);
+  ck_assert_int_eq(ph_comm_init(&c, &pl, 8, 1, 0xabc), 0);
+  ph_log_clear();
+  decide(&c, ncclFuncAllReduce, 4096, 1, 0, &ch);
+  decide(&c, ncclFuncBroadcast, 4096, 1, 0, &ch);
+  ck_assert_uint_eq(ph_log_count(), 2);
+  ck_assert_uint_eq(ph_log_find(NCCL_LOG_INFO, "allreduce 4096 B graph -> ring/ll 4 ch"), 1);
+  ck_assert_uint_eq(ph_log_find(NCCL_LOG_INFO, "broadcast 4096 B graph -> NCCL's own choice"), 1);
+  ph_comm_finalize(&c);
+  ph_plugin_close(&pl);
+}
+END_TEST
+
+static void expect_passive(const char *needle, int level) {
+  struct ph_plugin pl;
+  struct ph_comm c;
+  struct ph_choice ch;
+  open_plugin(&pl, 6);
+  ck_assert_int_eq(ph_comm_init(&c, &pl, 8, 1, 1), ncclSuccess);
+  ck_assert_msg(ph_log_find(level, needle) == 1, "expected one level-%d message with '%s'", level,
+                needle);
+  ck_assert_uint_eq(ph_log_count(), 1);
+  float t[7][3], before[7][3];
+  for (size_t n = 1; n < ((size_t)1 << 32); n *= 7) {
+    pt_test_nccl_table(t, ncclFuncAllReduce, n, 8, 0);
+    memcpy(before, t, sizeof t);
+    ph_decide(&c, ncclFuncAllReduce, n, (int)(n & 1), t, &ch);
+    ck_assert_int_eq(ch.rc, 0);
+    ck_assert_int_eq(ch.nchannels, 0);
+    ck_assert_int_eq(memcmp(before, t, sizeof t), 0);
+  }
+  ck_assert_int_eq(ph_comm_finalize(&c), ncclSuccess);
+  ph_plugin_close(&pl);
+}
+
+START_TEST(invalid_profile_warns_once_and_stays_passive) {
+  use_profile("bad.cfg", HEAD("") "allreduce = { graph = { sizes = [ 1024L ]; candidates = (\n"
+                                  "  { algo = \"ring\"; proto = \"ll\"; channels = 99; latency = ( 5.0 ); } ); }; };\n");
+  expect_passive("bad.cfg:6: channels must be in 1..64, not 99", NCCL_LOG_WARN);
+  struct ph_log_entry e;
+  ph_log_get(0, &e);
+  ck_assert_uint_eq(e.flags, (unsigned long)NCCL_ALL); /* visible whatever NCCL_DEBUG_SUBSYS says */
+}
+END_TEST
+
+START_TEST(missing_profile_leaves_nccl_alone) {
+  setenv("PCIE_TUNER_PROFILE", "/nonexistent/profile.cfg", 1);
+  expect_passive("PCIE_TUNER_PROFILE names /nonexistent/profile.cfg", NCCL_LOG_WARN);
+}
+END_TEST
+
+START_TEST(unset_env_and_nothing_installed_is_passive) {
+  /* Run from the empty temp dir so ./profiles does not exist. An installed
+   * profiles directory on this machine would legitimately change the answer. */
+  if (access(PT_DATADIR, F_OK) == 0) {
+    fprintf(stderr, "skipped: %s exists on this machine\n", PT_DATADIR);
+    return;
+  }
+  ck_assert_int_eq(chdir(dir), 0);
+  expect_passive("no profile matches nRanks=8 nNodes=1", NCCL_LOG_INFO);
+}
+END_TEST
+
+START_TEST(unset_env_scans_dot_profiles) {
+  char *sub = NULL;
+  ck_assert(asprintf(&sub, "%s/profiles", dir) > 0);
+  ck_assert_int_eq(mkdir(sub, 0755), 0);
+  free(pt_test_write(sub, "box.cfg", modes_profile));
+  ck_assert_int_eq(chdir(dir), 0);
+  struct ph_plugin pl;
+  struct ph_comm c;
+  open_plugin(&pl, 6);
+  ck_assert_int_eq(ph_comm_init(&c, &pl, 8, 1, 1), 0);
+  ck_assert_uint_eq(ph_log_find(NCCL_LOG_INFO, "profiles/box.cfg name 'p'"), 1);
+  ph_comm_finalize(&c);
+  ph_plugin_close(&pl);
+  free(sub);
+}
+END_TEST
+
+static const char *named(const char *name, const char *match) {
+  static char buf[4096];
+  snprintf(buf, sizeof buf,
+           "version = 1;\nname = \"%s\";\nmatch = { %s };\n"
+           "provenance = { tool = \"t\"; backend = \"sim\"; nccl_version = \"x\"; date = \"d\"; mode = \"graph\"; };\n"
+           "allreduce = { graph = { sizes = [ 1024L ]; candidates = ( { algo = \"ring\"; proto = \"ll\";"
+           " channels = 1; latency = ( 5.0 ); } ); }; };\n",
+           name, match);
+  return buf;
+}
+
+START_TEST(directory_most_specific_wins) {
+  free(pt_test_write(dir, "a-any.cfg", named("any", "")));
+  free(pt_test_write(dir, "b-ranks.cfg", named("ranks8", "nranks = 8;")));
+  free(pt_test_write(dir, "c-both.cfg", named("both8x1", "nranks = 8; nnodes = 1;")));
+  free(pt_test_write(dir, "d-other.cfg", named("ranks4", "nranks = 4; nnodes = 1;")));
+  free(pt_test_write(dir, "notes.txt", "not a profile"));
+  setenv("PCIE_TUNER_PROFILE", dir, 1);
+  struct ph_plugin pl;
+  struct ph_comm c;
+  open_plugin(&pl, 6);
+  ck_assert_int_eq(ph_comm_init(&c, &pl, 8, 1, 1), 0);
+  ck_assert_uint_eq(ph_log_find(NCCL_LOG_INFO, "name 'both8x1'"), 1);
+  ph_comm_finalize(&c);
+  ck_assert_int_eq(ph_comm_init(&c, &pl, 8, 2, 1), 0);
+  ck_assert_uint_eq(ph_log_find(NCCL_LOG_INFO, "name 'ranks8'"), 1);
+  ph_comm_finalize(&c);
+  ck_assert_int_eq(ph_comm_init(&c, &pl, 2, 1, 1), 0);
+  ck_assert_uint_eq(ph_log_find(NCCL_LOG_INFO, "name 'any'"), 1);
+  ph_comm_finalize(&c);
+  ph_plugin_close(&pl);
+}
+END_TEST
+
+START_TEST(equally_specific_profiles_tie) {
+  free(pt_test_write(dir, "x.cfg", named("x", "nranks = 8;")));
+  free(pt_test_write(dir, "y.cfg", named("y", "nranks = 8;")));
+  free(pt_test_write(dir, "z.cfg", named("z", "nnodes = 2;")));
+  setenv("PCIE_TUNER_PROFILE", dir, 1);
+  expect_passive("x.cfg and ", NCCL_LOG_WARN);
+  ck_assert_uint_eq(ph_log_find(NCCL_LOG_WARN, "y.cfg both match nRanks=8 nNodes=1 equally"), 1);
+}
+END_TEST
+
+START_TEST(invalid_file_in_directory_is_loud) {
+  free(pt_test_write(dir, "good.cfg", named("good", "nranks = 8;")));
+  free(pt_test_write(dir, "broken.cfg", "version = 1;\nname = \"x\"\n"));
+  setenv("PCIE_TUNER_PROFILE", dir, 1);
+  expect_passive("broken.cfg:", NCCL_LOG_WARN);
+}
+END_TEST
+
+START_TEST(file_not_matching_is_passive) {
+  use_profile("four.cfg", named("four", "nranks = 4;"));
+  expect_passive("four.cfg does not match nRanks=8 nNodes=1", NCCL_LOG_INFO);
+}
+END_TEST
+
+START_TEST(many_communicators_share_one_table) {
+  use_profile("m.cfg", modes_profile);
+  struct ph_plugin pl;
+  static struct ph_comm c[200];
+  open_plugin(&pl, 6);
+  for (int round = 0; round < 3; round++) {
+    for (int i = 0; i < 200; i++) ck_assert_int_eq(ph_comm_init(&c[i], &pl, 8, 1, (uint64_t)i), 0);
+    struct ph_choice ch;
+    decide(&c[199], ncclFuncAllReduce, 4096, 0, 0, &ch);
+    ck_assert_int_eq(ch.nchannels, 2);
+    for (int i = 0; i < 200; i++) ck_assert_int_eq(ph_comm_finalize(&c[i]), 0);
+  }
+  ck_assert_uint_eq(ph_log_find(NCCL_LOG_INFO, "hash "), 600);
+  ph_plugin_close(&pl);
+}
+END_TEST
+
+START_TEST(exports_only_the_plugin_structs) {
+  char *cmd = NULL, *out = NULL;
+  ck_assert(asprintf(&cmd, "nm -D --defined-only '%s' | awk '{print $3}' | sort", pt_test_so()) > 0);
+  ck_assert_int_eq(pt_test_run(cmd, &out, NULL), 0);
+  static const char *allowed[] = {"ncclNetPlugin_v10", "ncclNetPlugin_v11", "ncclNetPlugin_v12",
+                                  "ncclNetPlugin_v8", "ncclNetPlugin_v9", "ncclTunerPlugin_v2",
+                                  "ncclTunerPlugin_v3", "ncclTunerPlugin_v4", "ncclTunerPlugin_v5",
+                                  "ncclTunerPlugin_v6", NULL};
+  int tuners = 0;
+  for (char *save = NULL, *l = strtok_r(out, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+    int ok = 0;
+    for (const char **a = allowed; *a; a++) ok |= !strcmp(*a, l);
+    ck_assert_msg(ok, "unexpected exported symbol '%s'", l);
+    tuners += !strncmp(l, "ncclTunerPlugin_v", 17);
+  }
+  ck_assert_int_eq(tuners, 5);
+  free(cmd);
+  free(out);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("plugin");
+  TCase *tc = tcase_create("dlopen");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, newest_symbol_first);
+  tcase_add_test(tc, same_decisions_through_every_version);
+  tcase_add_test(tc, reg_buff_selects_graph_or_eager);
+  tcase_add_test(tc, nothing_usable_leaves_the_table_alone);
+  tcase_add_test(tc, junk_arguments_never_error);
+  tcase_add_test(tc, random_tables_property);
+  tcase_add_test(tc, chunk_size_from_profile);
+  tcase_add_test(tc, init_logs_profile_identity);
+  tcase_add_test(tc, invalid_profile_warns_once_and_stays_passive);
+  tcase_add_test(tc, missing_profile_leaves_nccl_alone);
+  tcase_add_test(tc, unset_env_and_nothing_installed_is_passive);
+  tcase_add_test(tc, unset_env_scans_dot_profiles);
+  tcase_add_test(tc, directory_most_specific_wins);
+  tcase_add_test(tc, equally_specific_profiles_tie);
+  tcase_add_test(tc, invalid_file_in_directory_is_loud);
+  tcase_add_test(tc, file_not_matching_is_passive);
+  tcase_add_test(tc, many_communicators_share_one_table);
+  tcase_add_test(tc, exports_only_the_plugin_structs);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}
