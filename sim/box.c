@@ -1,0 +1,113 @@
+/*
+ * The truth of a simulated box and its NCCL-view helpers: what a collective
+ * really costs (pt_box_true_us), what NCCL would pick for it, and the best
+ * any tuner could do. The formula is documented in include/pcie/sim_box.h
+ * and docs/sim.md. NCCL's own arithmetic stays in sim/nccl_model.c; this file
+ * only calls it, so the two models never share a parameter.
+ */
+#include <math.h>
+
+#include "nccl/common.h"
+#include "pcie/sim_box.h"
+
+int pt_box_effective_channels(const struct pt_box *b, int channels) {
+  int max = b->nccl.comm_channels < 1 ? 1 : b->nccl.comm_channels;
+  if (channels < 1) return 1;
+  return channels > max ? max : channels;
+}
+
+/* Pipeline steps a message crosses. Ring all-reduce is reduce-scatter then
+ * all-gather, 2(n-1) steps; broadcast and reduce travel the ring once (n-1
+ * hops). One node's Tree is a chain: up and back down, 2(n-1) hops. */
+static int steps(int coll, int algo, int n) {
+  if (algo == NCCL_ALGO_TREE) return 2 * (n - 1);
+  if (coll == PT_ALLREDUCE) return 2 * (n - 1);
+  return n - 1;
+}
+
+/* Bytes each rank puts on its link, per byte of message. A chain's middle
+ * GPUs forward the reduction up and the result down through the same port,
+ * so Tree moves the message twice; Ring moves 2(n-1)/n of it. */
+static double traffic(int coll, int algo, int n) {
+  if (algo == NCCL_ALGO_TREE) return 2.0;
+  switch (coll) {
+  case PT_ALLREDUCE: return 2.0 * (n - 1) / n;
+  case PT_ALLGATHER:
+  case PT_REDUCESCATTER: return (double)(n - 1) / n;
+  default: return 1.0;
+  }
+}
+
+double pt_box_true_us(const struct pt_box *b, int coll, int mode, int algo, int proto,
+                      int channels, uint64_t nbytes) {
+  const struct pt_box_truth *t = &b->truth;
+  if (proto < 0 || proto >= NCCL_NUM_PROTOCOLS || coll < 0 || coll >= PT_NCOLL) return -1;
+  if (algo != NCCL_ALGO_RING && algo != NCCL_ALGO_TREE) return -1;
+  if (algo == NCCL_ALGO_TREE && coll != PT_ALLREDUCE) return -1;
+  if (mode < 0 || mode >= PT_NMODES) return -1;
+  int ch = pt_box_effective_channels(b, channels);
+  int n = b->nranks;
+  double wire = fmin(ch * t->chan_bw[proto], t->link_bw[proto]);
+  /* Host staging copies every wire byte once more, in series with the link. */
+  if (t->transport == PT_XPORT_SHM && t->host_bw > 0) wire = 1.0 / (1.0 / wire + 1.0 / t->host_bw);
+  double bw = wire * t->eff[proto];
+  double lat = steps(coll, algo, n) * t->hop_us[algo][proto];
+  double xfer = traffic(coll, algo, n) * (double)nbytes / (1000.0 * bw); /* GB/s = 1000 B/us */
+  double q = t->overlap[proto] < 1.0 ? 1.0 : t->overlap[proto];
+  double pipe = pow(pow(lat, q) + pow(xfer, q), 1.0 / q);
+  return t->launch_us[mode] + t->base_us[proto] + (ch - 1) * t->chan_us + pipe;
+}
+
+int pt_box_fault_state(const struct pt_box *b, int coll, int algo, int proto, uint64_t nbytes) {
+  for (size_t i = 0; i < b->nfaults; i++) {
+    const struct pt_box_fault *f = &b->faults[i];
+    if ((f->coll < 0 || f->coll == coll) && f->algo == algo && f->proto == proto &&
+        nbytes >= f->min_bytes && nbytes <= f->max_bytes)
+      return f->state;
+  }
+  return PT_PT_OK;
+}
+
+void pt_box_nccl_table(const struct pt_box *b, int coll, uint64_t nbytes, float table[7][3]) {
+  pt_nccl_cost_table(&b->nccl, coll, (size_t)nbytes, 1, table);
+}
+
+int pt_box_nccl_default(const struct pt_box *b, int coll, uint64_t nbytes, int *algo,
+                        int *proto, int *channels) {
+  float table[7][3];
+  pt_box_nccl_table(b, coll, nbytes, table);
+  if (pt_nccl_select(table, algo, proto)) return -1;
+  *channels = pt_nccl_channels(&b->nccl, *algo, *proto, (size_t)nbytes);
+  return 0;
+}
+
+double pt_box_default_us(const struct pt_box *b, int coll, int mode, uint64_t nbytes) {
+  int a, p, c;
+  if (pt_box_nccl_default(b, coll, nbytes, &a, &p, &c)) return -1;
+  return pt_box_true_us(b, coll, mode, a, p, c, nbytes);
+}
+
+double pt_box_oracle_us(const struct pt_box *b, int coll, int mode, uint64_t nbytes, int *algo,
+                        int *proto, int *channels) {
+  float table[7][3];
+  double best = -1;
+  int ba = -1, bp = -1, bc = 0;
+  pt_box_nccl_table(b, coll, nbytes, table);
+  for (int a = 0; a < 2; a++)
+    for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++) {
+      if (table[a][p] < 0 || pt_box_fault_state(b, coll, a, p, nbytes) != PT_PT_OK) continue;
+      for (int c = 1; c <= pt_box_effective_channels(b, PT_MAX_CHANNELS); c++) {
+        double us = pt_box_true_us(b, coll, mode, a, p, c, nbytes);
+        if (us >= 0 && (best < 0 || us < best)) {
+          best = us;
+          ba = a;
+          bp = p;
+          bc = c;
+        }
+      }
+    }
+  if (algo) *algo = ba;
+  if (proto) *proto = bp;
+  if (channels) *channels = bc;
+  return best;
+}

@@ -1,0 +1,375 @@
+/*
+ * Box files: a simulated box described in libconfig (format in docs/sim.md),
+ * loaded strictly. Unknown keys, wrong types and out-of-range values are
+ * errors naming file and line; nothing is defaulted except what a `based_on`
+ * built-in box provides. Owns parsing only; the model is in sim/box.c.
+ */
+#include <libconfig.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "nccl/common.h"
+#include "pcie/sim_box.h"
+
+struct ctx {
+  const char *path;
+  struct pt_error_rec *err;
+  int inherited; /* 1 when based_on gave every field a value */
+};
+
+static int fail(struct ctx *c, const config_setting_t *s, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int fail(struct ctx *c, const config_setting_t *s, int code, const char *fmt, ...) {
+  va_list ap;
+  snprintf(c->err->file, sizeof c->err->file, "%s", c->path);
+  c->err->line = s ? config_setting_source_line(s) : 0;
+  va_start(ap, fmt);
+  vsnprintf(c->err->msg, sizeof c->err->msg, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+/* Rejects any member of group g not named in allowed (NULL-terminated). */
+static int only_keys(struct ctx *c, const config_setting_t *g, const char *const *allowed) {
+  for (int i = 0; i < config_setting_length(g); i++) {
+    const config_setting_t *m = config_setting_get_elem(g, (unsigned)i);
+    const char *name = config_setting_name(m);
+    int ok = 0;
+    for (const char *const *a = allowed; *a && !ok; a++) ok = name && !strcmp(name, *a);
+    if (!ok)
+      return fail(c, m, PT_EINVAL, "unknown key '%s' in '%s'", name ? name : "?",
+                  config_setting_name(g) ? config_setting_name(g) : "box");
+  }
+  return 0;
+}
+
+static int missing(struct ctx *c, const config_setting_t *g, const char *key) {
+  return fail(c, g, PT_EINVAL, "missing '%s'%s", key,
+              c->inherited ? "" : " (or give based_on = \"<built-in box>\")");
+}
+
+/* A number (int or float) in [lo, hi]; absent is an error unless inherited. */
+static int get_num(struct ctx *c, const config_setting_t *g, const char *key, double lo,
+                   double hi, double *out) {
+  const config_setting_t *s = config_setting_get_member(g, key);
+  if (!s) return c->inherited ? 0 : missing(c, g, key);
+  int t = config_setting_type(s);
+  double v;
+  if (t == CONFIG_TYPE_FLOAT) v = config_setting_get_float(s);
+  else if (t == CONFIG_TYPE_INT) v = config_setting_get_int(s);
+  else if (t == CONFIG_TYPE_INT64) v = (double)config_setting_get_int64(s);
+  else return fail(c, s, PT_EINVAL, "'%s' must be a number", key);
+  if (!(v >= lo && v <= hi)) return fail(c, s, PT_EINVAL, "'%s' = %g is out of range [%g, %g]", key, v, lo, hi);
+  *out = v;
+  return 0;
+}
+
+static int get_int(struct ctx *c, const config_setting_t *g, const char *key, int lo, int hi,
+                   int *out) {
+  double v = *out;
+  int rc = get_num(c, g, key, lo, hi, &v);
+  if (rc) return rc;
+  const config_setting_t *s = config_setting_get_member(g, key);
+  if (s && config_setting_type(s) == CONFIG_TYPE_FLOAT)
+    return fail(c, s, PT_EINVAL, "'%s' must be an integer", key);
+  *out = (int)v;
+  return 0;
+}
+
+static int get_bool(struct ctx *c, const config_setting_t *g, const char *key, int *out) {
+  const config_setting_t *s = config_setting_get_member(g, key);
+  if (!s) return c->inherited ? 0 : missing(c, g, key);
+  if (config_setting_type(s) != CONFIG_TYPE_BOOL)
+    return fail(c, s, PT_EINVAL, "'%s' must be true or false", key);
+  *out = config_setting_get_bool(s);
+  return 0;
+}
+
+static int get_str(struct ctx *c, const config_setting_t *g, const char *key, char *dst,
+                   size_t len, int required) {
+  const config_setting_t *s = config_setting_get_member(g, key);
+  if (!s) return required && !c->inherited ? missing(c, g, key) : 0;
+  const char *v = config_setting_get_string(s);
+  if (!v) return fail(c, s, PT_EINVAL, "'%s' must be a string", key);
+  if (strlen(v) >= len) return fail(c, s, PT_EINVAL, "'%s' is longer than %zu characters", key, len - 1);
+  snprintf(dst, len, "%s", v);
+  return 0;
+}
+
+static const config_setting_t *group(struct ctx *c, const config_setting_t *g, const char *key,
+                                     int *rc) {
+  const config_setting_t *s = config_setting_get_member(g, key);
+  *rc = 0;
+  if (!s) {
+    if (!c->inherited) *rc = missing(c, g, key);
+    return NULL;
+  }
+  if (!config_setting_is_group(s)) *rc = fail(c, s, PT_EINVAL, "'%s' must be a group { ... }", key);
+  return *rc ? NULL : s;
+}
+
+/* { ll = x; ll128 = y; simple = z; } into v[3]. */
+static int per_proto(struct ctx *c, const config_setting_t *g, const char *key, double lo,
+                     double hi, double v[3]) {
+  static const char *const keys[] = {"ll", "ll128", "simple", NULL};
+  int rc;
+  const config_setting_t *s = group(c, g, key, &rc);
+  if (!s) return rc;
+  if ((rc = only_keys(c, s, keys))) return rc;
+  for (int p = 0; p < 3 && !rc; p++) rc = get_num(c, s, keys[p], lo, hi, &v[p]);
+  return rc;
+}
+
+static int parse_truth(struct ctx *c, const config_setting_t *root, struct pt_box_truth *t) {
+  static const char *const keys[] = {"transport", "host_bw", "launch_us", "base_us", "hop_us",
+                                     "chan_us",   "chan_bw", "link_bw",   "eff",     "overlap",
+                                     NULL};
+  static const char *const modes[] = {"eager", "graph", NULL};
+  static const char *const algos[] = {"tree", "ring", NULL};
+  int rc;
+  const config_setting_t *g = group(c, root, "truth", &rc), *s;
+  if (!g) return rc;
+  if ((rc = only_keys(c, g, keys))) return rc;
+  if ((s = config_setting_get_member(g, "transport"))) {
+    const char *v = config_setting_get_string(s);
+    if (v && !strcmp(v, "p2p")) t->transport = PT_XPORT_P2P;
+    else if (v && !strcmp(v, "shm")) t->transport = PT_XPORT_SHM;
+    else return fail(c, s, PT_EINVAL, "unknown transport '%s' (expected p2p or shm)", v ? v : "?");
+  } else if (!c->inherited) {
+    return missing(c, g, "transport");
+  }
+  if (t->transport == PT_XPORT_SHM && (rc = get_num(c, g, "host_bw", 0.01, 1000, &t->host_bw)))
+    return rc;
+  if ((s = group(c, g, "launch_us", &rc))) {
+    if ((rc = only_keys(c, s, modes))) return rc;
+    for (int m = 0; m < PT_NMODES && !rc; m++) rc = get_num(c, s, pt_mode_name(m), 0, 1e4, &t->launch_us[m]);
+  }
+  if (rc || (rc = per_proto(c, g, "base_us", 0, 1e4, t->base_us))) return rc;
+  if ((s = group(c, g, "hop_us", &rc))) {
+    if ((rc = only_keys(c, s, algos))) return rc;
+    if ((rc = per_proto(c, s, "tree", 0, 1e4, t->hop_us[NCCL_ALGO_TREE]))) return rc;
+    rc = per_proto(c, s, "ring", 0, 1e4, t->hop_us[NCCL_ALGO_RING]);
+  }
+  if (rc || (rc = get_num(c, g, "chan_us", 0, 1e3, &t->chan_us))) return rc;
+  if ((rc = per_proto(c, g, "chan_bw", 0.001, 1e4, t->chan_bw))) return rc;
+  if ((rc = per_proto(c, g, "link_bw", 0.001, 1e4, t->link_bw))) return rc;
+  if ((rc = per_proto(c, g, "eff", 0.01, 1.0, t->eff))) return rc;
+  return per_proto(c, g, "overlap", 1.0, 16.0, t->overlap);
+}
+
+static int parse_nccl(struct ctx *c, const config_setting_t *root, struct pt_nccl_params *n) {
+  static const char *const keys[] = {"compcap", "search_channels", "bw_intra", "comm_channels",
+                                     "ll128",   "tree",            "ll",       "simple",
+                                     "max_batch_colls", NULL};
+  int rc;
+  const config_setting_t *g = group(c, root, "nccl", &rc);
+  if (!g) return rc;
+  if ((rc = only_keys(c, g, keys)) || (rc = get_int(c, g, "compcap", 0, 3, &n->compcap)) ||
+      (rc = get_int(c, g, "search_channels", 1, 32, &n->search_channels)) ||
+      (rc = get_num(c, g, "bw_intra", 0.01, 1000, &n->bw_intra)) ||
+      (rc = get_int(c, g, "comm_channels", 1, PT_MAX_CHANNELS, &n->comm_channels)) ||
+      (rc = get_bool(c, g, "ll128", &n->ll128_enabled)) ||
+      (rc = get_bool(c, g, "tree", &n->tree_enabled)) ||
+      (rc = get_bool(c, g, "ll", &n->ll_enabled)) ||
+      (rc = get_bool(c, g, "simple", &n->simple_enabled)))
+    return rc;
+  return get_int(c, g, "max_batch_colls", 1, 64, &n->max_batch_colls);
+}
+
+static int parse_noise(struct ctx *c, const config_setting_t *root, struct pt_box *b) {
+  static const char *const keys[] = {"sigma", "outlier_prob", "outlier_scale", NULL};
+  int rc;
+  const config_setting_t *g = group(c, root, "noise", &rc);
+  if (!g) return rc;
+  if ((rc = only_keys(c, g, keys)) || (rc = get_num(c, g, "sigma", 0, 1, &b->noise_sigma)) ||
+      (rc = get_num(c, g, "outlier_prob", 0, 1, &b->outlier_prob)))
+    return rc;
+  return get_num(c, g, "outlier_scale", 0, 100, &b->outlier_scale);
+}
+
+/* Reads a name through a core parser; -1 when s has no such name. */
+static int get_name(struct ctx *c, const config_setting_t *g, const char *key,
+                    int (*parse)(const char *), int *out) {
+  const config_setting_t *s = config_setting_get_member(g, key);
+  if (!s) return fail(c, g, PT_EINVAL, "missing '%s'", key);
+  const char *v = config_setting_get_string(s);
+  int x = v ? parse(v) : -1;
+  if (x < 0) return fail(c, s, PT_EINVAL, "unknown %s '%s'", key, v ? v : "(not a string)");
+  *out = x;
+  return 0;
+}
+
+static int get_bytes(struct ctx *c, const config_setting_t *g, const char *key, uint64_t *out) {
+  const config_setting_t *s = config_setting_get_member(g, key);
+  if (!s) return fail(c, g, PT_EINVAL, "missing '%s'", key);
+  int t = config_setting_type(s);
+  long long v = t == CONFIG_TYPE_INT64 ? config_setting_get_int64(s)
+                : t == CONFIG_TYPE_INT  ? config_setting_get_int(s)
+                                        : -1;
+  if (v < 1) return fail(c, s, PT_EINVAL, "'%s' must be an integer >= 1", key);
+  *out = (uint64_t)v;
+  return 0;
+}
+
+static int parse_anchor(struct ctx *c, const config_setting_t *g, struct pt_box_anchor *a) {
+  static const char *const keys[] = {"collective", "mode", "bytes",  "latency", "source",
+                                     "algo",       "proto", "channels", NULL};
+  int rc, st;
+  const config_setting_t *s;
+  memset(a, 0, sizeof *a);
+  a->algo = a->proto = -1;
+  if ((rc = only_keys(c, g, keys)) || (rc = get_name(c, g, "collective", pt_coll_parse, &a->coll)))
+    return rc;
+  a->mode = PT_MODE_EAGER;
+  if ((s = config_setting_get_member(g, "mode"))) {
+    const char *v = config_setting_get_string(s);
+    st = !v ? -1 : !strcmp(v, "eager") ? PT_MODE_EAGER : !strcmp(v, "graph") ? PT_MODE_GRAPH : -1;
+    if (st < 0) return fail(c, s, PT_EINVAL, "unknown mode '%s' (expected eager or graph)", v ? v : "?");
+    a->mode = st;
+  }
+  if ((rc = get_bytes(c, g, "bytes", &a->nbytes))) return rc;
+  c->inherited = 0; /* anchor fields are never inherited */
+  if ((rc = get_num(c, g, "latency", 0.001, 1e9, &a->lat_us)) ||
+      (rc = get_str(c, g, "source", a->source, sizeof a->source, 1)))
+    return rc;
+  if (config_setting_get_member(g, "algo")) {
+    if ((rc = get_name(c, g, "algo", pt_algo_parse, &a->algo)) ||
+        (rc = get_name(c, g, "proto", pt_proto_parse, &a->proto)))
+      return rc;
+    a->channels = 1;
+    return get_int(c, g, "channels", 1, PT_MAX_CHANNELS, &a->channels);
+  }
+  if (config_setting_get_member(g, "proto") || config_setting_get_member(g, "channels"))
+    return fail(c, g, PT_EINVAL, "'proto' and 'channels' need 'algo' (without it the anchor is NCCL's default)");
+  return 0;
+}
+
+static int parse_fault(struct ctx *c, const config_setting_t *g, struct pt_box_fault *f) {
+  static const char *const keys[] = {"collective", "algo", "proto", "min_bytes", "max_bytes",
+                                     "state", NULL};
+  int rc;
+  const config_setting_t *s;
+  f->coll = -1;
+  if ((rc = only_keys(c, g, keys))) return rc;
+  if (config_setting_get_member(g, "collective") &&
+      (rc = get_name(c, g, "collective", pt_coll_parse, &f->coll)))
+    return rc;
+  if ((rc = get_name(c, g, "algo", pt_algo_parse, &f->algo)) ||
+      (rc = get_name(c, g, "proto", pt_proto_parse, &f->proto)) ||
+      (rc = get_bytes(c, g, "min_bytes", &f->min_bytes)) ||
+      (rc = get_bytes(c, g, "max_bytes", &f->max_bytes)))
+    return rc;
+  if (f->max_bytes < f->min_bytes)
+    return fail(c, g, PT_EINVAL, "max_bytes %llu is below min_bytes %llu",
+                (unsigned long long)f->max_bytes, (unsigned long long)f->min_bytes);
+  if (!(s = config_setting_get_member(g, "state"))) return fail(c, g, PT_EINVAL, "missing 'state'");
+  const char *v = config_setting_get_string(s);
+  f->state = !v ? -1 : !strcmp(v, "wrong") ? PT_PT_WRONG : !strcmp(v, "crash") ? PT_PT_CRASH
+                     : !strcmp(v, "hang") ? PT_PT_HANG : -1;
+  if (f->state < 0) return fail(c, s, PT_EINVAL, "unknown state '%s' (expected wrong, crash or hang)", v ? v : "?");
+  return 0;
+}
+
+/* A list of groups parsed one by one into a fixed array. */
+static int parse_list(struct ctx *c, const config_setting_t *root, const char *key, size_t max,
+                      size_t *n, int (*one)(struct ctx *, const config_setting_t *, void *),
+                      void *arr, size_t elem) {
+  const config_setting_t *l = config_setting_get_member(root, key);
+  int rc = 0, inherited = c->inherited;
+  if (!l) return 0;
+  if (!config_setting_is_list(l)) return fail(c, l, PT_EINVAL, "'%s' must be a list ( ... )", key);
+  if ((size_t)config_setting_length(l) > max)
+    return fail(c, l, PT_EINVAL, "'%s' has %d entries; at most %zu are allowed", key,
+                config_setting_length(l), max);
+  *n = 0;
+  for (int i = 0; i < config_setting_length(l) && !rc; i++) {
+    const config_setting_t *g = config_setting_get_elem(l, (unsigned)i);
+    if (!config_setting_is_group(g)) return fail(c, g, PT_EINVAL, "each entry of '%s' must be a group", key);
+    rc = one(c, g, (char *)arr + *n * elem);
+    if (!rc) (*n)++;
+  }
+  c->inherited = inherited;
+  return rc;
+}
+
+static int one_anchor(struct ctx *c, const config_setting_t *g, void *out) {
+  return parse_anchor(c, g, out);
+}
+static int one_fault(struct ctx *c, const config_setting_t *g, void *out) {
+  return parse_fault(c, g, out);
+}
+
+static int parse_box(struct ctx *c, const config_setting_t *root, struct pt_box *b) {
+  static const char *const keys[] = {"based_on", "name",  "desc",    "nranks", "nnodes",
+                                     "truth",    "nccl",  "noise",   "anchors", "faults", NULL};
+  const config_setting_t *s;
+  int rc;
+  memset(b, 0, sizeof *b);
+  if ((rc = only_keys(c, root, keys))) return rc;
+  if ((s = config_setting_get_member(root, "based_on"))) {
+    const char *v = config_setting_get_string(s);
+    const struct pt_box *base = v ? pt_box_builtin(v) : NULL;
+    if (!base) return fail(c, s, PT_EINVAL, "unknown built-in box '%s' in based_on", v ? v : "?");
+    *b = *base;
+    b->nanchors = 0; /* a derived box is a different box: its anchors are its own */
+    c->inherited = 1;
+  }
+  if ((rc = get_str(c, root, "name", b->name, sizeof b->name, 1)) ||
+      (rc = get_str(c, root, "desc", b->desc, sizeof b->desc, 0)) ||
+      (rc = get_int(c, root, "nranks", 2, 1024, &b->nranks)) ||
+      (rc = get_int(c, root, "nnodes", 1, 1, &b->nnodes)) || (rc = parse_truth(c, root, &b->truth)) ||
+      (rc = parse_nccl(c, root, &b->nccl)) || (rc = parse_noise(c, root, b)))
+    return rc;
+  if (!b->name[0]) return fail(c, root, PT_EINVAL, "missing 'name'");
+  b->nccl.nranks = b->nranks;
+  if ((rc = parse_list(c, root, "anchors", PT_BOX_MAX_ANCHORS, &b->nanchors, one_anchor, b->anchors,
+                       sizeof b->anchors[0])))
+    return rc;
+  return parse_list(c, root, "faults", PT_BOX_MAX_FAULTS, &b->nfaults, one_fault, b->faults,
+                    sizeof b->faults[0]);
+}
+
+int pt_box_load(struct pt_box *b, const char *path, struct pt_error_rec *err) {
+  config_t cfg;
+  struct ctx c = {path, err, 0};
+  int rc;
+  memset(err, 0, sizeof *err);
+  config_init(&cfg);
+  if (config_read_file(&cfg, path) != CONFIG_TRUE) {
+    rc = config_error_type(&cfg) == CONFIG_ERR_FILE_IO ? PT_EIO : PT_ESYNTAX;
+    snprintf(err->file, sizeof err->file, "%s", path);
+    err->line = config_error_line(&cfg);
+    snprintf(err->msg, sizeof err->msg, "%s",
+             rc == PT_EIO ? "cannot read box file" : config_error_text(&cfg));
+    goto out;
+  }
+  rc = parse_box(&c, config_root_setting(&cfg), b);
+  if (!rc && (rc = pt_box_check(b, err))) snprintf(err->file, sizeof err->file, "%s", path);
+out:
+  config_destroy(&cfg);
+  return rc;
+}
+
+int pt_box_check(const struct pt_box *b, struct pt_error_rec *err) {
+  const struct pt_nccl_params *n = &b->nccl;
+  if (n->comm_channels < n->search_channels) {
+    snprintf(err->msg, sizeof err->msg, "nccl.comm_channels (%d) is below nccl.search_channels (%d)",
+             n->comm_channels, n->search_channels);
+    return PT_EINVAL;
+  }
+  if (!n->ll_enabled && !n->simple_enabled && !n->ll128_enabled) {
+    snprintf(err->msg, sizeof err->msg, "NCCL's view enables no protocol");
+    return PT_EINVAL;
+  }
+  return 0;
+}
+
+int pt_box_resolve(struct pt_box *b, const char *name_or_path, struct pt_error_rec *err) {
+  const struct pt_box *builtin = pt_box_builtin(name_or_path);
+  if (builtin) {
+    *b = *builtin;
+    return 0;
+  }
+  return pt_box_load(b, name_or_path, err);
+}

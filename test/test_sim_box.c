@@ -1,0 +1,270 @@
+/* Simulated boxes: every built-in box reproduces the published anchors it
+ * cites within 15 %, NCCL's view behaves as the issue describes (mis-detected
+ * Simple, LL128 only when opted in, SHM paths), the two models are
+ * independent, noise is seeded, and box files load strictly. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nccl/common.h"
+#include "pcie/sim_box.h"
+#include "support/pt_test.h"
+
+static double anchor_model_us(const struct pt_box *b, const struct pt_box_anchor *a) {
+  int algo = a->algo, proto = a->proto, ch = a->channels;
+  if (algo < 0) ck_assert_int_eq(pt_box_nccl_default(b, a->coll, a->nbytes, &algo, &proto, &ch), 0);
+  return pt_box_true_us(b, a->coll, a->mode, algo, proto, ch, a->nbytes);
+}
+
+START_TEST(builtin_boxes_match_their_anchors) {
+  ck_assert_uint_ge(pt_box_builtin_count(), 5);
+  for (size_t i = 0; i < pt_box_builtin_count(); i++) {
+    const struct pt_box *b = pt_box_builtin_at(i);
+    struct pt_error_rec e;
+    ck_assert_msg(pt_box_check(b, &e) == 0, "%s: %s", b->name, e.msg);
+    ck_assert_msg(b->nanchors >= 4, "%s cites only %zu anchors", b->name, b->nanchors);
+    for (size_t k = 0; k < b->nanchors; k++) {
+      const struct pt_box_anchor *a = &b->anchors[k];
+      double us = anchor_model_us(b, a);
+      ck_assert_msg(fabs(us / a->lat_us - 1) <= 0.15,
+                    "%s: %llu B (%s): model %.2f us, published %.2f us (%s)", b->name,
+                    (unsigned long long)a->nbytes, a->algo < 0 ? "NCCL default" : "candidate", us,
+                    a->lat_us, a->source);
+      /* The cited source must exist in the shared data set. */
+      char path[1024];
+      snprintf(path, sizeof path, "%s/../shared/data/real/%s", pt_test_srcdir(), a->source);
+      FILE *f = fopen(path, "r");
+      ck_assert_msg(f != NULL, "%s cites %s, which is not in shared/data/real", b->name, a->source);
+      fclose(f);
+    }
+  }
+}
+END_TEST
+
+START_TEST(misdetected_box_picks_simple_and_ll_is_faster) {
+  const struct pt_box *b = pt_box_builtin("gen5-8x-dual-misdetect");
+  ck_assert_ptr_nonnull(b);
+  for (uint64_t n = 32768; n <= 262144; n *= 2) {
+    int a, p, c;
+    ck_assert_int_eq(pt_box_nccl_default(b, PT_ALLREDUCE, n, &a, &p, &c), 0);
+    ck_assert_int_eq(a, NCCL_ALGO_RING);
+    ck_assert_int_eq(p, NCCL_PROTO_SIMPLE);
+    double def = pt_box_default_us(b, PT_ALLREDUCE, PT_MODE_EAGER, n);
+    double ll4 = pt_box_true_us(b, PT_ALLREDUCE, PT_MODE_EAGER, NCCL_ALGO_RING, NCCL_PROTO_LL, 4, n);
+    ck_assert_msg(def / ll4 >= 1.45 && def / ll4 <= 2.0, "%llu B: Simple/LL4 = %.2f",
+                  (unsigned long long)n, def / ll4);
+  }
+  /* Simple with 2 channels at 32 KB, as published. */
+  int a, p, c;
+  pt_box_nccl_default(b, PT_ALLREDUCE, 32768, &a, &p, &c);
+  ck_assert_int_eq(c, 2);
+  /* Below the mis-detected crossover NCCL still uses LL. */
+  pt_box_nccl_default(b, PT_ALLREDUCE, 1024, &a, &p, &c);
+  ck_assert_int_eq(p, NCCL_PROTO_LL);
+}
+END_TEST
+
+START_TEST(ll128_only_when_opted_in) {
+  for (size_t i = 0; i < pt_box_builtin_count(); i++) {
+    const struct pt_box *b = pt_box_builtin_at(i);
+    float t[7][3];
+    pt_box_nccl_table(b, PT_ALLREDUCE, 1 << 20, t);
+    int opted = !strcmp(b->name, "gen5-8x-ll128");
+    ck_assert_int_eq(b->nccl.ll128_enabled, opted);
+    ck_assert_msg((t[NCCL_ALGO_RING][NCCL_PROTO_LL128] >= 0) == opted, "%s: LL128 entry %.1f",
+                  b->name, t[NCCL_ALGO_RING][NCCL_PROTO_LL128]);
+    /* Entries NCCL disables on PCIe are negative. */
+    for (int alg = 2; alg < NCCL_NUM_ALGORITHMS; alg++)
+      for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++) ck_assert_float_lt(t[alg][p], 0);
+    pt_box_nccl_table(b, PT_ALLGATHER, 1 << 20, t);
+    ck_assert_float_lt(t[NCCL_ALGO_TREE][NCCL_PROTO_SIMPLE], 0);
+  }
+  const struct pt_box *b = pt_box_builtin("gen5-8x-ll128");
+  int wins = 0;
+  for (uint64_t n = 512 << 10; n <= 2 << 20; n *= 2) {
+    int a, p, c;
+    pt_box_oracle_us(b, PT_ALLREDUCE, PT_MODE_GRAPH, n, &a, &p, &c);
+    wins += p == NCCL_PROTO_LL128;
+  }
+  ck_assert_int_eq(wins, 3);
+  int a, p, c;
+  pt_box_oracle_us(b, PT_ALLREDUCE, PT_MODE_GRAPH, 64 << 10, &a, &p, &c);
+  ck_assert_int_eq(p, NCCL_PROTO_LL);
+  pt_box_oracle_us(b, PT_ALLREDUCE, PT_MODE_GRAPH, 64 << 20, &a, &p, &c);
+  ck_assert_int_eq(p, NCCL_PROTO_SIMPLE);
+}
+END_TEST
+
+START_TEST(shm_staging_is_in_series_with_the_link) {
+  const struct pt_box *shm = pt_box_builtin("gen4-4x-shm");
+  ck_assert_int_eq(shm->truth.transport, PT_XPORT_SHM);
+  ck_assert_int_eq(pt_box_builtin("consumer-2x")->truth.transport, PT_XPORT_SHM);
+  struct pt_box p2p = *shm;
+  p2p.truth.transport = PT_XPORT_P2P;
+  uint64_t n = 64 << 20;
+  double t_shm = pt_box_true_us(shm, PT_ALLREDUCE, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 4, n);
+  double t_p2p = pt_box_true_us(&p2p, PT_ALLREDUCE, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 4, n);
+  ck_assert_double_gt(t_shm, 4 * t_p2p);
+  /* Bus bandwidth at 256 MB lands near the host copy rate. */
+  double busbw = 1.5 * (256.0 * 1048576) / (1000.0 * pt_box_default_us(shm, PT_ALLREDUCE, PT_MODE_EAGER, 256 << 20));
+  ck_assert_double_lt(busbw, shm->truth.host_bw);
+  ck_assert_double_gt(busbw, 0.8 * shm->truth.host_bw);
+}
+END_TEST
+
+START_TEST(truth_and_nccl_view_are_independent) {
+  struct pt_box b = *pt_box_builtin("gen5-8x-p2p");
+  double before = pt_box_true_us(&b, PT_ALLREDUCE, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_LL, 2, 65536);
+  b.nccl.bw_intra = 0.3; /* NCCL now believes something else */
+  b.nccl.search_channels = 1;
+  b.nccl.comm_channels = 2;
+  ck_assert_double_eq(pt_box_true_us(&b, PT_ALLREDUCE, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_LL, 2, 65536), before);
+  int a1, p1, c1, a2, p2, c2;
+  struct pt_box t = *pt_box_builtin("gen5-8x-p2p");
+  pt_box_nccl_default(&t, PT_ALLREDUCE, 1 << 20, &a1, &p1, &c1);
+  t.truth.chan_bw[NCCL_PROTO_LL] = 1.0; /* the box really got slower */
+  pt_box_nccl_default(&t, PT_ALLREDUCE, 1 << 20, &a2, &p2, &c2);
+  ck_assert_int_eq(a1, a2);
+  ck_assert_int_eq(p1, p2);
+  ck_assert_int_eq(c1, c2);
+}
+END_TEST
+
+START_TEST(truth_shape) {
+  const struct pt_box *b = pt_box_builtin("gen5-8x-p2p");
+  /* Tree exists only for all-reduce; no CollNet/NVLS on PCIe. */
+  ck_assert_double_lt(pt_box_true_us(b, PT_ALLGATHER, PT_MODE_GRAPH, NCCL_ALGO_TREE, NCCL_PROTO_LL, 1, 64), 0);
+  ck_assert_double_lt(pt_box_true_us(b, PT_ALLREDUCE, PT_MODE_GRAPH, NCCL_ALGO_NVLS, NCCL_PROTO_SIMPLE, 1, 64), 0);
+  /* Channels beyond the communicator's are clamped, as NCCL does. */
+  ck_assert_int_eq(pt_box_effective_channels(b, 64), b->nccl.comm_channels);
+  ck_assert_double_eq(pt_box_true_us(b, PT_ALLREDUCE, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 64, 1 << 20),
+                      pt_box_true_us(b, PT_ALLREDUCE, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE,
+                                     b->nccl.comm_channels, 1 << 20));
+  /* Graph replay is cheaper than an eager launch; latency grows with size. */
+  for (int c = 0; c < PT_NCOLL; c++) {
+    double prev = 0;
+    for (uint64_t n = 8; n <= (256u << 20); n *= 2) {
+      double g = pt_box_true_us(b, c, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_LL, 2, n);
+      ck_assert_double_lt(g, pt_box_true_us(b, c, PT_MODE_EAGER, NCCL_ALGO_RING, NCCL_PROTO_LL, 2, n));
+      ck_assert_double_ge(g, prev);
+      prev = g;
+    }
+  }
+  /* More channels help bandwidth until the link is full, then only cost. */
+  double c1 = pt_box_true_us(b, PT_ALLREDUCE, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 1, 64 << 20);
+  double c4 = pt_box_true_us(b, PT_ALLREDUCE, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 4, 64 << 20);
+  ck_assert_double_lt(c4, c1 / 3);
+  double s1 = pt_box_true_us(b, PT_ALLREDUCE, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_LL, 1, 8);
+  double s4 = pt_box_true_us(b, PT_ALLREDUCE, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_LL, 4, 8);
+  ck_assert_double_lt(s1, s4);
+}
+END_TEST
+
+START_TEST(noise_is_seeded_and_robust_statistics_are_needed) {
+  const struct pt_box *b = pt_box_builtin("gen5-8x-p2p");
+  uint64_t k1 = pt_noise_key(PT_ALLREDUCE, PT_MODE_GRAPH, 1, 0, 4, 65536);
+  uint64_t k2 = pt_noise_key(PT_ALLREDUCE, PT_MODE_GRAPH, 1, 0, 4, 131072);
+  ck_assert_uint_ne(k1, k2);
+  ck_assert_uint_eq(k1, pt_noise_key(PT_ALLREDUCE, PT_MODE_GRAPH, 1, 0, 4, 65536));
+  ck_assert_double_eq(pt_noise_factor(b, 7, k1, 3), pt_noise_factor(b, 7, k1, 3));
+  ck_assert_double_ne(pt_noise_factor(b, 7, k1, 3), pt_noise_factor(b, 8, k1, 3));
+  ck_assert_double_ne(pt_noise_factor(b, 7, k1, 3), pt_noise_factor(b, 7, k1, 4));
+  int outliers = 0, n = 20000;
+  double sum = 0;
+  for (int r = 0; r < n; r++) {
+    double f = pt_noise_factor(b, 1, k1, (unsigned)r);
+    ck_assert_double_gt(f, 0);
+    outliers += f > 1.15;
+    sum += log(f);
+  }
+  /* Centred on the truth, with a tail of outliers a mean would not survive. */
+  ck_assert_double_lt(fabs(sum / n), 0.01);
+  ck_assert_int_gt(outliers, n / 100);
+  ck_assert_int_lt(outliers, n / 20);
+}
+END_TEST
+
+static char *data_path(const char *name) {
+  char *p = malloc(1024);
+  snprintf(p, 1024, "%s/test/data/boxes/%s", pt_test_srcdir(), name);
+  return p;
+}
+
+START_TEST(box_files_load) {
+  struct pt_box b;
+  struct pt_error_rec e;
+  char *p = data_path("full.cfg");
+  ck_assert_msg(pt_box_load(&b, p, &e) == 0, "%s:%d: %s", e.file, e.line, e.msg);
+  ck_assert_str_eq(b.name, "example-gen5-4x");
+  ck_assert_int_eq(b.nranks, 4);
+  ck_assert_int_eq(b.nccl.nranks, 4);
+  ck_assert_double_eq(b.truth.hop_us[NCCL_ALGO_TREE][NCCL_PROTO_SIMPLE], 3.2);
+  ck_assert_double_eq(b.truth.overlap[NCCL_PROTO_LL], 3.0);
+  ck_assert_uint_eq(b.nanchors, 2);
+  ck_assert_int_eq(b.anchors[0].algo, -1);
+  ck_assert_int_eq(b.anchors[1].mode, PT_MODE_GRAPH);
+  ck_assert_int_eq(b.anchors[1].channels, 2);
+  free(p);
+  p = data_path("faulty.cfg");
+  ck_assert_msg(pt_box_resolve(&b, p, &e) == 0, "%s:%d: %s", e.file, e.line, e.msg);
+  ck_assert_int_eq(b.nccl.ll128_enabled, 1);
+  ck_assert_int_eq(b.nranks, 8);
+  ck_assert_uint_eq(b.nanchors, 0);
+  ck_assert_int_eq(pt_box_fault_state(&b, PT_ALLREDUCE, NCCL_ALGO_RING, NCCL_PROTO_LL128, 2 << 20), PT_PT_WRONG);
+  ck_assert_int_eq(pt_box_fault_state(&b, PT_ALLREDUCE, NCCL_ALGO_RING, NCCL_PROTO_LL128, 1 << 20), PT_PT_OK);
+  ck_assert_int_eq(pt_box_fault_state(&b, PT_ALLREDUCE, NCCL_ALGO_TREE, NCCL_PROTO_SIMPLE, 8), PT_PT_CRASH);
+  /* The oracle never uses a faulty combination. */
+  int a, pr, c;
+  pt_box_oracle_us(&b, PT_ALLREDUCE, PT_MODE_GRAPH, 4 << 20, &a, &pr, &c);
+  ck_assert_int_ne(pr, NCCL_PROTO_LL128);
+  free(p);
+  ck_assert_int_eq(pt_box_resolve(&b, "gen5-8x-ll128", &e), 0);
+  ck_assert_str_eq(b.name, "gen5-8x-ll128");
+}
+END_TEST
+
+static void expect_error(const char *file, int code, const char *want) {
+  struct pt_box b;
+  struct pt_error_rec e;
+  char *p = data_path(file), buf[1200];
+  ck_assert_int_eq(pt_box_load(&b, p, &e), code);
+  pt_error_format(&e, buf, sizeof buf);
+  ck_assert_msg(strstr(buf, want) != NULL, "%s: got '%s', want '%s'", file, buf, want);
+  ck_assert_msg(strstr(buf, p) == buf, "%s: message does not start with the path: '%s'", file, buf);
+  free(p);
+}
+
+START_TEST(box_file_errors_name_file_and_line) {
+  expect_error("bad_key.cfg", PT_EINVAL, "bad_key.cfg:4: unknown key 'simpel' in 'chan_bw'");
+  expect_error("bad_transport.cfg", PT_EINVAL, "bad_transport.cfg:3: unknown transport 'nvlink'");
+  expect_error("bad_syntax.cfg", PT_ESYNTAX, "bad_syntax.cfg:2:");
+  expect_error("bad_missing.cfg", PT_EINVAL, "missing 'truth'");
+  expect_error("bad_range.cfg", PT_EINVAL, "bad_range.cfg:3: 'll' = 1.5 is out of range");
+  expect_error("no_such_file.cfg", PT_EIO, "cannot read box file");
+  struct pt_box b;
+  struct pt_error_rec e;
+  ck_assert_int_eq(pt_box_resolve(&b, "no-such-box", &e), PT_EIO);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("sim_box");
+  TCase *tc = tcase_create("core");
+  tcase_add_test(tc, builtin_boxes_match_their_anchors);
+  tcase_add_test(tc, misdetected_box_picks_simple_and_ll_is_faster);
+  tcase_add_test(tc, ll128_only_when_opted_in);
+  tcase_add_test(tc, shm_staging_is_in_series_with_the_link);
+  tcase_add_test(tc, truth_and_nccl_view_are_independent);
+  tcase_add_test(tc, truth_shape);
+  tcase_add_test(tc, noise_is_seeded_and_robust_statistics_are_needed);
+  tcase_add_test(tc, box_files_load);
+  tcase_add_test(tc, box_file_errors_name_file_and_line);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}
