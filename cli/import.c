@@ -1,9 +1,226 @@
-/* PLACEHOLDER until its issue lands: replaced by the real subcommand. */
+/*
+ * pcie-tune import: reads nccl-tests logs (one setting each), builds a
+ * profile and writes it atomically. Owns option parsing, file reading and
+ * printing; parsing is cli/nccltests.c, the profile is cli/import_build.c.
+ * docs/cli-import.md is the manual.
+ */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
 #include "cmds.h"
-int cmd_import(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  fprintf(stderr, "pcie-tune import: not built yet\n");
+#include "import_build.h"
+
+/* Far above any nccl-tests log; keeps a wrong file (a core dump) out. */
+#define IMP_MAX_LOG (64u << 20)
+
+static const char usage_text[] =
+    "usage: pcie-tune import --out FILE [--force] [--in-place] [--name NAME]\n"
+    "                        [--setting algo=A,proto=P,channels=N] LOG\n"
+    "                        [[--setting ...] LOG]...\n"
+    "\n"
+    "Builds a profile from nccl-tests logs (all_reduce_perf, all_gather_perf,\n"
+    "reduce_scatter_perf, broadcast_perf or reduce_perf), one log per setting.\n"
+    "A log's setting comes from the --setting just before it, or from NCCL_ALGO,\n"
+    "NCCL_PROTO and NCCL_MAX_NCHANNELS lines in the log; a log with neither is\n"
+    "NCCL's default. LOG '-' reads standard input.\n"
+    "\n"
+    "  --out FILE      profile to write (refused if it exists, unless --force)\n"
+    "  --force         overwrite FILE\n"
+    "  --in-place      use the in-place times (default: out-of-place)\n"
+    "  --name NAME     profile name (default: FILE's base name)\n"
+    "  --setting SPEC  the setting of the next LOG: algo=, proto=, channels=\n"
+    "\n"
+    "See docs/cli-import.md.\n";
+
+struct args {
+  const char *out, *name;
+  int force, in_place;
+  size_t nlogs;
+  const char **path;        /* argv strings */
+  struct imp_setting *cli;  /* per log */
+};
+
+static int usage_error(const char *fmt, const char *subject) {
+  fprintf(stderr, "pcie-tune import: ");
+  fprintf(stderr, fmt, subject);
+  fprintf(stderr, "\n\n%s", usage_text);
   return 2;
+}
+
+/* Returns 0, 2 (usage, already reported) or -1 (--help printed). */
+static int parse_args(int argc, char **argv, struct args *a) {
+  struct imp_setting pending = IMP_SETTING_NONE;
+  const char *pending_spec = NULL;
+  char msg[256];
+  a->path = calloc((size_t)argc, sizeof *a->path);
+  a->cli = calloc((size_t)argc, sizeof *a->cli);
+  if (!a->path || !a->cli) return usage_error("%s", "out of memory");
+  for (int i = 1; i < argc; i++) {
+    const char *s = argv[i];
+    int has_value = i + 1 < argc;
+    if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
+      fputs(usage_text, stdout);
+      return -1;
+    } else if (!strcmp(s, "--force")) {
+      a->force = 1;
+    } else if (!strcmp(s, "--in-place")) {
+      a->in_place = 1;
+    } else if (!strcmp(s, "--out") || !strcmp(s, "--name") || !strcmp(s, "--setting")) {
+      if (!has_value) return usage_error("%s needs a value", s);
+      const char *v = argv[++i];
+      if (!strcmp(s, "--out")) {
+        if (a->out) return usage_error("%s given twice", s);
+        a->out = v;
+      } else if (!strcmp(s, "--name")) {
+        if (a->name) return usage_error("%s given twice", s);
+        a->name = v;
+      } else {
+        if (pending_spec) return usage_error("--setting '%s' is not followed by a log", pending_spec);
+        if (imp_setting_parse(v, &pending, msg, sizeof msg)) {
+          fprintf(stderr, "pcie-tune import: --setting: %s\n\n%s", msg, usage_text);
+          return 2;
+        }
+        pending_spec = v;
+      }
+    } else if (s[0] == '-' && s[1]) {
+      return usage_error("unknown option '%s'", s);
+    } else {
+      a->path[a->nlogs] = s;
+      a->cli[a->nlogs++] = pending;
+      pending = IMP_SETTING_NONE;
+      pending_spec = NULL;
+    }
+  }
+  if (pending_spec) return usage_error("--setting '%s' is not followed by a log", pending_spec);
+  if (!a->out) return usage_error("%s", "--out FILE is required");
+  if (!a->nlogs) return usage_error("%s", "no nccl-tests log given");
+  return 0;
+}
+
+/* Reads all of path ('-': stdin) into a malloc'ed buffer. */
+static int read_all(const char *path, char **buf, size_t *len) {
+  FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+  size_t cap = 0, n = 0, got;
+  char *b = NULL;
+  int rc = 0;
+  if (!f) {
+    fprintf(stderr, "%s: cannot open: %s\n", path, strerror(errno));
+    return -1;
+  }
+  do {
+    if (n == cap) {
+      char *nb = cap < IMP_MAX_LOG ? realloc(b, cap = cap ? cap * 2 : 65536) : NULL;
+      if (!nb) {
+        fprintf(stderr, "%s: %s\n", path, cap >= IMP_MAX_LOG ? "too large for an nccl-tests log" : "out of memory");
+        rc = -1;
+        break;
+      }
+      b = nb;
+    }
+    got = fread(b + n, 1, cap - n, f);
+    n += got;
+  } while (got);
+  if (!rc && ferror(f)) {
+    fprintf(stderr, "%s: read error: %s\n", path, strerror(errno));
+    rc = -1;
+  }
+  if (f != stdin) fclose(f);
+  if (rc) free(b);
+  else *buf = b, *len = n;
+  return rc;
+}
+
+static void print_error(const struct pt_error_rec *e) {
+  char buf[1200];
+  pt_error_format(e, buf, sizeof buf);
+  fprintf(stderr, "%s\n", buf);
+}
+
+/* "box.cfg" and "dir/box.cfg" name the profile "box". */
+static char *default_name(const char *out) {
+  const char *base = strrchr(out, '/');
+  base = base ? base + 1 : out;
+  size_t n = strcspn(base, ".");
+  char *s = malloc(n + 1);
+  if (s) snprintf(s, n + 1, "%s", base);
+  return s;
+}
+
+static int load_logs(const struct args *a, struct imp_input *in) {
+  for (size_t i = 0; i < a->nlogs; i++) {
+    char *buf = NULL;
+    size_t len = 0;
+    struct pt_error_rec err;
+    const char *name = strcmp(a->path[i], "-") ? a->path[i] : "<stdin>";
+    if (read_all(a->path[i], &buf, &len)) return -1;
+    int rc = nt_parse(&in[i].log, buf, len, name, &err);
+    free(buf);
+    if (rc) {
+      print_error(&err);
+      return -1;
+    }
+    in[i].cli = a->cli[i];
+  }
+  return 0;
+}
+
+static void summary(const struct pt_profile *p, const char *out) {
+  for (int c = 0; c < PT_NCOLL; c++)
+    for (int m = 0; m < PT_NMODES; m++) {
+      const struct pt_series *s = p->series[c][m];
+      if (s)
+        printf("%s: %s %s on %d ranks: %zu sizes, %zu candidates%s\n", out, pt_coll_name(c),
+               pt_mode_name(m), p->match_nranks, s->nsizes, s->ncand,
+               s->nccl_default ? " and NCCL's default" : "");
+    }
+}
+
+int cmd_import(int argc, char **argv) {
+  struct args a = {0};
+  struct imp_input *in = NULL;
+  struct pt_profile p = {0};
+  struct pt_error_rec err;
+  char date[16] = "", *name = NULL;
+  int ret = parse_args(argc, argv, &a);
+  if (ret) {
+    ret = ret < 0 ? 0 : ret;
+    goto out;
+  }
+  ret = 1;
+  in = calloc(a.nlogs, sizeof *in);
+  name = a.name ? strdup(a.name) : default_name(a.out);
+  time_t now = time(NULL);
+  struct tm tm;
+  if (!in || !name || !gmtime_r(&now, &tm) || !strftime(date, sizeof date, "%Y-%m-%d", &tm)) {
+    fprintf(stderr, "pcie-tune import: out of memory\n");
+    goto out;
+  }
+  if (load_logs(&a, in)) goto out;
+  struct imp_options o = {.in_place = a.in_place, .name = name, .date = date};
+  if (imp_build(&p, in, a.nlogs, &o, &err)) {
+    print_error(&err);
+    goto out;
+  }
+  int rc = pt_profile_write(&p, a.out, a.force ? PT_WRITE_FORCE : 0, &err);
+  if (rc == PT_EEXIST) {
+    fprintf(stderr, "%s: already exists; not overwritten (use --force)\n", a.out);
+    goto out;
+  }
+  if (rc) {
+    print_error(&err);
+    goto out;
+  }
+  summary(&p, a.out);
+  ret = 0;
+out:
+  for (size_t i = 0; in && i < a.nlogs; i++) nt_log_release(&in[i].log);
+  free(in);
+  free(name);
+  free(a.path);
+  free(a.cli);
+  pt_profile_release(&p);
+  return ret;
 }

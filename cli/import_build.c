@@ -1,0 +1,307 @@
+/*
+ * Profile from nccl-tests logs (see import_build.h). Rows are first
+ * gathered into slots (one per launch mode and setting, one row pointer per
+ * size), which is where a size measured twice with different values is
+ * caught with both locations; the profile is only emitted once every log
+ * was accepted, so a bad log never yields a partial profile.
+ */
+#include "import_build.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "import_coll.h"
+
+struct slot {
+  int mode, is_default;
+  struct imp_setting set;
+  const struct nt_row **row; /* per size of the mode; NULL: not measured */
+  const char **from;         /* the log each row came from */
+};
+
+struct build {
+  const struct imp_input *in;
+  size_t n;
+  const struct imp_options *o;
+  struct pt_error_rec *err;
+  int coll, nranks;
+  size_t first;             /* the log coll and nranks came from */
+  uint64_t *sizes[PT_NMODES];
+  size_t nsizes[PT_NMODES];
+  struct slot *slots;
+  size_t nslots;
+  struct imp_setting *set; /* per log */
+  int *is_default;         /* per log */
+};
+
+__attribute__((format(printf, 4, 5))) static int fail(struct build *b, const char *file, int line,
+                                                      const char *fmt, ...) {
+  va_list ap;
+  snprintf(b->err->file, sizeof b->err->file, "%s", file);
+  b->err->line = line;
+  va_start(ap, fmt);
+  vsnprintf(b->err->msg, sizeof b->err->msg, fmt, ap);
+  va_end(ap);
+  return PT_EINVAL;
+}
+
+static int oom(struct build *b) {
+  snprintf(b->err->file, sizeof b->err->file, "pcie-tune import");
+  b->err->line = 0;
+  snprintf(b->err->msg, sizeof b->err->msg, "out of memory");
+  return PT_ENOMEM;
+}
+
+static int mode_of(const struct nt_run *r) { return r->graph > 0 ? PT_MODE_GRAPH : PT_MODE_EAGER; }
+
+/* Every run of every log: one collective, one rank count. */
+static int check_runs(struct build *b) {
+  b->coll = -1;
+  for (size_t i = 0; i < b->n; i++) {
+    const struct nt_log *log = &b->in[i].log;
+    for (size_t k = 0; k < log->nruns; k++) {
+      const struct nt_run *r = &log->runs[k];
+      int coll = imp_run_coll(log, r, b->err);
+      if (coll < 0) return coll;
+      if (b->coll < 0) {
+        b->coll = coll;
+        b->nranks = r->nranks;
+        b->first = i;
+        continue;
+      }
+      const char *first = b->in[b->first].log.name;
+      if (coll != b->coll)
+        return fail(b, log->name, r->line, "%s run mixed with %s runs (first in %s) in one profile",
+                    pt_coll_name(coll), pt_coll_name(b->coll), first);
+      if (r->nranks != b->nranks)
+        return fail(b, log->name, r->line, "run on %d ranks mixed with %d-rank runs (first in %s)",
+                    r->nranks, b->nranks, first);
+    }
+  }
+  return 0;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The sorted distinct sizes (> 0) measured in each mode. A 0-byte row is
+ * dropped: NCCL's tuner is never asked about an empty collective. */
+static int collect_sizes(struct build *b) {
+  for (int m = 0; m < PT_NMODES; m++) {
+    size_t total = 0, n = 0;
+    for (size_t i = 0; i < b->n; i++)
+      for (size_t k = 0; k < b->in[i].log.nruns; k++)
+        if (mode_of(&b->in[i].log.runs[k]) == m) total += b->in[i].log.runs[k].nrows;
+    if (!total) continue;
+    uint64_t *s = malloc(total * sizeof *s);
+    if (!s) return oom(b);
+    for (size_t i = 0; i < b->n; i++)
+      for (size_t k = 0; k < b->in[i].log.nruns; k++) {
+        const struct nt_run *r = &b->in[i].log.runs[k];
+        if (mode_of(r) != m) continue;
+        for (size_t j = 0; j < r->nrows; j++)
+          if (r->rows[j].size) s[n++] = r->rows[j].size;
+      }
+    qsort(s, n, sizeof *s, cmp_u64);
+    size_t u = 0;
+    for (size_t j = 0; j < n; j++)
+      if (!u || s[u - 1] != s[j]) s[u++] = s[j];
+    b->sizes[m] = s;
+    b->nsizes[m] = u;
+  }
+  return 0;
+}
+
+static int same_setting(const struct slot *s, int mode, int is_default, const struct imp_setting *set) {
+  if (s->mode != mode || s->is_default != is_default) return 0;
+  return is_default || (s->set.algo == set->algo && s->set.proto == set->proto &&
+                        s->set.channels == set->channels);
+}
+
+static struct slot *find_slot(struct build *b, int mode, size_t log) {
+  for (size_t i = 0; i < b->nslots; i++)
+    if (same_setting(&b->slots[i], mode, b->is_default[log], &b->set[log])) return &b->slots[i];
+  struct slot *p = realloc(b->slots, (b->nslots + 1) * sizeof *p);
+  if (!p) return NULL;
+  b->slots = p;
+  struct slot *s = &p[b->nslots];
+  *s = (struct slot){.mode = mode, .is_default = b->is_default[log], .set = b->set[log]};
+  s->row = calloc(b->nsizes[mode], sizeof *s->row);
+  s->from = calloc(b->nsizes[mode], sizeof *s->from);
+  b->nslots++; /* counted even when calloc failed, so release frees it */
+  return s->row && s->from ? s : NULL;
+}
+
+static int same_cell(const struct nt_cell *a, const struct nt_cell *b) {
+  return a->time_us == b->time_us && a->algbw == b->algbw && a->busbw == b->busbw &&
+         a->wrong == b->wrong && a->flags == b->flags;
+}
+
+static int same_row(const struct nt_row *a, const struct nt_row *b) {
+  return a->count == b->count && !strcmp(a->type, b->type) && !strcmp(a->redop, b->redop) &&
+         a->root == b->root && same_cell(&a->oop, &b->oop) && same_cell(&a->ip, &b->ip);
+}
+
+static size_t size_index(const struct build *b, int mode, uint64_t size) {
+  const uint64_t *p = bsearch(&size, b->sizes[mode], b->nsizes[mode], sizeof size, cmp_u64);
+  return (size_t)(p - b->sizes[mode]); /* every size was collected */
+}
+
+/* Puts every row of every log into its slot. */
+static int fill_slots(struct build *b) {
+  for (size_t i = 0; i < b->n; i++) {
+    const struct nt_log *log = &b->in[i].log;
+    for (size_t k = 0; k < log->nruns; k++) {
+      const struct nt_run *r = &log->runs[k];
+      int m = mode_of(r);
+      struct slot *s = find_slot(b, m, i);
+      if (!s) return oom(b);
+      for (size_t j = 0; j < r->nrows; j++) {
+        const struct nt_row *row = &r->rows[j];
+        if (!row->size) continue;
+        size_t x = size_index(b, m, row->size);
+        if (s->row[x] && !same_row(s->row[x], row))
+          return fail(b, log->name, row->line,
+                      "size %llu measured twice with different values (first at %s:%d)",
+                      (unsigned long long)row->size, s->from[x], s->row[x]->line);
+        s->row[x] = row;
+        s->from[x] = log->name;
+      }
+    }
+  }
+  return 0;
+}
+
+/* A wrong result in either column marks the point: the combination
+ * produced garbage, whichever buffer layout showed it. */
+static struct pt_point point_of(const struct nt_row *row, int in_place) {
+  const struct nt_cell *c = in_place ? &row->ip : &row->oop;
+  if (row->oop.wrong > 0 || row->ip.wrong > 0) return (struct pt_point){.state = PT_PT_WRONG};
+  if (c->flags & NT_TIME_NA) return (struct pt_point){.state = PT_PT_MISSING};
+  return (struct pt_point){.lat_us = c->time_us, .state = PT_PT_OK};
+}
+
+static int emit_series(struct build *b, struct pt_profile *p, int m) {
+  int ncand = 0;
+  for (size_t i = 0; i < b->nslots; i++) ncand += b->slots[i].mode == m && !b->slots[i].is_default;
+  if (!ncand)
+    return fail(b, b->in[b->first].log.name, 0,
+                "no setting measured in %s mode besides NCCL's default (give logs with --setting or "
+                "NCCL_ALGO/NCCL_PROTO/NCCL_MAX_NCHANNELS)",
+                pt_mode_name(m));
+  struct pt_series *s = pt_series_new(b->sizes[m], b->nsizes[m]);
+  if (!s) return oom(b);
+  p->series[b->coll][m] = s;
+  for (size_t i = 0; i < b->nslots; i++) {
+    const struct slot *sl = &b->slots[i];
+    if (sl->mode != m) continue;
+    struct pt_point *pts;
+    if (sl->is_default) {
+      pts = pt_series_default(s);
+    } else {
+      struct pt_candidate *c =
+          pt_series_add_candidate(s, sl->set.algo, sl->set.proto, sl->set.channels, 0);
+      pts = c ? c->points : NULL;
+    }
+    if (!pts) return oom(b);
+    for (size_t x = 0; x < b->nsizes[m]; x++)
+      if (sl->row[x]) pts[x] = point_of(sl->row[x], b->o->in_place);
+  }
+  return 0;
+}
+
+/* "2.28.9" from "2.28.9+cuda12.9", or from the nccl-library code. */
+static void version_of(const struct nt_log *log, char *buf, size_t len) {
+  buf[0] = '\0';
+  if (log->nccl_version[0]) {
+    snprintf(buf, len, "%.*s", (int)strcspn(log->nccl_version, "+"), log->nccl_version);
+    return;
+  }
+  for (size_t k = 0; k < log->nruns && !buf[0]; k++) {
+    long c = log->runs[k].nccl_library;
+    /* NCCL_VERSION(X,Y,Z) is X*10000+Y*100+Z since 2.9, X*1000+Y*100+Z before. */
+    if (c >= 20900) snprintf(buf, len, "%ld.%ld.%ld", c / 10000, c / 100 % 100, c % 100);
+    else if (c > 0) snprintf(buf, len, "%ld.%ld.%ld", c / 1000, c / 100 % 10, c % 100);
+  }
+}
+
+static int emit_provenance(struct build *b, struct pt_profile *p) {
+  char ver[64] = "", v[64], set[64];
+  const char *ver_from = NULL;
+  for (size_t i = 0; i < b->n; i++) {
+    version_of(&b->in[i].log, v, sizeof v);
+    if (!v[0]) continue;
+    if (!ver_from) {
+      snprintf(ver, sizeof ver, "%s", v);
+      ver_from = b->in[i].log.name;
+    } else if (strcmp(v, ver)) {
+      return fail(b, b->in[i].log.name, b->in[i].log.nccl_version_line,
+                  "NCCL %s mixed with NCCL %s (%s) in one profile", v, ver, ver_from);
+    }
+  }
+  int modes = (p->series[b->coll][PT_MODE_EAGER] ? 1 : 0) | (p->series[b->coll][PT_MODE_GRAPH] ? 2 : 0);
+  /* The note lists each log with the setting it became. */
+  size_t cap = 128, len = 0;
+  for (size_t i = 0; i < b->n; i++) cap += strlen(b->in[i].log.name) + 48;
+  char *note = malloc(cap);
+  if (!note) return oom(b);
+  len += (size_t)snprintf(note, cap, "%s times of %zu nccl-tests log%s:",
+                          b->o->in_place ? "in-place" : "out-of-place", b->n, b->n > 1 ? "s" : "");
+  for (size_t i = 0; i < b->n; i++) {
+    if (b->is_default[i]) snprintf(set, sizeof set, "nccl default");
+    else imp_setting_format(&b->set[i], set, sizeof set);
+    len += (size_t)snprintf(note + len, cap - len, " %s (%s)%s", b->in[i].log.name, set,
+                            i + 1 < b->n ? ";" : "");
+  }
+  p->prov.note = note;
+  p->prov.tool = pt_strdup("pcie-tune import");
+  p->prov.backend = pt_strdup("nccl-tests");
+  p->prov.nccl_version = pt_strdup(ver[0] ? ver : "unknown");
+  p->prov.date = pt_strdup(b->o->date);
+  p->prov.mode = pt_strdup(modes == 3 ? "both" : modes == 2 ? "graph" : "eager");
+  p->name = pt_strdup(b->o->name);
+  if (!p->prov.tool || !p->prov.backend || !p->prov.nccl_version || !p->prov.date || !p->prov.mode ||
+      !p->name)
+    return oom(b);
+  return 0;
+}
+
+static int build(struct build *b, struct pt_profile *p) {
+  int rc;
+  b->set = calloc(b->n, sizeof *b->set);
+  b->is_default = calloc(b->n, sizeof *b->is_default);
+  if (!b->set || !b->is_default) return oom(b);
+  for (size_t i = 0; i < b->n; i++)
+    if ((rc = imp_setting_resolve(&b->in[i].log, &b->in[i].cli, &b->set[i], &b->is_default[i], b->err)))
+      return rc;
+  if ((rc = check_runs(b)) || (rc = collect_sizes(b)) || (rc = fill_slots(b))) return rc;
+  p->version = PT_PROFILE_VERSION;
+  p->match_nranks = b->nranks;
+  for (int m = 0; m < PT_NMODES; m++)
+    if (b->nsizes[m] && (rc = emit_series(b, p, m))) return rc;
+  if ((rc = emit_provenance(b, p))) return rc;
+  return pt_profile_validate(p, b->err);
+}
+
+int imp_build(struct pt_profile *p, const struct imp_input *in, size_t n,
+              const struct imp_options *o, struct pt_error_rec *err) {
+  struct build b = {.in = in, .n = n, .o = o, .err = err};
+  int rc;
+  memset(err, 0, sizeof *err);
+  if (!n) rc = fail(&b, "pcie-tune import", 0, "no logs");
+  else rc = build(&b, p);
+  for (size_t i = 0; i < b.nslots; i++) {
+    free(b.slots[i].row);
+    free(b.slots[i].from);
+  }
+  free(b.slots);
+  for (int m = 0; m < PT_NMODES; m++) free(b.sizes[m]);
+  free(b.set);
+  free(b.is_default);
+  if (rc) pt_profile_release(p);
+  return rc;
+}

@@ -1,0 +1,33 @@
+/*
+ * Builds a struct pt_profile from parsed nccl-tests logs (one setting each):
+ * one collective and one rank count per profile, a series per launch mode
+ * (graph when the run's header says graph: N > 0), NCCL's default from the
+ * logs without a setting, one candidate per setting. No printing, no files.
+ */
+#ifndef PCIE_CLI_IMPORT_BUILD_H
+#define PCIE_CLI_IMPORT_BUILD_H
+
+#include <stddef.h>
+
+#include "import_setting.h"
+#include "nccltests.h"
+#include "pcie/profile.h"
+
+struct imp_input {
+  struct nt_log log;       /* parsed log, owned by the caller */
+  struct imp_setting cli;  /* from --setting before it; IMP_SETTING_NONE when none */
+};
+
+struct imp_options {
+  int in_place;     /* take in-place times instead of out-of-place */
+  const char *name; /* profile name (copied) */
+  const char *date; /* provenance date, "YYYY-MM-DD" (copied) */
+};
+
+/* Fills *p (which must be zeroed) from in[0..n-1]. On failure *p is
+ * released and *err names the log and line (or the profile, for a
+ * validation failure). Returns 0, PT_EINVAL or PT_ENOMEM. */
+int imp_build(struct pt_profile *p, const struct imp_input *in, size_t n,
+              const struct imp_options *o, struct pt_error_rec *err);
+
+#endif
