@@ -1,0 +1,289 @@
+/*
+ * pcie-tune import as a user runs it: the built binary ($PCIE_TUNE) on the
+ * fixtures in test/data/nccltests, its exit status and stderr, and the
+ * profile it wrote (read back with pt_profile_load) or did not write.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pcie/profile.h"
+#include "support/pt_test.h"
+
+static char *tmp;
+
+static void setup(void) { tmp = pt_test_tmpdir(); }
+static void teardown(void) {
+  pt_test_rmtree(tmp);
+  free(tmp);
+}
+
+/* Runs "pcie-tune import ARGS" from test/data/nccltests; returns the status. */
+static int import(const char *args, char **out, char **err) {
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "cd '%s/test/data/nccltests' && '%s' import %s", pt_test_srcdir(),
+           pt_test_cli(), args);
+  return pt_test_run(cmd, out, err);
+}
+
+static char *outpath(const char *name) {
+  char *p = malloc(strlen(tmp) + strlen(name) + 2);
+  sprintf(p, "%s/%s", tmp, name);
+  return p;
+}
+
+/* Asserts failure with status, a stderr containing what, and no --out. */
+static void expect_fail(int status, const char *args_after_out, const char *what) {
+  char *out = outpath("p.cfg"), args[3072], *err = NULL;
+  snprintf(args, sizeof args, "--out '%s' %s", out, args_after_out);
+  int rc = import(args, NULL, &err);
+  ck_assert_msg(rc == status, "status %d, expected %d; stderr: %s", rc, status, err);
+  ck_assert_msg(strstr(err, what) != NULL, "stderr '%s' lacks '%s'", err, what);
+  ck_assert_msg(access(out, F_OK) != 0, "%s was written", out);
+  free(err);
+  free(out);
+}
+
+static void load(struct pt_profile *p, const char *path) {
+  struct pt_error_rec e;
+  memset(p, 0, sizeof *p);
+  int rc = pt_profile_load(p, path, &e);
+  ck_assert_msg(rc == 0, "%s:%d: %s", e.file, e.line, e.msg);
+}
+
+START_TEST(real_logs) {
+  char *out = outpath("rtx4090.cfg"), args[2048], *so = NULL, *se = NULL;
+  snprintf(args, sizeof args,
+           "--out '%s' real/rtx4090-2x-default-kalavai-docker.txt "
+           "--setting algo=ring,proto=LL,channels=2 real/rtx4090-2x-default-kalavai-k8s.txt",
+           out);
+  int rc = import(args, &so, &se);
+  ck_assert_msg(rc == 0, "status %d: %s", rc, se);
+  ck_assert_ptr_nonnull(strstr(so, "allreduce eager on 2 ranks: 29 sizes, 1 candidates and NCCL's default"));
+  struct pt_profile p;
+  load(&p, out);
+  ck_assert_str_eq(p.name, "rtx4090");
+  ck_assert_int_eq(p.match_nranks, 2);
+  ck_assert_str_eq(p.prov.backend, "nccl-tests");
+  ck_assert_str_eq(p.prov.tool, "pcie-tune import");
+  ck_assert_str_eq(p.prov.nccl_version, "unknown"); /* the published logs carry none */
+  ck_assert_str_eq(p.prov.mode, "eager");
+  ck_assert_ptr_null(p.series[PT_ALLREDUCE][PT_MODE_GRAPH]);
+  const struct pt_series *s = p.series[PT_ALLREDUCE][PT_MODE_EAGER];
+  ck_assert_ptr_nonnull(s);
+  ck_assert_uint_eq(s->nsizes, 29);
+  ck_assert_uint_eq(s->sizes[0], 8);
+  ck_assert_uint_eq(s->sizes[28], 2147483648ULL);
+  ck_assert_double_eq_tol(s->nccl_default[0].lat_us, 8.97, 1e-9);     /* out-of-place */
+  ck_assert_double_eq_tol(s->nccl_default[28].lat_us, 957746, 1e-6);
+  ck_assert_uint_eq(s->ncand, 1);
+  ck_assert_int_eq(s->cand[0].algo, pt_algo_parse("ring"));
+  ck_assert_int_eq(s->cand[0].proto, pt_proto_parse("ll"));
+  ck_assert_int_eq(s->cand[0].channels, 2);
+  ck_assert_double_eq_tol(s->cand[0].points[0].lat_us, 10.98, 1e-9);
+  pt_profile_release(&p);
+  free(so);
+  free(se);
+
+  /* --in-place takes the other column; --force replaces the file. */
+  snprintf(args, sizeof args,
+           "--force --in-place --name other --out '%s' real/rtx4090-2x-default-kalavai-docker.txt "
+           "--setting algo=ring,proto=LL,channels=2 real/rtx4090-2x-default-kalavai-k8s.txt",
+           out);
+  rc = import(args, NULL, &se);
+  ck_assert_msg(rc == 0, "status %d: %s", rc, se);
+  load(&p, out);
+  ck_assert_str_eq(p.name, "other");
+  s = p.series[PT_ALLREDUCE][PT_MODE_EAGER];
+  ck_assert_double_eq_tol(s->nccl_default[0].lat_us, 8.83, 1e-9);
+  ck_assert_double_eq_tol(s->cand[0].points[0].lat_us, 10.36, 1e-9);
+  pt_profile_release(&p);
+  free(se);
+  free(out);
+}
+END_TEST
+
+START_TEST(synth_both_modes) {
+  char *out = outpath("box.cfg"), args[2048], *se = NULL;
+  snprintf(args, sizeof args,
+           "--out '%s' synth/ar8-eager-default.txt synth/ar8-eager-ring-ll-4.txt "
+           "synth/ar8-eager-ring-simple-2-crlf.txt --setting proto=ll128,algo=ring,channels=4 "
+           "synth/ar8-eager-two-runs.txt synth/ar8-graph-default-mpi.txt "
+           "synth/ar8-graph-ring-ll-4-mpi.txt",
+           out);
+  int rc = import(args, NULL, &se);
+  ck_assert_msg(rc == 0, "status %d: %s", rc, se);
+  struct pt_profile p;
+  load(&p, out);
+  ck_assert_int_eq(p.match_nranks, 8); /* 8 processes x 1 GPU in the MPI logs */
+  ck_assert_str_eq(p.prov.nccl_version, "2.28.9");
+  ck_assert_str_eq(p.prov.mode, "both");
+  const struct pt_series *e = p.series[PT_ALLREDUCE][PT_MODE_EAGER];
+  const struct pt_series *g = p.series[PT_ALLREDUCE][PT_MODE_GRAPH];
+  ck_assert_ptr_nonnull(e);
+  ck_assert_ptr_nonnull(g);
+  ck_assert_uint_eq(e->nsizes, 13);
+  ck_assert_uint_eq(e->ncand, 3);
+  ck_assert_int_eq(e->cand[1].proto, pt_proto_parse("simple"));
+  ck_assert_int_eq(e->cand[1].channels, 2);
+  ck_assert_uint_eq(e->sizes[6], 65536);
+  ck_assert_int_eq(e->cand[1].points[6].state, PT_PT_WRONG); /* #wrong 12 */
+  ck_assert_int_eq(e->cand[1].points[5].state, PT_PT_OK);
+  /* Two runs, overlapping at 64 KiB with equal rows, make one candidate. */
+  ck_assert_int_eq(e->cand[2].proto, pt_proto_parse("ll128"));
+  for (size_t i = 0; i < e->nsizes; i++) ck_assert_int_eq(e->cand[2].points[i].state, PT_PT_OK);
+  /* Graph mode, -c 0: #wrong N/A keeps the time. */
+  ck_assert_uint_eq(g->ncand, 1);
+  ck_assert_int_eq(g->cand[0].channels, 4);
+  ck_assert_double_eq_tol(g->cand[0].points[0].lat_us, 10.11, 1e-9);
+  ck_assert_double_eq_tol(g->nccl_default[0].lat_us, 18.05, 1e-9);
+  pt_profile_release(&p);
+  free(se);
+  free(out);
+}
+END_TEST
+
+START_TEST(existing_out_kept) {
+  char *out = pt_test_write(tmp, "keep.cfg", "sentinel\n"), args[1024], *se = NULL;
+  snprintf(args, sizeof args,
+           "--out '%s' synth/ar8-eager-default.txt synth/ar8-eager-ring-ll-4.txt", out);
+  int rc = import(args, NULL, &se);
+  ck_assert_int_eq(rc, 1);
+  ck_assert_msg(strstr(se, "keep.cfg: already exists; not overwritten (use --force)"), "%s", se);
+  FILE *f = fopen(out, "r");
+  char line[64] = "";
+  ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+  fclose(f);
+  ck_assert_str_eq(line, "sentinel\n");
+  free(se);
+  free(out);
+}
+END_TEST
+
+START_TEST(bad_inputs) {
+  expect_fail(1, "real/not-nccl-tests/rtxpro6000bw-8x-default-torchNCCL-b12x-pcie-calibration.txt",
+              "rtxpro6000bw-8x-default-torchNCCL-b12x-pcie-calibration.txt:17: table row outside an "
+              "nccl-tests table");
+  expect_fail(1, "real/not-nccl-tests/rtxpro6000-4x-nccl-vs-pcieoneshot-voipmonitor-asus-crossover.txt",
+              "crossover.txt:1: not nccl-tests output");
+  expect_fail(1, "real/rtx4090-2x-default-kalavai-docker.txt "
+                 "--setting algo=ring,proto=ll,channels=4 real/rtx4090-4x-default-kalavai-docker.txt",
+              "real/rtx4090-4x-default-kalavai-docker.txt:8: run on 4 ranks mixed with 2-rank runs "
+              "(first in real/rtx4090-2x-default-kalavai-docker.txt)");
+  expect_fail(1, "synth/ar8-eager-ring-ll-4.txt synth/ag8-eager-ring-ll-4.txt",
+              "synth/ag8-eager-ring-ll-4.txt:4: allgather run mixed with allreduce runs");
+  expect_fail(1, "synth/ar8-eager-ring-ll-4.txt synth/ar4-eager-ring-ll-4.txt",
+              "synth/ar4-eager-ring-ll-4.txt:4: run on 4 ranks mixed with 8-rank runs");
+  /* The same setting twice, with other values at the same sizes. */
+  expect_fail(1, "synth/ar8-eager-ring-ll-4.txt --setting algo=ring,proto=ll,channels=4 synth/ar8-eager-two-runs.txt",
+              "synth/ar8-eager-two-runs.txt:16: size 1024 measured twice with different values (first "
+              "at synth/ar8-eager-ring-ll-4.txt:26)");
+  expect_fail(1, "real/rtx4090-2x-default-kalavai-docker.txt",
+              "no setting measured in eager mode besides NCCL's default");
+  expect_fail(1, "--setting algo=tree synth/ar8-eager-ring-ll-4.txt",
+              "synth/ar8-eager-ring-ll-4.txt:11: --setting says tree but the log sets NCCL_ALGO=Ring");
+  expect_fail(1, "--setting channels=8 synth/ar8-eager-ring-ll-4.txt",
+              "--setting says channels=8 but the log sets NCCL_MAX_NCHANNELS=4");
+  expect_fail(1, "synth/ar8-eager-default.txt --setting proto=ll synth/ar8-eager-default.txt",
+              "synth/ar8-eager-default.txt: incomplete setting: no algo channels");
+  expect_fail(1, "synth/no-such-file.txt", "synth/no-such-file.txt: cannot open");
+}
+END_TEST
+
+/* Broken logs written here: truncation, a size twice in one table, MIN alone. */
+START_TEST(bad_written_logs) {
+  static const char head[] =
+      "NCCL_ALGO=Ring NCCL_PROTO=LL NCCL_MAX_NCHANNELS=2\n"
+      "# nThread 1 nGpus 2 minBytes 8 maxBytes 16 step: 2(factor) warmup iters: 5 iters: 20 agg "
+      "iters: 1 validation: 1 graph: 0\n"
+      "#  Rank  0 Group  0 Pid 1 on box device  0 [0x1a] GPU\n"
+      "#  Rank  1 Group  0 Pid 1 on box device  1 [0x1b] GPU\n"
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     "
+      "time   algbw   busbw #wrong\n"
+      "8 2 float sum -1 8.97 0.00 0.00 0 8.83 0.00 0.00 0\n";
+  static const char foot[] = "# Out of bounds values : 0 OK\n# Avg bus bandwidth : 0.1\n";
+  char text[2048], args[2048];
+  snprintf(text, sizeof text, "%s16 4 float sum -1 9.48 0.00 0.00 0 9.10 0.00 0.00 0\n", head);
+  char *trunc = pt_test_write(tmp, "trunc.txt", text);
+  snprintf(text, sizeof text, "%s8 2 float sum -1 9.00 0.00 0.00 0 8.83 0.00 0.00 0\n%s", head, foot);
+  char *dup = pt_test_write(tmp, "dup.txt", text);
+  snprintf(text, sizeof text, "NCCL_MIN_NCHANNELS=4\n%s%s", head + strlen("NCCL_ALGO=Ring NCCL_PROTO=LL NCCL_MAX_NCHANNELS=2\n"), foot);
+  char *min = pt_test_write(tmp, "min.txt", text);
+  snprintf(text, sizeof text, "NCCL_PROTO=LL,LL128\n%s%s", head + strlen("NCCL_ALGO=Ring NCCL_PROTO=LL NCCL_MAX_NCHANNELS=2\n"), foot);
+  char *list = pt_test_write(tmp, "list.txt", text);
+  snprintf(args, sizeof args, "'%s'", trunc);
+  expect_fail(1, args, "trunc.txt:7: table ends without its summary lines (truncated)");
+  snprintf(args, sizeof args, "'%s'", dup);
+  expect_fail(1, args, "dup.txt:7: size 8 measured twice with different values (first at");
+  snprintf(args, sizeof args, "--setting algo=ring,proto=ll '%s'", min);
+  expect_fail(1, args, "min.txt:1: NCCL_MIN_NCHANNELS alone does not fix the channel count");
+  snprintf(args, sizeof args, "'%s'", list);
+  expect_fail(1, args, "list.txt:1: NCCL_PROTO 'LL,LL128' is not one protocol");
+  free(trunc);
+  free(dup);
+  free(min);
+  free(list);
+}
+END_TEST
+
+START_TEST(usage) {
+  char *so = NULL, *se = NULL;
+  ck_assert_int_eq(import("", NULL, &se), 2);
+  ck_assert_ptr_nonnull(strstr(se, "--out FILE is required"));
+  free(se);
+  ck_assert_int_eq(import("--help", &so, NULL), 0);
+  ck_assert_ptr_nonnull(strstr(so, "usage: pcie-tune import --out FILE"));
+  free(so);
+  expect_fail(2, "", "no nccl-tests log given");
+  expect_fail(2, "synth/ar8-eager-default.txt --setting algo=ring", "--setting 'algo=ring' is not followed by a log");
+  expect_fail(2, "--setting algo=ring --setting proto=ll synth/ar8-eager-default.txt",
+              "--setting 'algo=ring' is not followed by a log");
+  expect_fail(2, "--setting algo=rnig synth/ar8-eager-default.txt", "--setting: unknown algorithm 'rnig'");
+  expect_fail(2, "--setting chans=4 synth/ar8-eager-default.txt", "unknown key 'chans'");
+  expect_fail(2, "--setting channels=65 synth/ar8-eager-default.txt", "channels must be 1..64");
+  expect_fail(2, "--setting channels=4,channels=4 synth/ar8-eager-default.txt", "'channels' given twice");
+  expect_fail(2, "--bogus synth/ar8-eager-default.txt", "unknown option '--bogus'");
+  expect_fail(2, "--out x.cfg synth/ar8-eager-default.txt", "--out given twice");
+  expect_fail(2, "--name", "--name needs a value");
+}
+END_TEST
+
+START_TEST(stdin_log) {
+  char *out = outpath("stdin.cfg"), cmd[4096], *se = NULL;
+  snprintf(cmd, sizeof cmd,
+           "cd '%s/test/data/nccltests' && '%s' import --out '%s' synth/ar8-eager-default.txt - "
+           "< synth/ar8-eager-ring-ll-4.txt",
+           pt_test_srcdir(), pt_test_cli(), out);
+  int rc = pt_test_run(cmd, NULL, &se);
+  ck_assert_msg(rc == 0, "status %d: %s", rc, se);
+  struct pt_profile p;
+  load(&p, out);
+  ck_assert_uint_eq(p.series[PT_ALLREDUCE][PT_MODE_EAGER]->ncand, 1);
+  ck_assert_ptr_nonnull(strstr(p.prov.note, "<stdin> (ring/ll/4)"));
+  pt_profile_release(&p);
+  free(se);
+  free(out);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("import");
+  TCase *tc = tcase_create("cli");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_set_timeout(tc, 30);
+  tcase_add_test(tc, real_logs);
+  tcase_add_test(tc, synth_both_modes);
+  tcase_add_test(tc, existing_out_kept);
+  tcase_add_test(tc, bad_inputs);
+  tcase_add_test(tc, bad_written_logs);
+  tcase_add_test(tc, usage);
+  tcase_add_test(tc, stdin_log);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}
