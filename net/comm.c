@@ -1,0 +1,141 @@
+/* Comm lifetime and failure bookkeeping: creating a send or receive comm
+ * from handshaken sockets, tearing it down with requests in flight, and
+ * the one-shot error record that test turns into a WARN. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+#include "internal.h"
+
+ncclResult_t pt__comm_create(struct pt_net_ctx *ctx, uint32_t magic, const int *fds, int n,
+                             const char *peer, struct pt_comm **out)
+{
+  ncclResult_t res = ncclSystemError;
+  int added = 0, pooled = 0;
+  struct pt_comm *c = calloc(1, sizeof(*c));
+  *out = NULL;
+  if (!c) {
+    PT_WARN(ctx->log, "out of memory creating a comm to %s", peer);
+    goto fail;
+  }
+  c->magic = magic;
+  c->ctx = ctx;
+  c->nstreams = n;
+  c->max_chunk = pt__cfg()->max_chunk;
+  snprintf(c->peer, sizeof(c->peer), "%s", peer);
+  if (magic == PT_MAGIC_SEND)
+    c->sslots = calloc(PT_SEND_SLOTS, sizeof(*c->sslots));
+  else
+    c->rslots = calloc(PT_RECV_SLOTS, sizeof(*c->rslots));
+  if (!c->sslots && !c->rslots) {
+    PT_WARN(ctx->log, "out of memory creating a comm to %s", peer);
+    goto fail;
+  }
+  for (int i = 0; i < PT_SEND_SLOTS && c->sslots; i++)
+    c->sslots[i].h = (struct pt_req_head){.magic = PT_MAGIC_SREQ, .comm = c};
+  for (int i = 0; i < PT_RECV_SLOTS && c->rslots; i++)
+    c->rslots[i].h = (struct pt_req_head){.magic = PT_MAGIC_RREQ, .comm = c};
+  for (int i = 0; i < n; i++) {
+    c->streams[i].comm = c;
+    c->streams[i].fd = fds[i];
+    c->streams[i].phase = PT_RX_HDR;
+  }
+  res = pt__pool_acquire(ctx->log);
+  if (res != ncclSuccess)
+    goto fail;
+  pooled = 1;
+  for (; added < n; added++) {
+    if (pt__pool_add(&c->streams[added], EPOLLIN | EPOLLRDHUP) != 0) {
+      PT_WARN(ctx->log, "cannot watch a stream to %s: %s", peer, strerror(errno));
+      res = ncclSystemError;
+      goto fail;
+    }
+  }
+  pt__ctx_ref(ctx);
+  *out = c;
+  return ncclSuccess;
+fail:
+  if (c && added) {
+    c->nstreams = added;
+    pt__pool_forget(c);
+  }
+  if (pooled)
+    pt__pool_release();
+  for (int i = 0; i < n; i++)
+    close(fds[i]);
+  if (c) {
+    free(c->sslots);
+    free(c->rslots);
+  }
+  free(c);
+  return res;
+}
+
+void pt__comm_destroy(struct pt_comm *c)
+{
+  /* Helpers first, so no thread touches the sockets or slots we free. A
+   * send comm's close lets the kernel deliver what isend already queued. */
+  pt__pool_forget(c);
+  for (int i = 0; i < c->nstreams; i++)
+    close(c->streams[i].fd);
+  pt__pool_release();
+  pt__ctx_unref(c->ctx);
+  c->magic = 0;
+  free(c->sslots);
+  free(c->rslots);
+  free(c);
+}
+
+void pt__comm_fail(struct pt_comm *c, ncclResult_t res, enum pt_why why, int err)
+{
+  int expect = 0;
+  if (atomic_compare_exchange_strong(&c->err, &expect, (int)res)) {
+    atomic_store(&c->err_why, (int)why);
+    atomic_store(&c->err_errno, err);
+  }
+}
+
+ncclResult_t pt__comm_report(struct pt_comm *c)
+{
+  ncclResult_t res = (ncclResult_t)atomic_load(&c->err);
+  if (res == ncclSuccess || atomic_exchange(&c->err_logged, 1))
+    return res;
+  ncclDebugLogger_t log = c->ctx->log;
+  int e = atomic_load(&c->err_errno);
+  const char *dir = c->magic == PT_MAGIC_SEND ? "send" : "receive";
+  switch ((enum pt_why)atomic_load(&c->err_why)) {
+  case PT_WHY_PEER_CLOSED:
+    PT_WARN(log, "%s connection with %s closed by the peer%s%s (remote process exited or "
+                 "network error)", dir, c->peer, e ? ": " : "", e ? strerror(e) : "");
+    break;
+  case PT_WHY_TRUNCATED_STREAM:
+    PT_WARN(log, "stream from %s ended inside a chunk: the peer died mid-message", c->peer);
+    break;
+  case PT_WHY_SOCKET:
+    PT_WARN(log, "%s connection with %s failed: %s", dir, c->peer, strerror(e));
+    break;
+  case PT_WHY_BAD_MAGIC:
+    PT_WARN(log, "garbage on a stream from %s (bad chunk magic)", c->peer);
+    break;
+  case PT_WHY_BAD_CHUNK:
+    PT_WARN(log, "malformed chunk header from %s", c->peer);
+    break;
+  case PT_WHY_TRUNCATED_MSG:
+    PT_WARN(log, "message from %s is larger than the posted receive buffer (truncated)",
+            c->peer);
+    break;
+  case PT_WHY_NO_TAG:
+    PT_WARN(log, "message from %s has tag %d, which matches no buffer of the posted receive",
+            c->peer, e);
+    break;
+  case PT_WHY_UNEXPECTED_DATA:
+    PT_WARN(log, "unexpected bytes from %s on a send connection", c->peer);
+    break;
+  case PT_WHY_NONE:
+    PT_WARN(log, "%s connection with %s failed", dir, c->peer);
+    break;
+  }
+  return res;
+}

@@ -1,0 +1,226 @@
+/* The sending end of connection setup: connect opens the handle's number
+ * of TCP streams without waiting, says hello on each and returns a send
+ * comm once the acceptor acknowledged all of them. Every call does what it
+ * can without blocking and returns NULL until then; the progress object
+ * lives in the handle buffer NCCL passes back on each retry. A deadline
+ * (PCIE_NET_CONNECT_TIMEOUT_MS) bounds an unreachable or silent peer. */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "internal.h"
+
+enum pt_conn_phase { PT_C_CONNECTING, PT_C_HELLO, PT_C_ACK, PT_C_DONE };
+
+struct pt_connect {
+  uint32_t magic;
+  int n;
+  int64_t deadline_ns;
+  char peer[80];
+  struct pt_hello hello;
+  int fds[PT_MAX_STREAMS];
+  int phase[PT_MAX_STREAMS];
+  size_t done[PT_MAX_STREAMS];
+  struct pt_ack ack[PT_MAX_STREAMS];
+};
+
+static int64_t now_ns(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void connect_free(struct pt_connect *st)
+{
+  for (int i = 0; i < st->n; i++)
+    if (st->fds[i] >= 0)
+      close(st->fds[i]);
+  st->magic = 0;
+  free(st);
+}
+
+static ncclResult_t refused(ncclDebugLogger_t log, struct pt_connect *st, int err)
+{
+  if (err == ECONNREFUSED || err == ECONNRESET || err == EHOSTUNREACH || err == ENETUNREACH ||
+      err == ETIMEDOUT) {
+    PT_WARN(log, "connect to %s failed: %s", st->peer, strerror(err));
+    return ncclRemoteError;
+  }
+  PT_WARN(log, "connect to %s failed: %s", st->peer, strerror(err));
+  return ncclSystemError;
+}
+
+static ncclResult_t connect_start(struct pt_net_ctx *ctx, int tc, const struct pt_handle *h,
+                                  struct pt_connect **out)
+{
+  struct pt_connect *st = calloc(1, sizeof(*st));
+  ncclResult_t res = ncclSystemError;
+  if (!st) {
+    PT_WARN(ctx->log, "out of memory in connect");
+    return ncclSystemError;
+  }
+  st->magic = PT_MAGIC_CONNECT;
+  st->n = h->nstreams;
+  st->deadline_ns = now_ns() + (int64_t)pt__cfg()->connect_timeout_ms * 1000000;
+  pt__addr_str(&h->addr, st->peer, sizeof(st->peer));
+  for (int i = 0; i < st->n; i++)
+    st->fds[i] = -1;
+  st->hello = (struct pt_hello){.magic = PT_WIRE_MAGIC,
+                                .version = PT_WIRE_VERSION,
+                                .nstreams = h->nstreams,
+                                .nonce = h->nonce};
+  if (pt__random64(&st->hello.conn_id) != 0) {
+    PT_WARN(ctx->log, "getrandom failed: %s", strerror(errno));
+    goto fail;
+  }
+  for (int i = 0; i < st->n; i++) {
+    int fd = socket(h->addr.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    st->fds[i] = fd;
+    if (fd < 0 || pt__sock_tune(fd, tc, h->addr.sa.sa_family) != 0) {
+      PT_WARN(ctx->log, "socket for %s: %s", st->peer, strerror(errno));
+      goto fail;
+    }
+    if (connect(fd, &h->addr.sa, pt__addr_len(&h->addr)) != 0 && errno != EINPROGRESS) {
+      res = refused(ctx->log, st, errno);
+      goto fail;
+    }
+  }
+  *out = st;
+  return ncclSuccess;
+fail:
+  connect_free(st);
+  return res;
+}
+
+static const char *ack_reason(uint32_t status)
+{
+  switch (status) {
+  case PT_ACK_VERSION:
+    return "it runs another protocol version";
+  case PT_ACK_NONCE:
+    return "the handle belongs to another (stale) listener";
+  default:
+    return "it is assembling another connection or the stream count differs";
+  }
+}
+
+/* Advances stream i as far as it goes; 0 ok (maybe unfinished), else the
+ * error to return. */
+static ncclResult_t step(ncclDebugLogger_t log, struct pt_connect *st, int i)
+{
+  int fd = st->fds[i];
+  if (st->phase[i] == PT_C_CONNECTING) {
+    struct pollfd p = {.fd = fd, .events = POLLOUT};
+    if (poll(&p, 1, 0) <= 0)
+      return ncclSuccess;
+    int err = 0;
+    socklen_t len = sizeof(err);
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+      err = errno;
+    if (err)
+      return refused(log, st, err);
+    st->phase[i] = PT_C_HELLO;
+    st->hello.index = (uint16_t)i;
+  }
+  if (st->phase[i] == PT_C_HELLO) {
+    struct pt_hello hello = st->hello;
+    hello.index = (uint16_t)i;
+    ssize_t n = send(fd, (char *)&hello + st->done[i], sizeof(hello) - st->done[i],
+                     MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n < 0)
+      return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? ncclSuccess
+                                                                       : refused(log, st, errno);
+    st->done[i] += (size_t)n;
+    if (st->done[i] < sizeof(hello))
+      return ncclSuccess;
+    st->phase[i] = PT_C_ACK;
+    st->done[i] = 0;
+  }
+  if (st->phase[i] == PT_C_ACK) {
+    ssize_t n = recv(fd, (char *)&st->ack[i] + st->done[i], sizeof(st->ack[i]) - st->done[i],
+                     MSG_DONTWAIT);
+    if (n == 0) {
+      PT_WARN(log, "%s closed the connection during the handshake (not a " PT_NET_NAME
+                   " listener, or one that refused us)", st->peer);
+      return ncclRemoteError;
+    }
+    if (n < 0)
+      return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? ncclSuccess
+                                                                       : refused(log, st, errno);
+    st->done[i] += (size_t)n;
+    if (st->done[i] < sizeof(st->ack[i]))
+      return ncclSuccess;
+    if (st->ack[i].magic != PT_WIRE_MAGIC) {
+      PT_WARN(log, "%s answered the handshake with garbage", st->peer);
+      return ncclRemoteError;
+    }
+    if (st->ack[i].status != PT_ACK_OK) {
+      PT_WARN(log, "%s refused the connection: %s (peer protocol version %u, ours %u)",
+              st->peer, ack_reason(st->ack[i].status), st->ack[i].version, PT_WIRE_VERSION);
+      return ncclRemoteError;
+    }
+    st->phase[i] = PT_C_DONE;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t pt_net_connect(struct pt_net_ctx *ctx, int dev, int traffic_class, void *handle,
+                            void **send_comm)
+{
+  struct pt_handle *h = handle;
+  if (!send_comm || !h || !ctx || ctx->magic != PT_MAGIC_CTX)
+    return ncclInternalError;
+  *send_comm = NULL;
+  if (!pt__dev(dev)) {
+    PT_WARN(ctx->log, "connect from device %d: no such device", dev);
+    return ncclInternalError;
+  }
+  if (h->magic != PT_WIRE_MAGIC || h->nstreams < 1 || h->nstreams > PT_MAX_STREAMS ||
+      pt__addr_len(&h->addr) == 0) {
+    PT_WARN(ctx->log, "connect: the handle was not made by this plugin's listen");
+    return ncclInternalError;
+  }
+  if (h->version != PT_WIRE_VERSION) {
+    PT_WARN(ctx->log, "connect: handle from protocol version %u, this plugin speaks %u",
+            h->version, PT_WIRE_VERSION);
+    return ncclInvalidUsage;
+  }
+  struct pt_connect *st = (struct pt_connect *)(uintptr_t)h->connect_state;
+  ncclResult_t res = ncclSuccess;
+  if (!st) {
+    int tc = traffic_class >= 0 ? traffic_class : ctx->traffic_class;
+    res = connect_start(ctx, tc, h, &st);
+    if (res != ncclSuccess)
+      return res;
+    h->connect_state = (uint64_t)(uintptr_t)st;
+  } else if (st->magic != PT_MAGIC_CONNECT) {
+    PT_WARN(ctx->log, "connect: corrupt handle (bad progress object)");
+    return ncclInternalError;
+  }
+  int done = 0;
+  for (int i = 0; i < st->n && res == ncclSuccess; i++) {
+    res = step(ctx->log, st, i);
+    done += st->phase[i] == PT_C_DONE;
+  }
+  if (res == ncclSuccess && done < st->n) {
+    if (now_ns() < st->deadline_ns)
+      return ncclSuccess;
+    PT_WARN(ctx->log, "connect to %s timed out after %d ms", st->peer,
+            pt__cfg()->connect_timeout_ms);
+    res = ncclRemoteError;
+  }
+  h->connect_state = 0;
+  if (res == ncclSuccess) {
+    struct pt_comm *c;
+    res = pt__comm_create(ctx, PT_MAGIC_SEND, st->fds, st->n, st->peer, &c);
+    for (int i = 0; i < st->n; i++)
+      st->fds[i] = -1; /* owned (or closed) by the comm now */
+    if (res == ncclSuccess)
+      *send_comm = c;
+  }
+  connect_free(st);
+  return res;
+}

@@ -1,0 +1,235 @@
+/* Contexts, configuration and the device table: what init and finalize
+ * own. The environment is read here only, when the first context of a
+ * library load (or of a reload after the last finalize) is created; the
+ * result is frozen until every context and comm is gone. */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "internal.h"
+
+/* A single TCP stream on one core moves roughly 10 Gb/s: one stream per
+ * 10 Gb/s of link, at least two so a stalled stream never idles the link,
+ * at most eight (more streams than cores only add wake-ups). */
+#define PT_STREAMS_PER_MBPS 10000
+#define PT_AUTO_STREAMS_MIN 2
+#define PT_AUTO_STREAMS_MAX 8
+#define PT_DEFAULT_THREADS_MAX 4
+#define PT_DEFAULT_CHUNK (512 * 1024)
+#define PT_DEFAULT_CONNECT_TIMEOUT_MS 30000
+
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static int g_live; /* contexts not yet released, the legacy one included */
+static struct pt_cfg g_cfg;
+static struct pt_dev g_devs[PT_NET_MAX_DEVS];
+static atomic_int g_ndevs;
+static struct pt_net_ctx g_legacy;
+static atomic_int g_legacy_live;
+
+const struct pt_cfg *pt__cfg(void)
+{
+  return &g_cfg;
+}
+
+const struct pt_dev *pt__dev(int dev)
+{
+  if (dev < 0 || dev >= atomic_load(&g_ndevs))
+    return NULL;
+  return &g_devs[dev];
+}
+
+/* Unset -> def; anything but a whole number in [lo, hi] is rejected. */
+static int env_long(ncclDebugLogger_t log, const char *name, long lo, long hi, long def, long *out)
+{
+  const char *s = getenv(name);
+  *out = def;
+  if (!s)
+    return 0;
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (end == s || *end || errno || v < lo || v > hi) {
+    PT_WARN(log, "bad %s='%s': expected an integer in [%ld, %ld]", name, s, lo, hi);
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
+static int load_cfg(ncclDebugLogger_t log, struct pt_cfg *cfg)
+{
+  long nstreams, nthreads, chunk, timeout, latency;
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  long def_threads = ncpu < 1 ? 1 : ncpu > PT_DEFAULT_THREADS_MAX ? PT_DEFAULT_THREADS_MAX : ncpu;
+  const char *ifname = getenv("PCIE_NET_IFNAME");
+
+  memset(cfg, 0, sizeof(*cfg));
+  if (ifname && strlen(ifname) >= sizeof(cfg->ifname)) {
+    PT_WARN(log, "bad PCIE_NET_IFNAME: longer than %zu characters", sizeof(cfg->ifname) - 1);
+    return -1;
+  }
+  if (ifname)
+    strcpy(cfg->ifname, ifname);
+  if (env_long(log, "PCIE_NET_NSTREAMS", 1, PT_MAX_STREAMS, 0, &nstreams) ||
+      env_long(log, "PCIE_NET_NTHREADS", 1, PT_MAX_THREADS, def_threads, &nthreads) ||
+      env_long(log, "PCIE_NET_CHUNKSIZE", PT_MIN_CHUNK, 64L << 20, PT_DEFAULT_CHUNK, &chunk) ||
+      env_long(log, "PCIE_NET_CONNECT_TIMEOUT_MS", 1, 3600L * 1000, PT_DEFAULT_CONNECT_TIMEOUT_MS,
+               &timeout) ||
+      env_long(log, "PCIE_NET_LATENCY_US", 0, 1000000, 0, &latency))
+    return -1;
+  cfg->nstreams = (int)nstreams;
+  cfg->nthreads = (int)nthreads;
+  cfg->max_chunk = (size_t)chunk;
+  cfg->connect_timeout_ms = (int)timeout;
+  cfg->latency_us = (float)latency;
+  return 0;
+}
+
+static int auto_streams(int speed_mbps)
+{
+  int n = (speed_mbps + PT_STREAMS_PER_MBPS - 1) / PT_STREAMS_PER_MBPS;
+  return n < PT_AUTO_STREAMS_MIN ? PT_AUTO_STREAMS_MIN : n > PT_AUTO_STREAMS_MAX ? PT_AUTO_STREAMS_MAX : n;
+}
+
+/* Called with g_mu held when nothing is alive. */
+static ncclResult_t load_state(ncclDebugLogger_t log)
+{
+  if (load_cfg(log, &g_cfg) != 0)
+    return ncclInvalidUsage;
+  int n = pt__ifaces_discover(g_cfg.ifname, g_devs, PT_NET_MAX_DEVS);
+  if (n < 0) {
+    PT_WARN(log, "getifaddrs failed: %s", strerror(errno));
+    return ncclSystemError;
+  }
+  if (n == 0) {
+    PT_WARN(log, "no usable network interface (PCIE_NET_IFNAME='%s')", g_cfg.ifname);
+    return ncclSystemError;
+  }
+  for (int i = 0; i < n; i++) {
+    g_devs[i].nstreams = g_cfg.nstreams ? g_cfg.nstreams : auto_streams(g_devs[i].speed_mbps);
+    char addr[80];
+    pt__addr_str(&g_devs[i].addr, addr, sizeof(addr));
+    PT_INFO(log, "device %d: %s %s, %d Mb/s, %d streams, %d helper threads", i, g_devs[i].name,
+            addr, g_devs[i].speed_mbps, g_devs[i].nstreams, g_cfg.nthreads);
+  }
+  atomic_store(&g_ndevs, n);
+  return ncclSuccess;
+}
+
+static ncclResult_t ensure_state(ncclDebugLogger_t log)
+{
+  ncclResult_t res = ncclSuccess;
+  if (g_live == 0)
+    res = load_state(log);
+  if (res == ncclSuccess)
+    g_live++;
+  return res;
+}
+
+ncclResult_t pt_net_init(struct pt_net_ctx **ctx, uint64_t comm_id, int traffic_class,
+                         ncclDebugLogger_t log)
+{
+  if (!ctx)
+    return ncclInternalError;
+  *ctx = NULL;
+  struct pt_net_ctx *c = calloc(1, sizeof(*c));
+  if (!c) {
+    PT_WARN(log, "out of memory creating a context");
+    return ncclSystemError;
+  }
+  pthread_mutex_lock(&g_mu);
+  ncclResult_t res = ensure_state(log);
+  pthread_mutex_unlock(&g_mu);
+  if (res != ncclSuccess) {
+    free(c);
+    return res;
+  }
+  c->magic = PT_MAGIC_CTX;
+  atomic_init(&c->refs, 1);
+  c->comm_id = comm_id;
+  c->traffic_class = traffic_class;
+  c->log = log;
+  *ctx = c;
+  return ncclSuccess;
+}
+
+ncclResult_t pt_net_legacy_init(ncclDebugLogger_t log, struct pt_net_ctx **ctx)
+{
+  ncclResult_t res = ncclSuccess;
+  pthread_mutex_lock(&g_mu);
+  if (!atomic_load(&g_legacy_live)) {
+    res = ensure_state(log);
+    if (res == ncclSuccess) {
+      g_legacy.magic = PT_MAGIC_CTX;
+      atomic_init(&g_legacy.refs, 1);
+      g_legacy.legacy = 1;
+      g_legacy.traffic_class = NCCL_NET_TRAFFIC_CLASS_UNDEF;
+      g_legacy.log = log;
+      atomic_store(&g_legacy_live, 1);
+    }
+  }
+  pthread_mutex_unlock(&g_mu);
+  if (ctx)
+    *ctx = res == ncclSuccess ? &g_legacy : NULL;
+  return res;
+}
+
+struct pt_net_ctx *pt_net_legacy_ctx(void)
+{
+  return atomic_load(&g_legacy_live) ? &g_legacy : NULL;
+}
+
+void pt__ctx_ref(struct pt_net_ctx *ctx)
+{
+  atomic_fetch_add(&ctx->refs, 1);
+}
+
+void pt__ctx_unref(struct pt_net_ctx *ctx)
+{
+  if (atomic_fetch_sub(&ctx->refs, 1) != 1)
+    return;
+  /* Only non-legacy contexts reach zero: the legacy one keeps its own ref
+   * for the whole library load, as NCCL never finalizes v8..v10. */
+  pthread_mutex_lock(&g_mu);
+  g_live--;
+  if (g_live == 0)
+    atomic_store(&g_ndevs, 0);
+  pthread_mutex_unlock(&g_mu);
+  ctx->magic = 0;
+  free(ctx);
+}
+
+ncclResult_t pt_net_finalize(struct pt_net_ctx *ctx)
+{
+  if (!ctx || ctx->magic != PT_MAGIC_CTX || ctx->legacy)
+    return ncclInternalError;
+  pt__ctx_unref(ctx);
+  return ncclSuccess;
+}
+
+ncclResult_t pt_net_devices(int *ndev)
+{
+  if (!ndev)
+    return ncclInternalError;
+  *ndev = atomic_load(&g_ndevs);
+  return ncclSuccess;
+}
+
+ncclResult_t pt_net_get_props(int dev, struct pt_net_props *props)
+{
+  const struct pt_dev *d = pt__dev(dev);
+  if (!d || !props)
+    return ncclInternalError;
+  props->name = d->name;
+  props->pci_path = d->has_pci ? d->pci_path : NULL;
+  props->guid = (uint64_t)dev;
+  props->speed_mbps = d->speed_mbps;
+  props->latency_us = g_cfg.latency_us;
+  /* Comms cost fds, not threads: the same ceiling as NCCL's Socket. */
+  props->max_comms = 65536;
+  props->max_recvs = PT_NET_MAX_RECVS;
+  props->max_p2p_bytes = PT_NET_MAX_BYTES;
+  props->max_coll_bytes = PT_NET_MAX_BYTES;
+  return ncclSuccess;
+}

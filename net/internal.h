@@ -1,0 +1,285 @@
+/* Internals of the TCP transport shared by the files of net/ (never
+ * installed, never included outside net/). The public contract is
+ * include/pcie/net.h; this header says who owns which field.
+ *
+ * Shape of a connection: the receiver's listen picks the stream count and
+ * puts it, its address and a random nonce in the handle; the sender opens
+ * that many TCP streams, each says hello (magic, version, index, nonce,
+ * connection id) and waits for the acceptor's ack. Data then flows one way.
+ * A message is cut into chunks; each chunk travels on whichever stream
+ * claims it first (a stream claims the next chunk as soon as its previous
+ * one is in the kernel, so fast streams carry more) behind a 32-byte
+ * header naming its message, offset and length. The receiver places each
+ * chunk straight into the posted buffer; there is no control stream.
+ */
+#ifndef PCIE_NET_INTERNAL_H
+#define PCIE_NET_INTERNAL_H
+#include <net/if.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+#include "pcie/net.h"
+
+#define PT_MAX_STREAMS 16
+#define PT_MAX_THREADS 16
+#define PT_SEND_SLOTS (NCCL_NET_MAX_REQUESTS * PT_NET_MAX_RECVS)
+#define PT_RECV_SLOTS NCCL_NET_MAX_REQUESTS
+/* One entry per message that can be posted at once (32 requests x 8). */
+#define PT_SEQ_MAP (NCCL_NET_MAX_REQUESTS * PT_NET_MAX_RECVS)
+/* Chunks below 64 KiB cost more in headers and wake-ups than they gain in
+ * balance (NCCL's NCCL_SOCKET_MIN_TASKSIZE uses the same floor). */
+#define PT_MIN_CHUNK (64 * 1024)
+#define PT_PENDING_MAX 32
+
+#define PT_WIRE_MAGIC 0x7063696574637031ULL /* "pcietcp1" */
+#define PT_WIRE_VERSION 1U
+#define PT_CHUNK_MAGIC 0x6b6e6863U /* "chnk" */
+
+enum pt_magic {
+  PT_MAGIC_CTX = 0x43545821,
+  PT_MAGIC_LISTEN = 0x4c53544e,
+  PT_MAGIC_SEND = 0x53454e44,
+  PT_MAGIC_RECV = 0x52454356,
+  PT_MAGIC_SREQ = 0x53524551,
+  PT_MAGIC_RREQ = 0x52524551,
+  PT_MAGIC_MR = 0x4d524547,
+  PT_MAGIC_CONNECT = 0x434f4e4e,
+};
+
+#define PT_WARN(log, fmt, ...)                                                                   \
+  do {                                                                                           \
+    if (log)                                                                                     \
+      (log)(NCCL_LOG_WARN, NCCL_ALL | NCCL_NET, __FILE__, __LINE__, "NET/" PT_NET_NAME ": " fmt, \
+            ##__VA_ARGS__);                                                                      \
+  } while (0)
+#define PT_INFO(log, fmt, ...)                                                                 \
+  do {                                                                                         \
+    if (log)                                                                                   \
+      (log)(NCCL_LOG_INFO, NCCL_INIT | NCCL_NET, __FILE__, __LINE__, "NET/" PT_NET_NAME ": " fmt, \
+            ##__VA_ARGS__);                                                                    \
+  } while (0)
+
+union pt_addr {
+  struct sockaddr sa;
+  struct sockaddr_in in4;
+  struct sockaddr_in6 in6;
+};
+
+/* ---- wire formats (host byte order: a mixed-endian pair fails the magic) */
+
+struct pt_handle {
+  uint64_t magic;
+  uint32_t version;
+  uint16_t nstreams;
+  uint16_t reserved;
+  uint64_t nonce;
+  union pt_addr addr;
+  /* The connector's progress object; listen zeroes it and NCCL passes the
+   * same buffer to every connect retry. */
+  uint64_t connect_state;
+};
+_Static_assert(sizeof(struct pt_handle) <= NCCL_NET_HANDLE_MAXSIZE, "handle fits NCCL's buffer");
+
+struct pt_hello {
+  uint64_t magic;
+  uint32_t version;
+  uint16_t index;
+  uint16_t nstreams;
+  uint64_t nonce;
+  uint64_t conn_id;
+};
+_Static_assert(sizeof(struct pt_hello) == 32, "hello is 32 bytes on the wire");
+
+enum pt_ack_status { PT_ACK_OK = 0, PT_ACK_VERSION = 1, PT_ACK_NONCE = 2, PT_ACK_PROTO = 3 };
+
+struct pt_ack {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t status;
+};
+_Static_assert(sizeof(struct pt_ack) == 16, "ack is 16 bytes on the wire");
+
+struct pt_chunk_hdr {
+  uint32_t magic;
+  uint32_t seq; /* message number on this connection, wraps */
+  int32_t tag;
+  uint32_t len;
+  uint64_t offset;
+  uint64_t total; /* the whole message's size */
+};
+_Static_assert(sizeof(struct pt_chunk_hdr) == 32, "chunk header is 32 bytes on the wire");
+
+/* ---- configuration and devices (ctx.c, ifaces.c) */
+
+struct pt_cfg {
+  char ifname[256]; /* PCIE_NET_IFNAME, "" when unset */
+  int nstreams;     /* PCIE_NET_NSTREAMS, 0 = from the link speed */
+  int nthreads;     /* PCIE_NET_NTHREADS */
+  size_t max_chunk; /* PCIE_NET_CHUNKSIZE */
+  int connect_timeout_ms;
+  float latency_us;
+};
+
+struct pt_dev {
+  char name[IF_NAMESIZE];
+  char pci_path[256];
+  int has_pci;
+  union pt_addr addr;
+  socklen_t addrlen;
+  int speed_mbps;
+  int nstreams;
+};
+
+/* Fills devs (at most PT_NET_MAX_DEVS) from the interfaces that are up,
+ * filtered by spec (NCCL_SOCKET_IFNAME syntax, "" = default policy). */
+int pt__ifaces_discover(const char *spec, struct pt_dev *devs, int max);
+/* 1 when name is selected by spec (prefix list, '^' excludes, '=' exact). */
+int pt__ifname_match(const char *spec, const char *name);
+
+/* The frozen configuration and device table; valid from the first init to
+ * the last finalize, read without locks. */
+const struct pt_cfg *pt__cfg(void);
+const struct pt_dev *pt__dev(int dev);
+
+struct pt_net_ctx {
+  uint32_t magic;
+  atomic_int refs; /* the owner's plus one per live comm or listen comm */
+  int legacy;
+  uint64_t comm_id;
+  int traffic_class;
+  ncclDebugLogger_t log;
+};
+void pt__ctx_ref(struct pt_net_ctx *ctx);
+void pt__ctx_unref(struct pt_net_ctx *ctx);
+
+/* ---- comms, streams, requests */
+
+enum pt_slot_state { PT_SLOT_FREE = 0, PT_SLOT_POSTED = 1, PT_SLOT_DONE = 2 };
+
+struct pt_comm;
+
+/* A request is a slot; its first member tells send from receive. */
+struct pt_req_head {
+  uint32_t magic;
+  atomic_int state;
+  struct pt_comm *comm;
+};
+
+struct pt_send_slot {
+  struct pt_req_head h;
+  char *data;
+  size_t size;
+  size_t chunk;
+  int tag;
+  uint32_t seq;
+  atomic_uint nchunks;     /* read by claimers that raced a recycle */
+  atomic_uint chunks_sent; /* chunks wholly handed to the kernel */
+};
+
+struct pt_recv_slot {
+  struct pt_req_head h;
+  int n;
+  uint32_t base_seq;
+  atomic_int msgs_done;
+  char *data[PT_NET_MAX_RECVS];
+  size_t cap[PT_NET_MAX_RECVS];
+  int tags[PT_NET_MAX_RECVS];
+  /* seq + 1 of the message that landed in buffer i, 0 while unclaimed */
+  atomic_ullong owner[PT_NET_MAX_RECVS];
+  atomic_size_t total[PT_NET_MAX_RECVS];
+  atomic_size_t got[PT_NET_MAX_RECVS];
+};
+
+enum pt_rx_phase { PT_RX_HDR, PT_RX_PARKED, PT_RX_DATA, PT_RX_DEAD };
+
+struct pt_stream {
+  struct pt_comm *comm;
+  int fd;
+  int worker;
+  /* ownership: whoever swaps busy 0->1 may touch the fields below */
+  atomic_int busy;
+  atomic_int again; /* work arrived while another thread owned it */
+  atomic_uint fired; /* events of the one-shot that fired (it is now off), or 0 */
+  uint32_t interest;
+  /* send side */
+  struct pt_send_slot *cur;
+  struct pt_chunk_hdr hdr;
+  size_t hdr_done;
+  size_t data_done;
+  /* receive side */
+  int phase;
+  size_t hdr_got;
+  struct pt_recv_slot *rreq;
+  int rbuf;
+  char *dst;
+  size_t left;
+};
+
+struct pt_comm {
+  uint32_t magic; /* PT_MAGIC_SEND or PT_MAGIC_RECV */
+  struct pt_net_ctx *ctx;
+  int nstreams;
+  char peer[64];
+  size_t max_chunk;
+  atomic_int err;        /* first ncclResult_t failure, 0 while healthy */
+  atomic_int err_errno;  /* errno behind it, when a syscall failed */
+  atomic_int err_why;    /* enum pt_why */
+  atomic_int err_logged;
+  atomic_int eof_streams; /* streams the peer closed at a chunk boundary */
+  struct pt_stream streams[PT_MAX_STREAMS];
+  /* send side: isend (single producer) posts, streams claim chunks */
+  uint32_t send_next;           /* seq of the next isend; progress thread only */
+  _Atomic uint32_t send_tail;   /* messages below this are posted */
+  _Atomic uint64_t cursor;      /* (seq << 32) | next unclaimed chunk */
+  struct pt_send_slot *sslots;  /* PT_SEND_SLOTS */
+  /* receive side: irecv (single producer) posts, streams place chunks */
+  uint32_t recv_next_req;       /* progress thread only */
+  uint32_t recv_next_seq;       /* progress thread only */
+  _Atomic uint32_t recv_posted; /* messages below this seq have a buffer */
+  atomic_uchar seq_map[PT_SEQ_MAP];
+  struct pt_recv_slot *rslots; /* PT_RECV_SLOTS */
+};
+
+enum pt_why {
+  PT_WHY_NONE = 0,
+  PT_WHY_PEER_CLOSED,
+  PT_WHY_TRUNCATED_STREAM,
+  PT_WHY_SOCKET,
+  PT_WHY_BAD_MAGIC,
+  PT_WHY_BAD_CHUNK,
+  PT_WHY_TRUNCATED_MSG,
+  PT_WHY_NO_TAG,
+  PT_WHY_UNEXPECTED_DATA,
+};
+
+/* Takes ownership of fds (closed on failure too). */
+ncclResult_t pt__comm_create(struct pt_net_ctx *ctx, uint32_t magic, const int *fds, int n,
+                             const char *peer, struct pt_comm **out);
+void pt__comm_destroy(struct pt_comm *comm);
+/* Records the first failure of a comm (cheap, lock-free, no logging). */
+void pt__comm_fail(struct pt_comm *comm, ncclResult_t res, enum pt_why why, int err);
+/* Logs a comm's failure once and returns its code. */
+ncclResult_t pt__comm_report(struct pt_comm *comm);
+
+/* Progresses a stream if no other thread owns it, else leaves a note for
+ * the owner. budget bounds the payload bytes moved by this call. */
+void pt__stream_run(struct pt_stream *s, size_t budget);
+
+/* ---- helper threads (pool.c): started with the first comm, joined with
+ * the last, so nothing of ours runs once every comm is closed. */
+ncclResult_t pt__pool_acquire(ncclDebugLogger_t log);
+void pt__pool_release(void);
+int pt__pool_add(struct pt_stream *s, uint32_t interest);
+/* Changes a stream's epoll interest; only its owner may call it. */
+void pt__pool_arm(struct pt_stream *s, uint32_t interest);
+/* Removes the comm's streams and waits until no helper thread can still
+ * hold one of them. */
+void pt__pool_forget(struct pt_comm *comm);
+
+/* ---- sockets (sock.c) */
+void pt__addr_str(const union pt_addr *a, char *buf, size_t len);
+socklen_t pt__addr_len(const union pt_addr *a);
+int pt__sock_tune(int fd, int traffic_class, int family);
+int pt__random64(uint64_t *out);
+#endif

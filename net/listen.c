@@ -1,0 +1,254 @@
+/* The receiving end of connection setup: listen publishes an address, a
+ * stream count and a nonce in the handle; accept collects that many TCP
+ * streams, each identified by a hello, acknowledges them and returns a
+ * receive comm. Both return at once; accept hands out NULL until the set is
+ * complete. Strangers (bad magic, silence, early close) are dropped without
+ * disturbing the real connection; peers of another protocol version or
+ * holding another listener's handle are told so before being dropped. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "internal.h"
+
+/* A connector that opened a socket but sent no hello in this time is a
+ * stranger (a port scanner, a dead peer). */
+#define PT_HELLO_TIMEOUT_NS (10LL * 1000 * 1000 * 1000)
+#define PT_LISTEN_BACKLOG 16384
+
+struct pt_pending {
+  int fd;
+  size_t got;
+  struct pt_hello hello;
+  int64_t since_ns;
+};
+
+struct pt_listen {
+  uint32_t magic;
+  struct pt_net_ctx *ctx;
+  int fd;
+  int nstreams;
+  uint64_t nonce;
+  char addr[80];
+  int npending;
+  struct pt_pending pending[PT_PENDING_MAX];
+  /* the connection being assembled: one at a time */
+  uint64_t conn_id;
+  int have;
+  int fds[PT_MAX_STREAMS];
+};
+
+static void reset_group(struct pt_listen *l, int close_fds);
+
+static int64_t now_ns(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+ncclResult_t pt_net_listen(struct pt_net_ctx *ctx, int dev, void *handle, void **listen_comm)
+{
+  ncclResult_t res = ncclSystemError;
+  struct pt_listen *l = NULL;
+  int fd = -1;
+  if (!listen_comm || !handle || !ctx || ctx->magic != PT_MAGIC_CTX)
+    return ncclInternalError;
+  *listen_comm = NULL;
+  const struct pt_dev *d = pt__dev(dev);
+  if (!d) {
+    PT_WARN(ctx->log, "listen on device %d: no such device", dev);
+    return ncclInternalError;
+  }
+  union pt_addr addr = d->addr;
+  socklen_t len = d->addrlen;
+  if (addr.sa.sa_family == AF_INET)
+    addr.in4.sin_port = 0;
+  else
+    addr.in6.sin6_port = 0;
+  l = calloc(1, sizeof(*l));
+  if (!l) {
+    PT_WARN(ctx->log, "out of memory in listen");
+    goto out;
+  }
+  fd = socket(addr.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0 || bind(fd, &addr.sa, len) != 0 || listen(fd, PT_LISTEN_BACKLOG) != 0 ||
+      getsockname(fd, &addr.sa, &len) != 0 || pt__random64(&l->nonce) != 0) {
+    PT_WARN(ctx->log, "listen on %s failed: %s", d->name, strerror(errno));
+    goto out;
+  }
+  l->magic = PT_MAGIC_LISTEN;
+  l->ctx = ctx;
+  l->fd = fd;
+  l->nstreams = d->nstreams;
+  reset_group(l, 0);
+  pt__addr_str(&addr, l->addr, sizeof(l->addr));
+  struct pt_handle *h = handle;
+  memset(h, 0, sizeof(*h));
+  h->magic = PT_WIRE_MAGIC;
+  h->version = PT_WIRE_VERSION;
+  h->nstreams = (uint16_t)l->nstreams;
+  h->nonce = l->nonce;
+  h->addr = addr;
+  pt__ctx_ref(ctx);
+  *listen_comm = l;
+  l = NULL;
+  fd = -1;
+  res = ncclSuccess;
+out:
+  if (fd >= 0)
+    close(fd);
+  free(l);
+  return res;
+}
+
+static void drop_pending(struct pt_listen *l, int i)
+{
+  close(l->pending[i].fd);
+  l->pending[i] = l->pending[--l->npending];
+}
+
+static void nack(int fd, enum pt_ack_status status)
+{
+  struct pt_ack a = {.magic = PT_WIRE_MAGIC, .version = PT_WIRE_VERSION, .status = status};
+  (void)!send(fd, &a, sizeof(a), MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+static void reset_group(struct pt_listen *l, int close_fds)
+{
+  for (int i = 0; i < l->nstreams; i++) {
+    if (close_fds && l->fds[i] >= 0)
+      close(l->fds[i]);
+    l->fds[i] = -1;
+  }
+  l->have = 0;
+  l->conn_id = 0;
+}
+
+/* Judges a complete hello; returns 1 when the socket joined the group. */
+static int admit(struct pt_listen *l, int fd, const struct pt_hello *h)
+{
+  ncclDebugLogger_t log = l->ctx->log;
+  enum pt_ack_status why = PT_ACK_OK;
+  if (h->magic != PT_WIRE_MAGIC) {
+    PT_INFO(log, "listener %s: dropping a connection that is not ours (bad magic)", l->addr);
+    return 0;
+  }
+  if (h->version != PT_WIRE_VERSION) {
+    PT_WARN(log, "listener %s: refusing a peer speaking protocol version %u (this is %u)",
+            l->addr, h->version, PT_WIRE_VERSION);
+    why = PT_ACK_VERSION;
+  } else if (h->nonce != l->nonce) {
+    PT_WARN(log, "listener %s: refusing a peer holding another listener's handle", l->addr);
+    why = PT_ACK_NONCE;
+  } else if (h->nstreams != l->nstreams || h->index >= l->nstreams ||
+             (l->have && h->conn_id != l->conn_id) || (l->have && l->fds[h->index] >= 0)) {
+    PT_WARN(log, "listener %s: refusing stream %u/%u of connection %llx (assembling %llx)",
+            l->addr, h->index, h->nstreams, (unsigned long long)h->conn_id,
+            (unsigned long long)l->conn_id);
+    why = PT_ACK_PROTO;
+  }
+  if (why != PT_ACK_OK) {
+    nack(fd, why);
+    return 0;
+  }
+  l->conn_id = h->conn_id;
+  l->fds[h->index] = fd;
+  l->have++;
+  return 1;
+}
+
+static ncclResult_t accept_new(struct pt_listen *l)
+{
+  for (;;) {
+    int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED)
+        continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK)
+        return ncclSuccess;
+      PT_WARN(l->ctx->log, "accept on %s failed: %s", l->addr, strerror(errno));
+      return ncclSystemError;
+    }
+    if (l->npending == PT_PENDING_MAX) {
+      close(fd); /* flooded by strangers: the real peer retries nothing, */
+      continue;  /* but its sockets are already queued ahead of these */
+    }
+    l->pending[l->npending++] = (struct pt_pending){.fd = fd, .since_ns = now_ns()};
+  }
+}
+
+static void read_hellos(struct pt_listen *l)
+{
+  int64_t now = now_ns();
+  for (int i = 0; i < l->npending;) {
+    struct pt_pending *p = &l->pending[i];
+    ssize_t n = recv(p->fd, (char *)&p->hello + p->got, sizeof(p->hello) - p->got, MSG_DONTWAIT);
+    if (n > 0)
+      p->got += (size_t)n;
+    int blocked = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
+    if (p->got == sizeof(p->hello)) {
+      int fd = p->fd;
+      l->pending[i] = l->pending[--l->npending];
+      if (!admit(l, fd, &l->pending[l->npending].hello))
+        close(fd);
+      continue;
+    }
+    if (n == 0 || (n < 0 && !blocked) || now - p->since_ns > PT_HELLO_TIMEOUT_NS) {
+      drop_pending(l, i);
+      continue;
+    }
+    i++;
+  }
+}
+
+ncclResult_t pt_net_accept(void *listen_comm, void **recv_comm)
+{
+  struct pt_listen *l = listen_comm;
+  if (!recv_comm || !l || l->magic != PT_MAGIC_LISTEN)
+    return ncclInternalError;
+  *recv_comm = NULL;
+  ncclResult_t res = accept_new(l);
+  if (res != ncclSuccess)
+    return res;
+  read_hellos(l);
+  if (l->have < l->nstreams)
+    return ncclSuccess;
+  struct pt_ack ack = {.magic = PT_WIRE_MAGIC, .version = PT_WIRE_VERSION, .status = PT_ACK_OK};
+  for (int i = 0; i < l->nstreams; i++) {
+    /* 16 bytes into a fresh socket's empty buffer cannot block. */
+    if (send(l->fds[i], &ack, sizeof(ack), MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof(ack)) {
+      PT_WARN(l->ctx->log, "listener %s: acknowledging a stream failed: %s", l->addr,
+              strerror(errno));
+      reset_group(l, 1);
+      return ncclRemoteError;
+    }
+  }
+  char peer[80] = "?";
+  union pt_addr pa;
+  socklen_t plen = sizeof(pa);
+  if (getpeername(l->fds[0], &pa.sa, &plen) == 0)
+    pt__addr_str(&pa, peer, sizeof(peer));
+  struct pt_comm *c;
+  res = pt__comm_create(l->ctx, PT_MAGIC_RECV, l->fds, l->nstreams, peer, &c);
+  reset_group(l, 0); /* the comm owns (or closed) the fds now */
+  if (res == ncclSuccess)
+    *recv_comm = c;
+  return res;
+}
+
+ncclResult_t pt_net_close_listen(void *listen_comm)
+{
+  struct pt_listen *l = listen_comm;
+  if (!l || l->magic != PT_MAGIC_LISTEN)
+    return ncclInternalError;
+  while (l->npending)
+    drop_pending(l, 0);
+  reset_group(l, 1);
+  close(l->fd);
+  pt__ctx_unref(l->ctx);
+  l->magic = 0;
+  free(l);
+  return ncclSuccess;
+}

@@ -1,0 +1,302 @@
+/* Stream progress: moving chunks between a TCP stream and the posted
+ * buffers. Whoever owns a stream (a helper thread woken by epoll, or the
+ * progress thread inside isend/irecv/test) runs its state machine for a
+ * bounded number of bytes, then re-arms its epoll interest; ownership is a
+ * lock-free try-acquire so no caller ever waits. Never allocates or logs:
+ * failures are recorded in the comm and reported by test. */
+#include <errno.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include "internal.h"
+
+#define PT_IN (EPOLLIN | EPOLLRDHUP)
+
+static void fail_errno(struct pt_comm *c, int err)
+{
+  if (err == ECONNRESET || err == EPIPE || err == ETIMEDOUT)
+    pt__comm_fail(c, ncclRemoteError, PT_WHY_PEER_CLOSED, err);
+  else
+    pt__comm_fail(c, ncclSystemError, PT_WHY_SOCKET, err);
+}
+
+/* Takes the next unsent chunk of the oldest message with one; the cursor
+ * never passes send_tail and skips to the next message when it hands out
+ * the last chunk, so a successful CAS proves the slot still holds seq. */
+static int claim(struct pt_comm *c, struct pt_send_slot **slot, uint32_t *chunk)
+{
+  uint64_t cur = atomic_load(&c->cursor);
+  for (;;) {
+    uint32_t seq = (uint32_t)(cur >> 32), k = (uint32_t)cur;
+    if (seq == atomic_load_explicit(&c->send_tail, memory_order_acquire))
+      return 0;
+    struct pt_send_slot *m = &c->sslots[seq % PT_SEND_SLOTS];
+    uint32_t n = atomic_load_explicit(&m->nchunks, memory_order_relaxed);
+    uint64_t next = k + 1 < n ? cur + 1 : (uint64_t)(uint32_t)(seq + 1) << 32;
+    if (atomic_compare_exchange_weak(&c->cursor, &cur, next)) {
+      *slot = m;
+      *chunk = k;
+      return 1;
+    }
+  }
+}
+
+static int send_pending(struct pt_comm *c)
+{
+  uint32_t seq = (uint32_t)(atomic_load(&c->cursor) >> 32);
+  return seq != atomic_load_explicit(&c->send_tail, memory_order_acquire);
+}
+
+static void start_chunk(struct pt_stream *s, struct pt_send_slot *m, uint32_t k)
+{
+  size_t off = (size_t)k * m->chunk;
+  size_t len = m->size - off < m->chunk ? m->size - off : m->chunk;
+  s->cur = m;
+  s->hdr = (struct pt_chunk_hdr){.magic = PT_CHUNK_MAGIC,
+                                 .seq = m->seq,
+                                 .tag = m->tag,
+                                 .len = (uint32_t)len,
+                                 .offset = off,
+                                 .total = m->size};
+  s->hdr_done = 0;
+  s->data_done = 0;
+}
+
+static void end_chunk(struct pt_stream *s)
+{
+  struct pt_send_slot *m = s->cur;
+  s->cur = NULL;
+  if (atomic_fetch_add(&m->chunks_sent, 1) + 1 == atomic_load(&m->nchunks))
+    atomic_store_explicit(&m->h.state, PT_SLOT_DONE, memory_order_release);
+}
+
+/* The receiver never writes on a data stream: readable means it closed or
+ * reset (or is not our peer). */
+static void check_hangup(struct pt_stream *s)
+{
+  char b;
+  ssize_t n = recv(s->fd, &b, 1, MSG_DONTWAIT);
+  if (n == 0)
+    pt__comm_fail(s->comm, ncclRemoteError, PT_WHY_PEER_CLOSED, 0);
+  else if (n > 0)
+    pt__comm_fail(s->comm, ncclRemoteError, PT_WHY_UNEXPECTED_DATA, 0);
+  else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+    fail_errno(s->comm, errno);
+}
+
+static uint32_t send_step(struct pt_stream *s, size_t budget, uint32_t fired)
+{
+  struct pt_comm *c = s->comm;
+  size_t moved = 0;
+  int want_out = 0;
+  if (fired & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+    check_hangup(s);
+  while (!atomic_load_explicit(&c->err, memory_order_relaxed)) {
+    if (moved >= budget) {
+      want_out = s->cur || send_pending(c);
+      break;
+    }
+    if (!s->cur) {
+      struct pt_send_slot *m;
+      uint32_t k;
+      if (!claim(c, &m, &k))
+        break;
+      start_chunk(s, m, k);
+    }
+    struct iovec iov[2];
+    int niov = 0;
+    if (s->hdr_done < sizeof(s->hdr))
+      iov[niov++] = (struct iovec){(char *)&s->hdr + s->hdr_done, sizeof(s->hdr) - s->hdr_done};
+    size_t data_left = s->hdr.len - s->data_done;
+    if (data_left)
+      iov[niov++] = (struct iovec){s->cur->data + s->hdr.offset + s->data_done, data_left};
+    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
+    ssize_t n = sendmsg(s->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK)
+        want_out = 1;
+      else
+        fail_errno(c, errno);
+      break;
+    }
+    size_t sent = (size_t)n, h = sizeof(s->hdr) - s->hdr_done;
+    if (sent < h) {
+      s->hdr_done += sent;
+      continue;
+    }
+    s->hdr_done = sizeof(s->hdr);
+    s->data_done += sent - h;
+    moved += sent - h;
+    if (s->data_done == s->hdr.len)
+      end_chunk(s);
+  }
+  if (atomic_load_explicit(&c->err, memory_order_relaxed))
+    return 0;
+  return PT_IN | (want_out ? EPOLLOUT : 0);
+}
+
+/* Finds the posted buffer of the chunk in s->hdr: 1 found, 0 not posted yet
+ * (the stream parks until irecv), -1 the comm failed. */
+static int place(struct pt_stream *s)
+{
+  struct pt_comm *c = s->comm;
+  const struct pt_chunk_hdr *hd = &s->hdr;
+  uint32_t posted = atomic_load_explicit(&c->recv_posted, memory_order_acquire);
+  if ((int32_t)(hd->seq - posted) >= 0)
+    return 0;
+  struct pt_recv_slot *r = &c->rslots[atomic_load_explicit(&c->seq_map[hd->seq % PT_SEQ_MAP],
+                                                           memory_order_relaxed)];
+  if (hd->seq - r->base_seq >= (uint32_t)r->n) {
+    pt__comm_fail(c, ncclInternalError, PT_WHY_BAD_CHUNK, 0);
+    return -1;
+  }
+  unsigned long long me = (unsigned long long)hd->seq + 1;
+  int b = -1;
+  for (int i = 0; i < r->n && b < 0; i++)
+    if (atomic_load(&r->owner[i]) == me)
+      b = i;
+  for (int i = 0; i < r->n && b < 0; i++) {
+    unsigned long long expect = 0;
+    if (r->tags[i] != hd->tag)
+      continue;
+    if (atomic_compare_exchange_strong(&r->owner[i], &expect, me)) {
+      atomic_store_explicit(&r->total[i], hd->total, memory_order_relaxed);
+      b = i;
+    } else if (expect == me) {
+      b = i;
+    }
+  }
+  if (b < 0) {
+    pt__comm_fail(c, ncclInvalidUsage, PT_WHY_NO_TAG, hd->tag);
+    return -1;
+  }
+  if (hd->total > r->cap[b]) {
+    pt__comm_fail(c, ncclInvalidUsage, PT_WHY_TRUNCATED_MSG, 0);
+    return -1;
+  }
+  if (hd->offset > hd->total || hd->len > hd->total - hd->offset || (hd->total && !hd->len)) {
+    pt__comm_fail(c, ncclRemoteError, PT_WHY_BAD_CHUNK, 0);
+    return -1;
+  }
+  s->rreq = r;
+  s->rbuf = b;
+  s->dst = r->data[b] + hd->offset;
+  s->left = hd->len;
+  return 1;
+}
+
+static void finish_recv_chunk(struct pt_stream *s)
+{
+  struct pt_recv_slot *r = s->rreq;
+  size_t len = s->hdr.len;
+  if (atomic_fetch_add(&r->got[s->rbuf], len) + len == s->hdr.total &&
+      atomic_fetch_add(&r->msgs_done, 1) + 1 == r->n)
+    atomic_store_explicit(&r->h.state, PT_SLOT_DONE, memory_order_release);
+  s->rreq = NULL;
+  s->hdr_got = 0;
+  s->phase = PT_RX_HDR;
+}
+
+/* One recv call; returns bytes, or -1 after recording why it stopped
+ * (0 = would block, with *eof set at end of stream). */
+static ssize_t rx(struct pt_stream *s, void *buf, size_t len, int *eof)
+{
+  for (;;) {
+    ssize_t n = recv(s->fd, buf, len, MSG_DONTWAIT);
+    if (n > 0)
+      return n;
+    if (n == 0) {
+      *eof = 1;
+      return 0;
+    }
+    if (errno == EINTR)
+      continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK)
+      return 0;
+    fail_errno(s->comm, errno);
+    return -1;
+  }
+}
+
+static uint32_t recv_step(struct pt_stream *s, size_t budget)
+{
+  struct pt_comm *c = s->comm;
+  size_t moved = 0;
+  int eof = 0;
+  ssize_t n;
+  while (!atomic_load_explicit(&c->err, memory_order_relaxed) && s->phase != PT_RX_DEAD) {
+    if (s->phase == PT_RX_HDR) {
+      if (moved >= budget)
+        break;
+      n = rx(s, (char *)&s->hdr + s->hdr_got, sizeof(s->hdr) - s->hdr_got, &eof);
+      if (n <= 0)
+        break;
+      s->hdr_got += (size_t)n;
+      if (s->hdr_got < sizeof(s->hdr))
+        continue;
+      if (s->hdr.magic != PT_CHUNK_MAGIC) {
+        pt__comm_fail(c, ncclRemoteError, PT_WHY_BAD_MAGIC, 0);
+        break;
+      }
+      s->phase = PT_RX_PARKED;
+    }
+    if (s->phase == PT_RX_PARKED) {
+      if (place(s) <= 0)
+        break;
+      s->phase = PT_RX_DATA;
+    }
+    if (s->left == 0) {
+      finish_recv_chunk(s);
+      continue;
+    }
+    if (moved >= budget)
+      break;
+    n = rx(s, s->dst, s->left, &eof);
+    if (n <= 0)
+      break;
+    s->dst += n;
+    s->left -= (size_t)n;
+    moved += (size_t)n;
+  }
+  if (eof) {
+    if (s->phase == PT_RX_HDR && s->hdr_got == 0) {
+      /* A clean end: the peer closed between chunks. Only an error for
+       * requests that can no longer complete (test decides). */
+      s->phase = PT_RX_DEAD;
+      atomic_fetch_add(&c->eof_streams, 1);
+    } else {
+      pt__comm_fail(c, ncclRemoteError, PT_WHY_TRUNCATED_STREAM, 0);
+    }
+  }
+  if (atomic_load_explicit(&c->err, memory_order_relaxed) || s->phase == PT_RX_DEAD ||
+      s->phase == PT_RX_PARKED)
+    return 0;
+  return PT_IN;
+}
+
+static void step(struct pt_stream *s, size_t budget)
+{
+  uint32_t fired = atomic_exchange(&s->fired, 0);
+  uint32_t want = s->comm->magic == PT_MAGIC_SEND ? send_step(s, budget, fired)
+                                                  : recv_step(s, budget);
+  if (fired && want == 0)
+    s->interest = 0; /* one-shot: already disarmed */
+  else if (fired || want != s->interest)
+    pt__pool_arm(s, want);
+}
+
+void pt__stream_run(struct pt_stream *s, size_t budget)
+{
+  /* Announce first, then try to own: an owner that already cleared again
+   * will see it before letting go, so no wake-up is ever lost. */
+  atomic_store(&s->again, 1);
+  if (atomic_exchange(&s->busy, 1))
+    return;
+  do {
+    atomic_store(&s->again, 0);
+    step(s, budget);
+    atomic_store(&s->busy, 0);
+  } while (atomic_load(&s->again) && !atomic_exchange(&s->busy, 1));
+}

@@ -1,0 +1,236 @@
+/* The data-path entry points: memory registration, isend, irecv, iflush
+ * and test. isend/irecv fill a preallocated slot (a full ring answers a
+ * NULL request), publish it with one release store and give the comm's
+ * streams a bounded inline push; test is a flag check plus the same push.
+ * No allocation, lock or log here except on the misuse/error paths. */
+#include <stdlib.h>
+#include "internal.h"
+
+/* Bytes a stream may move inside one isend/irecv/test call: small messages
+ * go out (and come in) on the caller's thread without a helper wake-up;
+ * anything larger is left to the helpers. */
+#define PT_INLINE_BUDGET (64 * 1024)
+
+struct pt_mr {
+  uint32_t magic;
+  char *base;
+  size_t size;
+};
+
+static int is_comm(const void *p)
+{
+  const struct pt_comm *c = p;
+  return c && (c->magic == PT_MAGIC_SEND || c->magic == PT_MAGIC_RECV);
+}
+
+ncclResult_t pt_net_reg_mr(void *comm, void *data, size_t size, int type, void **mhandle)
+{
+  if (!mhandle || !is_comm(comm))
+    return ncclInternalError;
+  *mhandle = NULL;
+  ncclDebugLogger_t log = ((struct pt_comm *)comm)->ctx->log;
+  if (type != NCCL_PTR_HOST) {
+    PT_WARN(log, "regMr: memory type %d unsupported (host memory only)", type);
+    return ncclInvalidArgument;
+  }
+  struct pt_mr *mr = malloc(sizeof(*mr));
+  if (!mr) {
+    PT_WARN(log, "regMr: out of memory");
+    return ncclSystemError;
+  }
+  *mr = (struct pt_mr){.magic = PT_MAGIC_MR, .base = data, .size = size};
+  *mhandle = mr;
+  return ncclSuccess;
+}
+
+ncclResult_t pt_net_dereg_mr(void *comm, void *mhandle)
+{
+  struct pt_mr *mr = mhandle;
+  if (!is_comm(comm) || !mr || mr->magic != PT_MAGIC_MR)
+    return ncclInternalError;
+  mr->magic = 0;
+  free(mr);
+  return ncclSuccess;
+}
+
+/* A NULL handle is accepted (NCCL's OOB bootstrap and older callers). */
+static int covered(const void *mhandle, const char *data, size_t size)
+{
+  const struct pt_mr *mr = mhandle;
+  if (!mr)
+    return 1;
+  return mr->magic == PT_MAGIC_MR && data >= mr->base && size <= mr->size &&
+         (size_t)(data - mr->base) <= mr->size - size;
+}
+
+static void push(struct pt_comm *c)
+{
+  for (int i = 0; i < c->nstreams; i++)
+    pt__stream_run(&c->streams[i], PT_INLINE_BUDGET);
+}
+
+static size_t chunk_for(const struct pt_comm *c, size_t size)
+{
+  /* About two chunks per stream: enough to rebalance around a slow stream,
+   * few enough that headers and wake-ups stay negligible. */
+  size_t chunk = size / (2 * (size_t)c->nstreams) + 1;
+  chunk = (chunk + 4095) & ~(size_t)4095;
+  if (chunk < PT_MIN_CHUNK)
+    chunk = PT_MIN_CHUNK;
+  return chunk > c->max_chunk ? c->max_chunk : chunk;
+}
+
+ncclResult_t pt_net_isend(void *send_comm, void *data, size_t size, int tag, void *mhandle,
+                          void **request)
+{
+  struct pt_comm *c = send_comm;
+  if (!request)
+    return ncclInternalError;
+  *request = NULL;
+  if (!c || c->magic != PT_MAGIC_SEND)
+    return ncclInternalError;
+  if (size > PT_NET_MAX_BYTES || (size && !data) || !covered(mhandle, data, size)) {
+    PT_WARN(c->ctx->log, "isend to %s: bad buffer %p size %zu (limit %lu, or outside its "
+                         "registration)", c->peer, data, size, PT_NET_MAX_BYTES);
+    return ncclInvalidArgument;
+  }
+  if (atomic_load_explicit(&c->err, memory_order_relaxed))
+    return pt__comm_report(c);
+  struct pt_send_slot *m = &c->sslots[c->send_next % PT_SEND_SLOTS];
+  if (atomic_load_explicit(&m->h.state, memory_order_acquire) != PT_SLOT_FREE)
+    return ncclSuccess;
+  m->data = data;
+  m->size = size;
+  m->tag = tag;
+  m->seq = c->send_next;
+  m->chunk = chunk_for(c, size);
+  atomic_store_explicit(&m->nchunks, size ? (uint32_t)((size + m->chunk - 1) / m->chunk) : 1,
+                        memory_order_relaxed);
+  atomic_store_explicit(&m->chunks_sent, 0, memory_order_relaxed);
+  atomic_store_explicit(&m->h.state, PT_SLOT_POSTED, memory_order_relaxed);
+  c->send_next++;
+  atomic_store_explicit(&c->send_tail, c->send_next, memory_order_release);
+  *request = m;
+  push(c);
+  return ncclSuccess;
+}
+
+ncclResult_t pt_net_irecv(void *recv_comm, int n, void **data, const size_t *sizes,
+                          const int *tags, void **mhandles, void **request)
+{
+  struct pt_comm *c = recv_comm;
+  if (!request)
+    return ncclInternalError;
+  *request = NULL; /* may hold NCCL's optional-completion marker */
+  if (!c || c->magic != PT_MAGIC_RECV)
+    return ncclInternalError;
+  if (n < 1 || n > PT_NET_MAX_RECVS || !data || !sizes || !tags) {
+    PT_WARN(c->ctx->log, "irecv from %s: %d buffers (1..%d allowed)", c->peer, n,
+            PT_NET_MAX_RECVS);
+    return ncclInternalError;
+  }
+  for (int i = 0; i < n; i++) {
+    if ((sizes[i] && !data[i]) || !covered(mhandles ? mhandles[i] : NULL, data[i], sizes[i])) {
+      PT_WARN(c->ctx->log, "irecv from %s: buffer %d (%p, %zu bytes) outside its registration",
+              c->peer, i, data[i], sizes[i]);
+      return ncclInvalidArgument;
+    }
+  }
+  if (atomic_load_explicit(&c->err, memory_order_relaxed))
+    return pt__comm_report(c);
+  uint32_t idx = c->recv_next_req % PT_RECV_SLOTS;
+  struct pt_recv_slot *r = &c->rslots[idx];
+  if (atomic_load_explicit(&r->h.state, memory_order_acquire) != PT_SLOT_FREE)
+    return ncclSuccess;
+  r->n = n;
+  r->base_seq = c->recv_next_seq;
+  atomic_store_explicit(&r->msgs_done, 0, memory_order_relaxed);
+  for (int i = 0; i < n; i++) {
+    r->data[i] = data[i];
+    r->cap[i] = sizes[i];
+    r->tags[i] = tags[i];
+    atomic_store_explicit(&r->owner[i], 0, memory_order_relaxed);
+    atomic_store_explicit(&r->total[i], 0, memory_order_relaxed);
+    atomic_store_explicit(&r->got[i], 0, memory_order_relaxed);
+    atomic_store_explicit(&c->seq_map[(r->base_seq + (uint32_t)i) % PT_SEQ_MAP],
+                          (unsigned char)idx, memory_order_relaxed);
+  }
+  atomic_store_explicit(&r->h.state, PT_SLOT_POSTED, memory_order_relaxed);
+  c->recv_next_req++;
+  c->recv_next_seq += (uint32_t)n;
+  atomic_store_explicit(&c->recv_posted, c->recv_next_seq, memory_order_release);
+  *request = r;
+  push(c); /* a stream may be parked on this very message */
+  return ncclSuccess;
+}
+
+ncclResult_t pt_net_iflush(void *recv_comm, void **request)
+{
+  if (!request)
+    return ncclInternalError;
+  *request = NULL; /* host memory: nothing to flush, NULL means done */
+  const struct pt_comm *c = recv_comm;
+  return c && c->magic == PT_MAGIC_RECV ? ncclSuccess : ncclInternalError;
+}
+
+static int complete(struct pt_req_head *h, int *sizes)
+{
+  if (atomic_load_explicit(&h->state, memory_order_acquire) != PT_SLOT_DONE)
+    return 0;
+  if (sizes && h->magic == PT_MAGIC_SREQ) {
+    sizes[0] = (int)((struct pt_send_slot *)h)->size;
+  } else if (sizes) {
+    struct pt_recv_slot *r = (struct pt_recv_slot *)h;
+    for (int i = 0; i < r->n; i++)
+      sizes[i] = (int)atomic_load_explicit(&r->total[i], memory_order_relaxed);
+  }
+  atomic_store_explicit(&h->state, PT_SLOT_FREE, memory_order_release);
+  return 1;
+}
+
+ncclResult_t pt_net_test(void *request, int *done, int *sizes)
+{
+  struct pt_req_head *h = request;
+  if (!done || !h || (h->magic != PT_MAGIC_SREQ && h->magic != PT_MAGIC_RREQ))
+    return ncclInternalError;
+  *done = 0;
+  struct pt_comm *c = h->comm;
+  if (atomic_load_explicit(&h->state, memory_order_relaxed) == PT_SLOT_FREE) {
+    PT_WARN(c->ctx->log, "test: request %p already completed", request);
+    return ncclInternalError;
+  }
+  if ((*done = complete(h, sizes)))
+    return ncclSuccess;
+  if (atomic_load_explicit(&c->err, memory_order_relaxed))
+    return pt__comm_report(c);
+  push(c);
+  if ((*done = complete(h, sizes)))
+    return ncclSuccess;
+  /* Every stream ended cleanly and this request is still short: the peer
+   * closed its side and nothing more can come. */
+  if (h->magic == PT_MAGIC_RREQ && atomic_load(&c->eof_streams) == c->nstreams) {
+    pt__comm_fail(c, ncclRemoteError, PT_WHY_PEER_CLOSED, 0);
+    return pt__comm_report(c);
+  }
+  if (atomic_load_explicit(&c->err, memory_order_relaxed))
+    return pt__comm_report(c);
+  return ncclSuccess;
+}
+
+ncclResult_t pt_net_close_send(void *send_comm)
+{
+  struct pt_comm *c = send_comm;
+  if (!c || c->magic != PT_MAGIC_SEND)
+    return ncclInternalError;
+  pt__comm_destroy(c);
+  return ncclSuccess;
+}
+
+ncclResult_t pt_net_close_recv(void *recv_comm)
+{
+  struct pt_comm *c = recv_comm;
+  if (!c || c->magic != PT_MAGIC_RECV)
+    return ncclInternalError;
+  pt__comm_destroy(c);
+  return ncclSuccess;
+}
