@@ -1,0 +1,31 @@
+# `make fuzz`: the nccl-tests parser under libFuzzer (clang, ASan, UBSan)
+# for FUZZ_TIME seconds over fuzz/corpus/ (seeded from the importer's
+# fixtures). Inputs that crash are copied into
+# test/data/nccltests/fuzz-regressions/, which test_nccltests replays, and
+# the target fails. Not part of `make test`: it needs clang's libFuzzer.
+FUZZ_CC ?= clang
+FUZZ_TIME ?= 60
+FUZZ_BUILD = build-fuzz
+FUZZ_SRCS = fuzz/fuzz_nccltests.c cli/nccltests.c cli/import_lex.c cli/import_coll.c \
+            cli/import_setting.c tuner/names.c
+FUZZ_BIN = $(FUZZ_BUILD)/fuzz_nccltests
+FUZZ_REGRESS = test/data/nccltests/fuzz-regressions
+
+$(FUZZ_BIN): $(FUZZ_SRCS) cli/nccltests.h cli/import_lex.h cli/import_coll.h cli/import_setting.h
+	@mkdir -p $(@D)
+	$(FUZZ_CC) -std=c11 -g -O1 -Iinclude -Icli -D_GNU_SOURCE \
+	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -o $@ $(FUZZ_SRCS)
+
+# The seeds are the fixtures themselves, copied so that libFuzzer's additions
+# to the working corpus never land in test/data.
+fuzz: $(FUZZ_BIN)
+	@rm -rf $(FUZZ_BUILD)/crashes; mkdir -p $(FUZZ_BUILD)/corpus $(FUZZ_BUILD)/crashes
+	@cp fuzz/corpus/* test/data/nccltests/real/*.txt test/data/nccltests/synth/*.txt \
+	  $(FUZZ_REGRESS)/* $(FUZZ_BUILD)/corpus/ 2>/dev/null; rm -f $(FUZZ_BUILD)/corpus/README.md
+	@status=0; $(FUZZ_BIN) -max_total_time=$(FUZZ_TIME) -max_len=16384 -timeout=10 -rss_limit_mb=2048 \
+	  -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/crashes/ $(FUZZ_BUILD)/corpus || status=$$?; \
+	found=0; for f in $(FUZZ_BUILD)/crashes/*; do [ -f "$$f" ] || continue; \
+	  cp "$$f" $(FUZZ_REGRESS)/; found=$$((found + 1)); done; \
+	if [ $$found -gt 0 ] || [ $$status -ne 0 ]; then \
+	  echo "fuzz: $$found crashing input(s) kept in $(FUZZ_REGRESS)/ (status $$status)"; exit 1; fi; \
+	echo "fuzz: no crash in $(FUZZ_TIME)s"
