@@ -89,8 +89,9 @@ const struct pt_choice *pt_core_decide(const struct pt_ctx *ctx, int coll, size_
                                        int *nchannels) {
   if (!ctx || !ctx->loaded) return NULL;
   int mode = reg_buff ? PT_MODE_GRAPH : PT_MODE_EAGER;
-  const struct pt_interval *iv = pt_table_lookup(&ctx->loaded->table, coll, mode, nbytes);
-  int k = pt_table_apply(iv, cost, num_algo, num_proto, nchannels);
+  const struct pt_interval *iv;
+  int k = pt_table_decide(&ctx->loaded->table, coll, mode, nbytes, cost, num_algo, num_proto,
+                          nchannels, &iv);
   if (ctx->trace) {
     if (k >= 0)
       logf_(ctx->log, NCCL_LOG_INFO, NCCL_TUNING, "%s %zu B %s -> %s/%s %d ch (rank %d%s)",

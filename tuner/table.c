@@ -44,6 +44,9 @@ const struct pt_series *pt_profile_series(const struct pt_profile *p, int coll, 
 
 /* ---- building --------------------------------------------------------- */
 
+static void pack(const struct pt_interval *iv, struct pt_hot *h);
+static uint64_t key_lo(unsigned key);
+
 /* A growable interval list used only while compiling. */
 struct ivlist {
   struct pt_interval *iv;
@@ -254,14 +257,28 @@ static void annotate(struct ivlist *l, const struct pt_series *s) {
 
 static int msb(uint64_t x) { return x ? 63 - __builtin_clzll(x) : 0; }
 
-static void index_buckets(struct pt_ivset *set) {
-  size_t i = 0;
-  for (int k = 0; k < 64; k++) {
-    uint64_t v = (uint64_t)1 << k;
+/* start[k] = the interval holding key k's smallest size, start[PT_NKEYS] =
+ * the last; top = the largest power of two not above the widest key range;
+ * his[] mirrors iv[].hi (padded), hot[] the ranked lists. */
+static int index_keys(struct pt_ivset *set) {
+  size_t i = 0, widest = 1;
+  for (unsigned k = 0; k < PT_NKEYS; k++) {
+    uint64_t v = key_lo(k);
     while (set->iv[i].hi < v) i++;
-    set->bucket[k] = (uint32_t)i;
+    set->start[k] = (uint32_t)i;
   }
-  set->bucket[64] = (uint32_t)(set->n - 1);
+  set->start[PT_NKEYS] = (uint32_t)(set->n - 1);
+  for (unsigned k = 0; k < PT_NKEYS; k++)
+    if (set->start[k + 1] - set->start[k] + 1 > widest) widest = set->start[k + 1] - set->start[k] + 1;
+  set->top = 1;
+  while (set->top * 2 <= widest) set->top *= 2;
+  set->his = malloc((set->n + 2 * set->top) * sizeof *set->his);
+  set->hot = malloc(set->n * sizeof *set->hot);
+  if (!set->his || !set->hot) return PT_ENOMEM;
+  for (size_t j = 0; j < set->n + 2 * set->top; j++)
+    set->his[j] = j < set->n ? set->iv[j].hi : UINT64_MAX;
+  for (size_t j = 0; j < set->n; j++) pack(&set->iv[j], &set->hot[j]);
+  return 0;
 }
 
 /* Each mode is compiled from its own series or, lacking one, the other
@@ -286,8 +303,7 @@ static int build_set(struct pt_ivset *set, const struct pt_profile *p, int coll,
   annotate(&l, s);
   set->iv = l.iv;
   set->n = l.n;
-  index_buckets(set);
-  return 0;
+  return index_keys(set);
 }
 
 int pt_table_build(struct pt_table *t, const struct pt_profile *p) {
@@ -309,45 +325,97 @@ int pt_table_build(struct pt_table *t, const struct pt_profile *p) {
 
 void pt_table_release(struct pt_table *t) {
   for (int c = 0; c < PT_NCOLL; c++)
-    for (int m = 0; m < PT_NMODES; m++) free(t->storage[c][m].iv);
+    for (int m = 0; m < PT_NMODES; m++) {
+      free(t->storage[c][m].iv);
+      free(t->storage[c][m].his);
+      free(t->storage[c][m].hot);
+    }
   memset(t, 0, sizeof *t);
 }
 
 /* ---- hot path --------------------------------------------------------- */
 
+/* Sizes map to PT_NKEYS keys: below 16 bytes the size itself, above it the
+ * power of two and the next 4 bits, i.e. 16 keys per octave. */
+static unsigned key_of(uint64_t n) {
+  if (n < 16) return (unsigned)n;
+  int m = msb(n);
+  return (unsigned)(m - 3) * 16 + (unsigned)((n >> (m - 4)) & 15);
+}
+
+static uint64_t key_lo(unsigned key) {
+  if (key < 16) return key;
+  int m = (int)(key / 16) + 3;
+  return (uint64_t)1 << m | (uint64_t)(key % 16) << (m - 4);
+}
+
+/* The index of the first interval with hi >= nbytes. Starting at the
+ * interval that holds the key's smallest size, a branch-free search takes
+ * the same number of steps for every size of a set (set->top sets it), so
+ * the loop exit is always predicted; his[] is padded with UINT64_MAX so the
+ * steps never overrun. */
+static size_t find(const struct pt_ivset *set, uint64_t nbytes) {
+  const uint64_t *b = set->his + set->start[key_of(nbytes)];
+  for (size_t step = set->top; step > 0; step >>= 1) b = b[step - 1] < nbytes ? b + step : b;
+  return (size_t)(b - set->his);
+}
+
+static const struct pt_ivset *set_of(const struct pt_table *t, int coll, int mode) {
+  if (!t || (unsigned)coll >= PT_NCOLL || (unsigned)mode >= PT_NMODES) return NULL;
+  return t->set[coll][mode];
+}
+
 const struct pt_interval *pt_table_lookup(const struct pt_table *t, int coll, int mode,
                                           uint64_t nbytes) {
-  if (!t || coll < 0 || coll >= PT_NCOLL || mode < 0 || mode >= PT_NMODES) return NULL;
-  const struct pt_ivset *set = t->set[coll][mode];
-  if (!set) return NULL;
-  if (nbytes == 0) return &set->iv[0];
-  int k = msb(nbytes);
-  size_t lo = set->bucket[k], hi = set->bucket[k + 1];
-  while (lo < hi) { /* first interval with iv.hi >= nbytes */
-    size_t mid = lo + (hi - lo) / 2;
-    if (set->iv[mid].hi < nbytes) lo = mid + 1;
-    else hi = mid;
+  const struct pt_ivset *set = set_of(t, coll, mode);
+  return set ? &set->iv[find(set, nbytes)] : NULL;
+}
+
+/* The one apply rule, over a packed ranked list. */
+static int apply_hot(const struct pt_hot *h, float *cost, int num_algo, int num_proto,
+                     int *nchannels) {
+  if (!cost || !nchannels || num_algo <= 0 || num_proto <= 0) return -1;
+  for (int k = 0; k < h->n; k++) {
+    if (h->algo[k] >= num_algo || h->proto[k] >= num_proto) continue;
+    int idx = h->algo[k] * num_proto + h->proto[k];
+    if (!(cost[idx] >= 0.0f)) continue; /* negative or NaN: NCCL disabled it */
+    /* NCCL takes the smallest entry >= 0 and breaks ties to the lower index:
+     * a zero at a lower index is raised a hair so it cannot steal the tie. */
+    for (int i = 0; i < idx; i++)
+      if (cost[i] == 0.0f) cost[i] = FLT_MIN;
+    cost[idx] = 0.0f;
+    *nchannels = h->channels[k];
+    return k;
   }
-  return &set->iv[lo];
+  return -1;
+}
+
+static void pack(const struct pt_interval *iv, struct pt_hot *h) {
+  memset(h, 0, sizeof *h);
+  h->n = iv->n;
+  for (int k = 0; k < iv->n; k++) {
+    h->algo[k] = iv->c[k].algo;
+    h->proto[k] = iv->c[k].proto;
+    h->channels[k] = iv->c[k].channels;
+  }
 }
 
 int pt_table_apply(const struct pt_interval *iv, float *cost, int num_algo, int num_proto,
                    int *nchannels) {
-  if (!iv || !cost || !nchannels || num_algo <= 0 || num_proto <= 0) return -1;
-  for (int k = 0; k < iv->n; k++) {
-    const struct pt_choice *c = &iv->c[k];
-    if (c->algo >= num_algo || c->proto >= num_proto) continue;
-    float *e = &cost[c->algo * num_proto + c->proto];
-    if (!(*e >= 0.0f)) continue; /* negative or NaN: NCCL disabled it */
-    /* NCCL takes the smallest entry >= 0 and breaks ties to the lower index:
-     * other zero entries are raised a hair so the tie cannot steal it. */
-    for (int i = 0; i < num_algo * num_proto; i++)
-      if (cost[i] == 0.0f) cost[i] = FLT_MIN;
-    *e = 0.0f;
-    *nchannels = c->channels;
-    return k;
-  }
-  return -1;
+  struct pt_hot h;
+  if (!iv) return -1;
+  pack(iv, &h);
+  return apply_hot(&h, cost, num_algo, num_proto, nchannels);
+}
+
+int pt_table_decide(const struct pt_table *t, int coll, int mode, uint64_t nbytes, float *cost,
+                    int num_algo, int num_proto, int *nchannels, const struct pt_interval **iv) {
+  const struct pt_ivset *set = set_of(t, coll, mode);
+  *iv = NULL;
+  if (!set) return -1;
+  size_t i = find(set, nbytes);
+  *iv = &set->iv[i];
+  return apply_hot(&set->hot[i], cost, num_algo, num_proto, nchannels);
 }
 
 static size_t grain(int proto) {

@@ -15,6 +15,7 @@
 #include "pcie/profile.h"
 
 #define PT_MAX_RANKED 4
+#define PT_NKEYS 976 /* 16 small sizes + 60 octaves x 16 */
 
 struct pt_choice {
   int8_t algo, proto;
@@ -31,14 +32,25 @@ struct pt_interval {
   float default_us; /* NCCL default's interpolated latency, or -1 */
 };
 
+/* An interval's ranked list packed for the hot path (16 bytes). */
+struct pt_hot {
+  int8_t algo[PT_MAX_RANKED], proto[PT_MAX_RANKED];
+  uint8_t channels[PT_MAX_RANKED];
+  uint8_t n, pad[3];
+};
+
 /* One collective in one mode. Intervals cover 0..UINT64_MAX without gaps. */
 struct pt_ivset {
   size_t n;
   struct pt_interval *iv;
-  /* bucket[k] = index of the interval holding 2^k (k = 0..64, bucket[0] also
-   * holds 0); the lookup scans forward from there, bounded by the intervals
-   * inside one power of two. */
-  uint32_t bucket[65];
+  /* Hot mirrors of iv[], so a lookup touches 24 bytes per interval. */
+  uint64_t *his;      /* iv[i].hi */
+  struct pt_hot *hot; /* iv[i]'s ranked list */
+  /* start[k] = the interval holding the smallest size of key k (16 keys per
+   * power of two, see table.c). A lookup searches from there over a fixed
+   * number of steps, so its cost does not grow with the profile. */
+  uint32_t start[PT_NKEYS + 1];
+  size_t top; /* search steps: log2(top) + 1 for every lookup in this set */
 };
 
 struct pt_table {
@@ -73,6 +85,11 @@ const struct pt_interval *pt_table_lookup(const struct pt_table *t, int coll, in
  * changed. */
 int pt_table_apply(const struct pt_interval *iv, float *cost, int num_algo, int num_proto,
                    int *nchannels);
+
+/* The hot path: lookup and apply in one, on the packed mirrors. Returns the
+ * applied rank (or -1, nothing changed); *iv gets the interval (or NULL). */
+int pt_table_decide(const struct pt_table *t, int coll, int mode, uint64_t nbytes, float *cost,
+                    int num_algo, int num_proto, int *nchannels, const struct pt_interval **iv);
 
 /* The chunk size a candidate (algo, proto) asks for at nbytes in mode, rounded
  * down to the protocol's grain and never below it; 0 when the profile sets
