@@ -87,6 +87,17 @@ double pt_box_default_us(const struct pt_box *b, int coll, int mode, uint64_t nb
   return pt_box_true_us(b, coll, mode, a, p, c, nbytes);
 }
 
+/* A combination that corrupts, crashes or hangs at any size is not trusted
+ * at any size: the plugin poisons such a candidate for the whole collective,
+ * and so does anyone who has seen it corrupt data. */
+static int untrusted(const struct pt_box *b, int coll, int algo, int proto) {
+  for (size_t i = 0; i < b->nfaults; i++) {
+    const struct pt_box_fault *f = &b->faults[i];
+    if ((f->coll < 0 || f->coll == coll) && f->algo == algo && f->proto == proto) return 1;
+  }
+  return 0;
+}
+
 double pt_box_oracle_us(const struct pt_box *b, int coll, int mode, uint64_t nbytes, int *algo,
                         int *proto, int *channels) {
   float table[7][3];
@@ -95,7 +106,7 @@ double pt_box_oracle_us(const struct pt_box *b, int coll, int mode, uint64_t nby
   pt_box_nccl_table(b, coll, nbytes, table);
   for (int a = 0; a < 2; a++)
     for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++) {
-      if (table[a][p] < 0 || pt_box_fault_state(b, coll, a, p, nbytes) != PT_PT_OK) continue;
+      if (table[a][p] < 0 || untrusted(b, coll, a, p)) continue;
       for (int c = 1; c <= pt_box_effective_channels(b, PT_MAX_CHANNELS); c++) {
         double us = pt_box_true_us(b, coll, mode, a, p, c, nbytes);
         if (us >= 0 && (best < 0 || us < best)) {

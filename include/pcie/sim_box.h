@@ -123,7 +123,7 @@ int pt_box_nccl_default(const struct pt_box *b, int coll, uint64_t nbytes, int *
 /* True latency of NCCL's default, -1 when none. */
 double pt_box_default_us(const struct pt_box *b, int coll, int mode, uint64_t nbytes);
 /* The best true latency over every (algo, proto) NCCL leaves usable (entry
- * >= 0, no fault) and every channel count 1..comm_channels; -1 when none.
+ * >= 0) and that has no fault at any size for coll, and every channel count 1..comm_channels; -1 when none.
  * The arguments after nbytes may be NULL. */
 double pt_box_oracle_us(const struct pt_box *b, int coll, int mode, uint64_t nbytes, int *algo,
                         int *proto, int *channels);

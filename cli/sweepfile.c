@@ -1,0 +1,161 @@
+/*
+ * Sweep <-> profile file (cli/sweepfile.h). Owns the sweep record inside
+ * provenance.extra; the profile format itself belongs to the tuner core.
+ */
+#include <libconfig.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sweepfile.h"
+
+/* libconfig string literal: escape quotes and backslashes. */
+static void quote(char *dst, size_t len, const char *src) {
+  size_t k = 0;
+  for (; *src && k + 3 < len; src++) {
+    if (*src == '"' || *src == '\\') dst[k++] = '\\';
+    dst[k++] = *src;
+  }
+  dst[k] = 0;
+}
+
+int pt_sweepfile_build(const struct pt_sweep *s, const struct pt_backend_info *bi,
+                       const char *name, const char *args, int complete, struct pt_profile *p) {
+  char *reps = NULL, date[32], qargs[2100], qtarget[600], note[512];
+  time_t now = time(NULL);
+  struct tm tm;
+  int rc = pt_sweep_to_profile(s, p, &reps);
+  if (rc) return rc;
+  gmtime_r(&now, &tm);
+  strftime(date, sizeof date, "%Y-%m-%d", &tm);
+  quote(qargs, sizeof qargs, args);
+  quote(qtarget, sizeof qtarget, bi->target);
+  snprintf(note, sizeof note,
+           complete ? "%s sweep of %s, %llu repetitions measured"
+                    : "PARTIAL %s sweep of %s (%llu repetitions so far); "
+                      "continue it with: pcie-tune profile --resume --out FILE",
+           s->opts.full ? "full" : "adaptive", bi->target, (unsigned long long)s->samples);
+  size_t xlen = strlen(reps) + strlen(qargs) + strlen(qtarget) + 256;
+  char *extra = malloc(xlen);
+  unsigned m = s->opts.mode_mask & 3u;
+  p->version = PT_PROFILE_VERSION;
+  p->name = pt_strdup(name);
+  p->match_nranks = bi->nranks;
+  p->match_nnodes = bi->nnodes;
+  p->prov.tool = pt_strdup("pcie-tune 0.1.0");
+  p->prov.backend = pt_strdup(bi->name);
+  p->prov.nccl_version = pt_strdup(bi->nccl_version);
+  p->prov.date = pt_strdup(date);
+  p->prov.mode = pt_strdup(m == 3u ? "both" : m == (1u << PT_MODE_GRAPH) ? "graph" : "eager");
+  p->prov.note = pt_strdup(note);
+  if (extra)
+    snprintf(extra, xlen,
+             "    sweep = { state = \"%s\"; args = \"%s\"; target = \"%s\"; samples = %lluL; };\n"
+             "    nreps = %s;\n",
+             complete ? "complete" : "partial", qargs, qtarget, (unsigned long long)s->samples, reps);
+  p->prov.extra = extra;
+  free(reps);
+  if (!extra || !p->name || !p->prov.tool || !p->prov.backend || !p->prov.nccl_version ||
+      !p->prov.date || !p->prov.mode || !p->prov.note)
+    return PT_ENOMEM;
+  return 0;
+}
+
+static int cfg_open(config_t *cfg, const char *path, struct pt_error_rec *err) {
+  config_init(cfg);
+  if (config_read_file(cfg, path) == CONFIG_TRUE) return 0;
+  int io = config_error_type(cfg) == CONFIG_ERR_FILE_IO;
+  snprintf(err->file, sizeof err->file, "%s", path);
+  err->line = config_error_line(cfg);
+  snprintf(err->msg, sizeof err->msg, "%s", io ? "cannot read the profile" : config_error_text(cfg));
+  config_destroy(cfg);
+  return io ? PT_EIO : PT_ESYNTAX;
+}
+
+int pt_sweepfile_state(const char *path, struct pt_sweepfile_state *st, struct pt_error_rec *err) {
+  config_t cfg;
+  const char *state = NULL, *args = NULL;
+  long long samples = 0;
+  int rc;
+  memset(err, 0, sizeof *err);
+  memset(st, 0, sizeof *st);
+  if ((rc = cfg_open(&cfg, path, err))) return rc;
+  if (!config_lookup_string(&cfg, "provenance.extra.sweep.state", &state) ||
+      !config_lookup_string(&cfg, "provenance.extra.sweep.args", &args)) {
+    snprintf(err->file, sizeof err->file, "%s", path);
+    snprintf(err->msg, sizeof err->msg,
+             "not written by a pcie-tune sweep (no provenance.extra.sweep record)");
+    rc = PT_EINVAL;
+    goto out;
+  }
+  config_lookup_int64(&cfg, "provenance.extra.sweep.samples", &samples);
+  st->complete = !strcmp(state, "complete");
+  st->samples = (unsigned long long)(samples > 0 ? samples : 0);
+  snprintf(st->args, sizeof st->args, "%s", args);
+out:
+  config_destroy(&cfg);
+  return rc;
+}
+
+static int seed_series(struct pt_sweep *s, const struct pt_series *ps, int coll, int mode,
+                       const config_setting_t *arr, const char *path, struct pt_error_rec *err) {
+  size_t n = (ps->ncand + 1) * ps->nsizes;
+  if (!config_setting_is_array(arr) || (size_t)config_setting_length(arr) != n) {
+    snprintf(err->file, sizeof err->file, "%s", path);
+    err->line = config_setting_source_line(arr);
+    snprintf(err->msg, sizeof err->msg, "nreps for %s/%s must hold %zu counts", pt_coll_name(coll),
+             pt_mode_name(mode), n);
+    return PT_EINVAL;
+  }
+  for (size_t r = 0; r <= ps->ncand; r++) {
+    const struct pt_point *pts = r < ps->ncand ? ps->cand[r].points : ps->nccl_default;
+    struct pt_cand_spec spec = {0, 0, 0};
+    if (r < ps->ncand) spec = (struct pt_cand_spec){ps->cand[r].algo, ps->cand[r].proto, ps->cand[r].channels};
+    if (!pts) continue;
+    for (size_t k = 0; k < ps->nsizes; k++) {
+      int reps = config_setting_get_int_elem(arr, (int)(r * ps->nsizes + k));
+      pt_sweep_seed_point(s, coll, mode, r < ps->ncand ? &spec : NULL, ps->sizes[k], &pts[k],
+                          reps > 0 ? (unsigned)reps : 0);
+    }
+  }
+  return 0;
+}
+
+int pt_sweepfile_seed(struct pt_sweep *s, const char *path, struct pt_error_rec *err) {
+  struct pt_profile prof;
+  config_t cfg;
+  int rc;
+  memset(&prof, 0, sizeof prof);
+  if ((rc = pt_profile_load(&prof, path, err))) return rc;
+  if ((rc = cfg_open(&cfg, path, err))) goto out_prof;
+  const config_setting_t *list = config_lookup(&cfg, "provenance.extra.nreps");
+  if (!list || !config_setting_is_list(list)) {
+    snprintf(err->file, sizeof err->file, "%s", path);
+    snprintf(err->msg, sizeof err->msg, "no provenance.extra.nreps list: cannot resume");
+    rc = PT_EINVAL;
+    goto out;
+  }
+  for (int i = 0; i < config_setting_length(list) && !rc; i++) {
+    const config_setting_t *g = config_setting_get_elem(list, (unsigned)i);
+    const char *cn = NULL, *mn = NULL;
+    config_setting_lookup_string(g, "collective", &cn);
+    config_setting_lookup_string(g, "mode", &mn);
+    int coll = cn ? pt_coll_parse(cn) : -1;
+    int mode = !mn ? -1 : !strcmp(mn, "graph") ? PT_MODE_GRAPH : !strcmp(mn, "eager") ? PT_MODE_EAGER : -1;
+    const config_setting_t *arr = config_setting_get_member(g, "nreps");
+    if (coll < 0 || mode < 0 || !arr) {
+      snprintf(err->file, sizeof err->file, "%s", path);
+      err->line = config_setting_source_line(g);
+      snprintf(err->msg, sizeof err->msg, "bad nreps entry (needs collective, mode and nreps)");
+      rc = PT_EINVAL;
+      break;
+    }
+    if (prof.series[coll][mode]) rc = seed_series(s, prof.series[coll][mode], coll, mode, arr, path, err);
+  }
+out:
+  config_destroy(&cfg);
+out_prof:
+  pt_profile_release(&prof);
+  return rc;
+}
