@@ -58,6 +58,7 @@ include sim/module.mk
 include cli/module.mk
 include test/module.mk
 include bench/module.mk
+include mk/fuzz.mk
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 CORE_OBJS = $(call obj,$(CORE_SRCS))
@@ -139,6 +140,6 @@ install: all
 	install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/nccl-pcie-tuner/
 
 clean:
-	rm -rf build build-asan build-tsan
+	rm -rf build build-asan build-tsan build-fuzz
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
