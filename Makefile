@@ -9,6 +9,7 @@
 #   make install PREFIX=/usr/local
 #   make deps       install libconfig-dev, check and pkg-config when missing
 
+.DEFAULT_GOAL := all
 PREFIX ?= /usr/local
 DATADIR = $(PREFIX)/share/nccl-pcie-tuner
 SAN ?=
