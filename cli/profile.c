@@ -1,9 +1,394 @@
-/* PLACEHOLDER until its issue lands: replaced by the real subcommand. */
+/*
+ * pcie-tune profile: parses options, opens a measurement backend, runs the
+ * sweep engine (cli/sweep.c) and writes the profile atomically. Ctrl-C (or
+ * --budget) stops between measurements and leaves a partial profile that
+ * --resume continues. Owns option handling only; what to measure is the
+ * engine's business and how to measure the backend's.
+ */
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "backends.h"
 #include "cmds.h"
-int cmd_profile(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  fprintf(stderr, "pcie-tune profile: not built yet\n");
+#include "nccl/common.h"
+#include "pcie/sim_box.h"
+#include "progress.h"
+#include "sweepfile.h"
+
+static const char usage_text[] =
+    "usage: pcie-tune profile --backend sim --box NAME|FILE --out FILE [options]\n"
+    "       pcie-tune profile --resume --out FILE [--budget N] [--quiet]\n"
+    "\n"
+    "Measures NCCL's default and every candidate (algo, proto, channels) at each\n"
+    "message size and writes a profile (docs/profile-format.md).\n"
+    "\n"
+    "  --backend sim          measurement backend (only 'sim' in this build)\n"
+    "  --box NAME|FILE        simulated box: a built-in name or a box file (docs/sim.md)\n"
+    "  --out FILE             profile to write (never overwritten without --force)\n"
+    "  --sizes MIN:MAX        sizes in bytes, powers of two from MIN (K/M/G suffixes); 8:256M\n"
+    "  --graph | --eager | --both   launch mode(s) to measure; --graph\n"
+    "  --collectives LIST     allreduce,allgather,reducescatter,broadcast,reduce or all; allreduce\n"
+    "  --algos LIST           ring,tree; ring,tree\n"
+    "  --protos LIST          ll,ll128,simple; all three (disabled ones report unsupported)\n"
+    "  --channels LIST        channel counts; 1..the box's channels\n"
+    "  --reps N               repetitions per point (median and spread kept); 7\n"
+    "  --screen-reps N        repetitions when screening (adaptive only); 3\n"
+    "  --seed N               noise seed of the simulated backend; 1\n"
+    "  --full                 measure the full grid instead of sweeping adaptively\n"
+    "  --name NAME            profile name; the box name\n"
+    "  --budget N             stop after N repetitions, leaving a partial profile\n"
+    "  --resume               continue the partial profile --out FILE\n"
+    "  --force                overwrite an existing --out FILE\n"
+    "  --quiet                no progress on stderr\n";
+
+static volatile sig_atomic_t interrupted;
+static void on_signal(int sig) { interrupted = sig; }
+
+struct opts {
+  const char *backend, *box, *out, *name;
+  uint64_t min_bytes, max_bytes;
+  unsigned mode_mask, coll_mask, algo_mask, proto_mask;
+  int channels[PT_MAX_CHANNELS];
+  size_t nch;
+  unsigned reps, screen_reps;
+  unsigned long long seed, budget;
+  int full, force, resume, quiet;
+};
+
+static int bad(const char *fmt, const char *arg) {
+  fprintf(stderr, "pcie-tune profile: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n(see 'pcie-tune profile --help')\n");
   return 2;
+}
+
+/* Bytes with an optional K/M/G (binary) suffix. */
+static int parse_bytes(const char *s, uint64_t *out) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (end == s || errno || *s == '-') return -1;
+  int shift = 0;
+  if (*end == 'K' || *end == 'k') shift = 10;
+  else if (*end == 'M' || *end == 'm') shift = 20;
+  else if (*end == 'G' || *end == 'g') shift = 30;
+  if (shift) end++;
+  if (*end || v == 0 || v > (1ULL << 40) >> shift) return -1;
+  *out = (uint64_t)v << shift;
+  return 0;
+}
+
+static int parse_ull(const char *s, unsigned long long lo, unsigned long long hi,
+                     unsigned long long *out) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (end == s || *end || errno || *s == '-' || v < lo || v > hi) return -1;
+  *out = v;
+  return 0;
+}
+
+/* A comma list of names into a bit mask through parse(); "all" = every one. */
+static int parse_list(const char *s, int (*parse)(const char *), unsigned all, unsigned *mask) {
+  char buf[256];
+  if (!strcmp(s, "all")) {
+    *mask = all;
+    return 0;
+  }
+  snprintf(buf, sizeof buf, "%s", s);
+  *mask = 0;
+  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    int v = parse(t);
+    if (v < 0 || !(all & (1u << v))) return -1;
+    *mask |= 1u << v;
+  }
+  return *mask ? 0 : -1;
+}
+
+static int parse_channels(const char *s, struct opts *o) {
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", s);
+  o->nch = 0;
+  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    unsigned long long v;
+    if (parse_ull(t, 1, PT_MAX_CHANNELS, &v) || o->nch >= PT_MAX_CHANNELS) return -1;
+    o->channels[o->nch++] = (int)v;
+  }
+  return o->nch ? 0 : -1;
+}
+
+static int proto_parse(const char *s) { return pt_proto_parse(s); }
+static int algo_parse(const char *s) { return pt_algo_parse(s); }
+static int coll_parse(const char *s) { return pt_coll_parse(s); }
+
+/* Returns 0, or the exit status for a usage error / --help (-1 = help). */
+static int parse(int argc, char **argv, struct opts *o) {
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    unsigned long long n;
+#define NEED_ARG \
+  if (!v) return bad("option '%s' needs a value", a); \
+  i++;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) return -1;
+    else if (!strcmp(a, "--graph")) o->mode_mask = 1u << PT_MODE_GRAPH;
+    else if (!strcmp(a, "--eager")) o->mode_mask = 1u << PT_MODE_EAGER;
+    else if (!strcmp(a, "--both")) o->mode_mask = 3u;
+    else if (!strcmp(a, "--full")) o->full = 1;
+    else if (!strcmp(a, "--force")) o->force = 1;
+    else if (!strcmp(a, "--resume")) o->resume = 1;
+    else if (!strcmp(a, "--quiet")) o->quiet = 1;
+    else if (!strcmp(a, "--backend")) { NEED_ARG o->backend = v; }
+    else if (!strcmp(a, "--box")) { NEED_ARG o->box = v; }
+    else if (!strcmp(a, "--out")) { NEED_ARG o->out = v; }
+    else if (!strcmp(a, "--name")) { NEED_ARG o->name = v; }
+    else if (!strcmp(a, "--sizes")) {
+      NEED_ARG
+      char lo[64], *colon = strchr(v, ':');
+      snprintf(lo, sizeof lo, "%.*s", colon ? (int)(colon - v) : (int)strlen(v), v);
+      if (parse_bytes(lo, &o->min_bytes) || parse_bytes(colon ? colon + 1 : v, &o->max_bytes) ||
+          o->max_bytes < o->min_bytes)
+        return bad("bad --sizes '%s' (expected MIN:MAX in bytes, e.g. 8:256M)", v);
+    } else if (!strcmp(a, "--collectives")) {
+      NEED_ARG
+      if (parse_list(v, coll_parse, (1u << PT_NCOLL) - 1, &o->coll_mask))
+        return bad("bad --collectives '%s' (allreduce, allgather, reducescatter, broadcast, reduce or all)", v);
+    } else if (!strcmp(a, "--algos")) {
+      NEED_ARG
+      if (parse_list(v, algo_parse, (1u << NCCL_ALGO_TREE) | (1u << NCCL_ALGO_RING), &o->algo_mask))
+        return bad("bad --algos '%s' (ring, tree or all: the algorithms a PCIe node has)", v);
+    } else if (!strcmp(a, "--protos")) {
+      NEED_ARG
+      if (parse_list(v, proto_parse, 7u, &o->proto_mask)) return bad("bad --protos '%s' (ll, ll128, simple or all)", v);
+    } else if (!strcmp(a, "--channels")) {
+      NEED_ARG
+      if (parse_channels(v, o)) return bad("bad --channels '%s' (comma list of 1..64)", v);
+    } else if (!strcmp(a, "--reps")) {
+      NEED_ARG
+      if (parse_ull(v, 1, PT_SWEEP_MAX_REPS, &n)) return bad("bad --reps '%s' (1..64)", v);
+      o->reps = (unsigned)n;
+    } else if (!strcmp(a, "--screen-reps")) {
+      NEED_ARG
+      if (parse_ull(v, 1, PT_SWEEP_MAX_REPS, &n)) return bad("bad --screen-reps '%s' (1..64)", v);
+      o->screen_reps = (unsigned)n;
+    } else if (!strcmp(a, "--seed")) {
+      NEED_ARG
+      if (parse_ull(v, 0, ~0ULL, &o->seed)) return bad("bad --seed '%s'", v);
+    } else if (!strcmp(a, "--budget")) {
+      NEED_ARG
+      if (parse_ull(v, 1, ~0ULL, &o->budget)) return bad("bad --budget '%s' (repetitions >= 1)", v);
+    } else {
+      return bad("unknown option '%s'", a);
+    }
+#undef NEED_ARG
+  }
+  return 0;
+}
+
+/* The options that define a sweep, in one canonical string (stored in the
+ * profile, re-read by --resume). */
+static void canonical(const struct opts *o, char *buf, size_t len) {
+  char ch[400] = "", colls[128] = "", algos[32] = "", protos[32] = "";
+  size_t k = 0;
+  for (size_t i = 0; i < o->nch; i++) k += (size_t)snprintf(ch + k, sizeof ch - k, "%s%d", i ? "," : "", o->channels[i]);
+  for (int c = 0; c < PT_NCOLL; c++)
+    if (o->coll_mask & (1u << c)) snprintf(colls + strlen(colls), sizeof colls - strlen(colls), "%s%s", colls[0] ? "," : "", pt_coll_name(c));
+  for (int a = 0; a < 2; a++)
+    if (o->algo_mask & (1u << a)) snprintf(algos + strlen(algos), sizeof algos - strlen(algos), "%s%s", algos[0] ? "," : "", pt_algo_name(a));
+  for (int p = 0; p < 3; p++)
+    if (o->proto_mask & (1u << p)) snprintf(protos + strlen(protos), sizeof protos - strlen(protos), "%s%s", protos[0] ? "," : "", pt_proto_name(p));
+  snprintf(buf, len,
+           "--backend %s --box %s --sizes %llu:%llu --%s --collectives %s --algos %s --protos %s "
+           "--channels %s --reps %u --screen-reps %u --seed %llu --name %s%s",
+           o->backend, o->box, (unsigned long long)o->min_bytes, (unsigned long long)o->max_bytes,
+           o->mode_mask == 3u ? "both" : o->mode_mask == (1u << PT_MODE_GRAPH) ? "graph" : "eager",
+           colls, algos, protos, ch, o->reps, o->screen_reps, o->seed, o->name, o->full ? " --full" : "");
+}
+
+static void defaults(struct opts *o) {
+  memset(o, 0, sizeof *o);
+  o->min_bytes = 8;
+  o->max_bytes = 256ULL << 20;
+  o->mode_mask = 1u << PT_MODE_GRAPH;
+  o->coll_mask = 1u << PT_ALLREDUCE;
+  o->algo_mask = (1u << NCCL_ALGO_TREE) | (1u << NCCL_ALGO_RING);
+  o->proto_mask = 7u;
+  o->reps = 7;
+  o->screen_reps = 3;
+  o->seed = 1;
+}
+
+/* Splits the stored canonical string into argv and parses it. */
+static int parse_stored(const char *args, struct opts *o, char *storage, size_t len) {
+  char *argv[64];
+  int argc = 0;
+  snprintf(storage, len, "%s", args);
+  argv[argc++] = (char *)"profile";
+  for (char *save = NULL, *t = strtok_r(storage, " ", &save); t && argc < 64; t = strtok_r(NULL, " ", &save))
+    argv[argc++] = t;
+  return parse(argc, argv, o);
+}
+
+static void print_error(const struct pt_error_rec *e) {
+  char buf[1200];
+  pt_error_format(e, buf, sizeof buf);
+  fprintf(stderr, "pcie-tune profile: %s\n", buf);
+}
+
+/* The sweep itself, once options are final. */
+static int run(struct opts *o, const char *args, int resume) {
+  struct pt_box box;
+  struct pt_backend be = {0};
+  struct pt_backend_info bi;
+  struct pt_sweep sw = {0};
+  struct pt_sweep_opts so;
+  struct pt_cand_spec cands[2 * 3 * PT_MAX_CHANNELS];
+  struct pt_error_rec e;
+  struct pt_profile prof = {0};
+  struct pt_progress pg;
+  int status = 1, rc;
+  if ((rc = pt_box_resolve(&box, o->box, &e))) {
+    if (rc == PT_EIO && !strchr(o->box, '/') && !strstr(o->box, ".cfg")) {
+      fprintf(stderr, "pcie-tune profile: unknown box '%s' (built-in:", o->box);
+      for (size_t i = 0; i < pt_box_builtin_count(); i++) fprintf(stderr, " %s", pt_box_builtin_at(i)->name);
+      fprintf(stderr, "; or a box file)\n");
+      return 2;
+    }
+    print_error(&e);
+    return 1;
+  }
+  if (pt_backend_sim_open(&be, &box, o->seed)) goto out;
+  be.info(be.self, &bi);
+  pt_sweep_opts_default(&so);
+  so.min_bytes = o->min_bytes;
+  so.max_bytes = o->max_bytes;
+  so.coll_mask = o->coll_mask;
+  so.mode_mask = o->mode_mask;
+  so.reps = o->reps;
+  so.screen_reps = o->screen_reps < o->reps ? o->screen_reps : o->reps;
+  so.full = o->full;
+  so.budget = o->budget;
+  so.stop = &interrupted;
+  so.cands = cands;
+  so.ncand = pt_sweep_cands(o->algo_mask, o->proto_mask, o->channels, o->nch, bi.max_channels, cands,
+                            sizeof cands / sizeof cands[0]);
+  if (!so.ncand) {
+    fprintf(stderr, "pcie-tune profile: no candidate left: every --channels value is above the "
+                    "box's %d channels\n", bi.max_channels);
+    status = 2;
+    goto out;
+  }
+  pt_progress_init(&pg, o->quiet);
+  so.progress = pt_progress_cb;
+  so.progress_arg = &pg;
+  if ((rc = pt_sweep_init(&sw, &so, &e))) {
+    fprintf(stderr, "pcie-tune profile: %s\n", e.msg);
+    status = rc == PT_EINVAL ? 2 : 1;
+    goto out;
+  }
+  if (resume && (rc = pt_sweepfile_seed(&sw, o->out, &e))) {
+    print_error(&e);
+    goto out;
+  }
+  struct sigaction sa, old_int, old_term;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+  rc = pt_sweep_run(&sw, &be, &e);
+  sigaction(SIGINT, &old_int, NULL);
+  sigaction(SIGTERM, &old_term, NULL);
+  pt_progress_end(&pg);
+  if (rc) {
+    print_error(&e);
+    goto out;
+  }
+  if (pt_sweepfile_build(&sw, &bi, o->name, args, !sw.stopped, &prof)) goto out;
+  /* A partial file is ours to replace; a finished sweep obeys --force. */
+  unsigned flags = (o->force || resume || sw.stopped) ? PT_WRITE_FORCE : 0;
+  if ((rc = pt_profile_write(&prof, o->out, flags, &e))) {
+    print_error(&e);
+    goto out;
+  }
+  if (sw.stopped) {
+    fprintf(stderr, "pcie-tune profile: %s after %llu repetitions; partial profile written to %s\n"
+                    "continue with: pcie-tune profile --resume --out %s\n",
+            interrupted ? "interrupted" : "budget reached", (unsigned long long)sw.samples, o->out, o->out);
+    status = interrupted ? 128 + (int)interrupted : 1;
+    goto out;
+  }
+  if (!o->quiet)
+    fprintf(stderr, "pcie-tune profile: wrote %s (%llu repetitions in %llu measurements)\n", o->out,
+            (unsigned long long)sw.samples, (unsigned long long)sw.calls);
+  status = 0;
+out:
+  pt_profile_release(&prof);
+  pt_sweep_release(&sw);
+  if (be.close) be.close(be.self);
+  return status;
+}
+
+int cmd_profile(int argc, char **argv) {
+  struct opts o, given;
+  struct stat st;
+  char args[1024], stored_buf[1024];
+  defaults(&o);
+  int rc = parse(argc, argv, &o);
+  if (rc < 0) {
+    fputs(usage_text, stdout);
+    return 0;
+  }
+  if (rc) return rc;
+  if (!o.out) return bad("missing --out FILE%s", "");
+  if (o.resume) {
+    struct pt_sweepfile_state fs;
+    struct pt_error_rec e;
+    given = o;
+    /* Everything but --out, --budget and --quiet comes from the file. */
+    if (given.backend || given.box || given.full || given.force || given.name)
+      return bad("--resume takes the sweep's options from %s; give only --out, --budget, --quiet", o.out);
+    for (int i = 1; i < argc; i++)
+      if (strcmp(argv[i], "--resume") && strcmp(argv[i], "--out") && strcmp(argv[i], "--budget") &&
+          strcmp(argv[i], "--quiet") && (i == 1 || (strcmp(argv[i - 1], "--out") && strcmp(argv[i - 1], "--budget"))))
+        return bad("--resume takes the sweep's options from the file; '%s' is not allowed", argv[i]);
+    if ((rc = pt_sweepfile_state(o.out, &fs, &e))) {
+      print_error(&e);
+      return 1;
+    }
+    if (fs.complete) {
+      fprintf(stderr, "pcie-tune profile: %s is complete; nothing to resume\n", o.out);
+      return 1;
+    }
+    defaults(&o);
+    if (parse_stored(fs.args, &o, stored_buf, sizeof stored_buf) || !o.box || !o.backend) {
+      fprintf(stderr, "pcie-tune profile: %s: unusable sweep record '%s'\n", given.out, fs.args);
+      return 1;
+    }
+    o.out = given.out;
+    o.budget = given.budget;
+    o.quiet = given.quiet;
+    snprintf(args, sizeof args, "%s", fs.args);
+    return run(&o, args, 1);
+  }
+  if (!o.backend) return bad("missing --backend (only 'sim' in this build)%s", "");
+  if (strcmp(o.backend, "sim"))
+    return bad("backend '%s' is not available in this build (only 'sim'; the GPU backend needs CUDA and NCCL)", o.backend);
+  if (!o.box) return bad("missing --box NAME|FILE for the sim backend%s", "");
+  if (!o.force && stat(o.out, &st) == 0) {
+    fprintf(stderr, "pcie-tune profile: %s exists; use --force to overwrite it, or --resume to continue it\n", o.out);
+    return 1;
+  }
+  if (!o.nch) {
+    /* Every count up to the communicator's; run() drops those above the box's. */
+    for (int c = 1; c <= 16; c++) o.channels[o.nch++] = c;
+  }
+  if (!o.name) {
+    const char *slash = strrchr(o.box, '/');
+    o.name = slash ? slash + 1 : o.box;
+  }
+  canonical(&o, args, sizeof args);
+  return run(&o, args, 0);
 }

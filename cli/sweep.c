@@ -315,7 +315,7 @@ static int run_full(struct pt_sweep *s, struct pt_sweep_series *se, size_t idx,
 static int run_adaptive(struct pt_sweep *s, struct pt_sweep_series *se, size_t idx,
                         const struct pt_backend *b, struct pt_error_rec *err) {
   const struct pt_sweep_opts *o = &s->opts;
-  size_t step = (size_t)1 << o->coarse_log2, ncoarse = count_coarse(se, step), nalive = 0;
+  size_t step = o->coarse_log2 ? o->coarse_log2 : 1, ncoarse = count_coarse(se, step), nalive = 0;
   double best;
   int rc = 0;
   for (size_t i = 0; i < se->ngrid; i += step) se->in_set[i] = 1;
