@@ -90,16 +90,18 @@ void pt__comm_destroy(struct pt_comm *c)
 
 void pt__comm_fail(struct pt_comm *c, ncclResult_t res, enum pt_why why, int err)
 {
-  int expect = 0;
-  if (atomic_compare_exchange_strong(&c->err, &expect, (int)res)) {
-    atomic_store(&c->err_why, (int)why);
-    atomic_store(&c->err_errno, err);
-  }
+  /* The first failure wins; its details are stored before the code is
+   * published, so whoever sees the code also sees why. */
+  if (atomic_exchange(&c->err_claimed, 1))
+    return;
+  atomic_store_explicit(&c->err_why, (int)why, memory_order_relaxed);
+  atomic_store_explicit(&c->err_errno, err, memory_order_relaxed);
+  atomic_store_explicit(&c->err, (int)res, memory_order_release);
 }
 
 ncclResult_t pt__comm_report(struct pt_comm *c)
 {
-  ncclResult_t res = (ncclResult_t)atomic_load(&c->err);
+  ncclResult_t res = (ncclResult_t)atomic_load_explicit(&c->err, memory_order_acquire);
   if (res == ncclSuccess || atomic_exchange(&c->err_logged, 1))
     return res;
   ncclDebugLogger_t log = c->ctx->log;

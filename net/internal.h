@@ -223,7 +223,8 @@ struct pt_comm {
   char peer[64];
   size_t max_chunk;
   atomic_int err;        /* first ncclResult_t failure, 0 while healthy */
-  atomic_int err_errno;  /* errno behind it, when a syscall failed */
+  atomic_int err_claimed; /* set by the failure that gets recorded */
+  atomic_int err_errno;  /* errno behind it (or the stray tag) */
   atomic_int err_why;    /* enum pt_why */
   atomic_int err_logged;
   atomic_int eof_streams; /* streams the peer closed at a chunk boundary */

@@ -190,8 +190,9 @@ static void read_hellos(struct pt_listen *l)
     int blocked = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
     if (p->got == sizeof(p->hello)) {
       int fd = p->fd;
+      struct pt_hello hello = p->hello;
       l->pending[i] = l->pending[--l->npending];
-      if (!admit(l, fd, &l->pending[l->npending].hello))
+      if (!admit(l, fd, &hello))
         close(fd);
       continue;
     }

@@ -1,0 +1,525 @@
+/* Conformance of the net plugin over loopback, through every exported ABI
+ * version (each test is a loop test over v8..v12, in its own process):
+ * setup without blocking, data of every size, many requests in flight,
+ * tags and grouped receives, truncation, closing idle and busy comms, bad
+ * handles, connection churn without leaked fds or threads, unload. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+#include "support/net_harness.h"
+
+static struct nh_net net;
+static void *ctx;
+
+static void open_version(int i)
+{
+  setenv("PCIE_NET_IFNAME", "=lo", 1);
+  setenv("PCIE_NET_NSTREAMS", "4", 1);
+  setenv("PCIE_NET_CONNECT_TIMEOUT_MS", "3000", 1);
+  ck_assert_msg(nh_open(&net, nh_versions[i]) == 0, "dlopen/dlsym of v%d", nh_versions[i]);
+  ck_assert_int_eq(nh_init(&net, &ctx), ncclSuccess);
+}
+
+static void pair(void **sc, void **rc)
+{
+  int calls;
+  ck_assert_msg(nh_pair(&net, ctx, 0, sc, rc, &calls) == 0,
+                "single-thread connect/accept must complete without blocking (%s)",
+                nh_last_warn());
+}
+
+START_TEST(abi_and_properties)
+{
+  open_version(_i);
+  ck_assert_ptr_null(nh_missing_slot(&net));
+  ck_assert_str_eq(nh_name(&net), "pcie");
+  int nd = 0;
+  ck_assert_int_eq(nh_devices(&net, &nd), ncclSuccess);
+  ck_assert_int_eq(nd, 1);
+  struct nh_props p;
+  ck_assert_int_eq(nh_props(&net, 0, &p), ncclSuccess);
+  ck_assert_str_eq(p.name, "lo");
+  ck_assert_int_eq(p.ptr_support, NCCL_PTR_HOST);
+  ck_assert_int_gt(p.speed, 0);
+  ck_assert_int_gt(p.max_comms, 0);
+  ck_assert_int_gt(p.max_recvs, 1);
+  ck_assert_int_eq(p.reg_is_global, 1);
+  ck_assert_int_eq(p.dev_type, NCCL_NET_DEVICE_HOST);
+  ck_assert_int_eq(p.vdevs, 1);
+  ck_assert_int_eq(p.vdev0, 0);
+  ck_assert(p.max_p2p > 0 && p.max_p2p <= NCCL_MAX_NET_SIZE_BYTES);
+  ck_assert_int_eq(p.max_multi, 1);
+  ck_assert_int_eq(p.rail, -1);
+  ck_assert_int_eq(p.plane, -1);
+  ck_assert_int_ne(nh_props(&net, 1, &p), ncclSuccess);
+  ck_assert_int_ne(nh_props(&net, -1, &p), ncclSuccess);
+
+  /* listen writes at most NCCL_NET_HANDLE_MAXSIZE bytes */
+  unsigned char handle[NCCL_NET_HANDLE_MAXSIZE + 64];
+  memset(handle, 0xa5, sizeof(handle));
+  void *lc = NULL;
+  ck_assert_int_eq(nh_listen(&net, ctx, 0, handle, &lc), ncclSuccess);
+  ck_assert_ptr_nonnull(lc);
+  for (size_t i = NCCL_NET_HANDLE_MAXSIZE; i < sizeof(handle); i++)
+    ck_assert_int_eq(handle[i], 0xa5);
+  ck_assert_int_eq(nh_close_listen(&net, lc), ncclSuccess);
+  ck_assert_int_ne(nh_listen(&net, ctx, 3, handle, &lc), ncclSuccess);
+  ck_assert_int_eq(nh_finalize(&net, ctx), ncclSuccess);
+}
+END_TEST
+
+START_TEST(setup_never_blocks)
+{
+  open_version(_i);
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void *lc, *sc = NULL, *rc = NULL;
+  /* accept long before anyone connects, then connect many times before
+   * the next accept: every call returns at once with NULL */
+  ck_assert_int_eq(nh_listen(&net, ctx, 0, handle, &lc), ncclSuccess);
+  for (int k = 0; k < 50; k++) {
+    double t0 = nh_now_ms();
+    ck_assert_int_eq(nh_accept(&net, lc, &rc), ncclSuccess);
+    ck_assert_ptr_null(rc);
+    ck_assert(nh_now_ms() - t0 < 200);
+  }
+  for (int k = 0; k < 50; k++) {
+    double t0 = nh_now_ms();
+    ck_assert_int_eq(nh_connect(&net, ctx, 0, handle, &sc), ncclSuccess);
+    ck_assert_msg(!sc, "connect cannot finish before the acceptor acknowledged");
+    ck_assert(nh_now_ms() - t0 < 200);
+  }
+  double end = nh_now_ms() + 5000;
+  while ((!sc || !rc) && nh_now_ms() < end) {
+    if (!rc)
+      ck_assert_int_eq(nh_accept(&net, lc, &rc), ncclSuccess);
+    if (!sc)
+      ck_assert_int_eq(nh_connect(&net, ctx, 0, handle, &sc), ncclSuccess);
+  }
+  ck_assert(sc && rc);
+  nh_close_listen(&net, lc);
+  nh_close_send(&net, sc);
+  nh_close_recv(&net, rc);
+
+  int calls = 0;
+  ck_assert_int_eq(nh_pair(&net, ctx, 0, &sc, &rc, &calls), 0);
+  ck_assert_int_ge(calls, 2);
+  nh_close_send(&net, sc);
+  nh_close_recv(&net, rc);
+  nh_finalize(&net, ctx);
+}
+END_TEST
+
+/* Canaries on both sides of every receive buffer; receive capacity larger
+ * than the message; test must report the sent size. */
+static void check_size(void *sc, void *rc, size_t size, size_t extra, uint64_t seed)
+{
+  size_t cap = size + extra;
+  unsigned char *s = malloc(size + 1), *r = malloc(cap + 128);
+  ck_assert(s && r);
+  nh_fill(s, size, seed);
+  memset(r, 0x5c, cap + 128);
+  int got = -1;
+  ck_assert_int_eq(nh_xfer(&net, sc, rc, s, size, r + 64, cap, &got), ncclSuccess);
+  ck_assert_int_eq(got, (int)size);
+  ck_assert_msg(nh_check(r + 64, size, seed) < 0, "payload of %zu bytes differs at %ld", size,
+                nh_check(r + 64, size, seed));
+  for (size_t i = 0; i < 64; i++)
+    ck_assert_int_eq(r[i], 0x5c);
+  for (size_t i = 64 + size; i < cap + 128; i++)
+    ck_assert_msg(r[i] == 0x5c, "byte %zu past a %zu-byte message was written", i - 64, size);
+  free(s);
+  free(r);
+}
+
+START_TEST(sizes_small_to_large)
+{
+  static const size_t sizes[] = {0, 1, 127, 128, 129, 4095, 4096, 65535, 65536, 65537,
+                                 4 * 65536 - 1, 4 * 65536 + 1, 1 << 20, (4 << 20) + 13,
+                                 (16 << 20) + 7};
+  void *sc, *rc;
+  open_version(_i);
+  pair(&sc, &rc);
+  for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++)
+    check_size(sc, rc, sizes[k], k % 2 ? 4096 : 0, k + 1);
+  ck_assert_int_eq(nh_close_send(&net, sc), ncclSuccess);
+  ck_assert_int_eq(nh_close_recv(&net, rc), ncclSuccess);
+  nh_finalize(&net, ctx);
+}
+END_TEST
+
+START_TEST(size_256mb)
+{
+  void *sc, *rc;
+  open_version(4);
+  pair(&sc, &rc);
+  check_size(sc, rc, 256u << 20, 1, 99);
+  nh_close_send(&net, sc);
+  nh_close_recv(&net, rc);
+  nh_finalize(&net, ctx);
+}
+END_TEST
+
+#define INFL NCCL_NET_MAX_REQUESTS
+#define INFL_SIZE 70000
+
+/* 32 sends posted before any receive, then 32 receives before any send;
+ * the 33rd post must answer a NULL request, never block or fail. */
+START_TEST(many_in_flight)
+{
+  void *sc, *rc, *sreq[INFL], *rreq[INFL], *extra;
+  unsigned char *sb = malloc(INFL * INFL_SIZE), *rb = malloc(INFL * INFL_SIZE);
+  int tag = 1;
+  open_version(_i);
+  pair(&sc, &rc);
+  for (int round = 0; round < 2; round++) {
+    memset(rb, 0, INFL * INFL_SIZE);
+    for (int k = 0; k < INFL; k++)
+      nh_fill(sb + k * INFL_SIZE, INFL_SIZE, round * 100 + k);
+    for (int phase = 0; phase < 2; phase++) {
+      int sends = (phase == 0) == (round == 0);
+      for (int k = 0; k < INFL; k++) {
+        void **req = sends ? &sreq[k] : &rreq[k];
+        void *data = (sends ? sb : rb) + k * INFL_SIZE;
+        size_t size = INFL_SIZE;
+        *req = NULL;
+        if (sends)
+          ck_assert_int_eq(nh_isend(&net, sc, data, size, tag, NULL, req), ncclSuccess);
+        else
+          ck_assert_int_eq(nh_irecv(&net, rc, 1, &data, &size, &tag, NULL, req), ncclSuccess);
+        ck_assert_ptr_nonnull(*req);
+      }
+    }
+    /* every slot is busy now (receives are too, the data fills them) */
+    size_t one = 1;
+    void *d = rb;
+    extra = (void *)0x1; /* NCCL's optional-completion marker */
+    ck_assert_int_eq(nh_irecv(&net, rc, 1, &d, &one, &tag, NULL, &extra), ncclSuccess);
+    ck_assert_ptr_null(extra);
+    /* complete in reverse order on round 0, NCCL's oldest-first on 1 */
+    for (int k = 0; k < INFL; k++) {
+      int j = round == 0 ? INFL - 1 - k : k, sizes[PT_NH_MAXN];
+      ck_assert_int_eq(nh_wait(&net, rreq[j], sizes, 20000, NULL), ncclSuccess);
+      ck_assert_int_eq(sizes[0], INFL_SIZE);
+      ck_assert_int_eq(nh_wait(&net, sreq[j], NULL, 20000, NULL), ncclSuccess);
+    }
+    for (int k = 0; k < INFL; k++)
+      ck_assert_msg(nh_check(rb + k * INFL_SIZE, INFL_SIZE, round * 100 + k) < 0,
+                    "message %d landed in the wrong buffer or was corrupted", k);
+  }
+  nh_close_send(&net, sc);
+  nh_close_recv(&net, rc);
+  nh_finalize(&net, ctx);
+  free(sb);
+  free(rb);
+}
+END_TEST
+
+/* A grouped receive takes the next n messages; each lands in the buffer
+ * whose tag it carries, whatever order they were sent in. */
+START_TEST(tags_and_grouped_receives)
+{
+  enum { N = 8 };
+  void *sc, *rc, *rreq = NULL, *sreq[N];
+  void *bufs[N];
+  size_t caps[N];
+  int tags[N], order[N] = {5, 2, 7, 0, 3, 6, 1, 4}, sizes[PT_NH_MAXN];
+  unsigned char *sb[N];
+  open_version(_i);
+  pair(&sc, &rc);
+  for (int g = 2; g <= N; g += 3) {
+    for (int i = 0; i < g; i++) {
+      tags[i] = 100 + i;
+      caps[i] = 300000;
+      bufs[i] = calloc(1, caps[i]);
+    }
+    ck_assert_int_eq(nh_irecv(&net, rc, g, bufs, caps, tags, NULL, &rreq), ncclSuccess);
+    ck_assert_ptr_nonnull(rreq);
+    for (int k = 0, i; k < N; k++) {
+      if ((i = order[k]) >= g)
+        continue;
+      size_t size = 1000 + 37000 * (size_t)i; /* 0..7 chunks, different per tag */
+      sb[i] = malloc(size);
+      nh_fill(sb[i], size, 1000 + i);
+      sreq[i] = NULL;
+      ck_assert_int_eq(nh_isend(&net, sc, sb[i], size, tags[i], NULL, &sreq[i]), ncclSuccess);
+      ck_assert_ptr_nonnull(sreq[i]);
+    }
+    memset(sizes, 0xff, sizeof(sizes));
+    ck_assert_int_eq(nh_wait(&net, rreq, sizes, 20000, NULL), ncclSuccess);
+    for (int i = 0; i < g; i++) {
+      ck_assert_int_eq(nh_wait(&net, sreq[i], NULL, 20000, NULL), ncclSuccess);
+      ck_assert_int_eq(sizes[i], 1000 + 37000 * i);
+      ck_assert_msg(nh_check(bufs[i], (size_t)sizes[i], 1000 + i) < 0, "tag %d's buffer", tags[i]);
+      free(bufs[i]);
+      free(sb[i]);
+    }
+  }
+  /* a tag no posted buffer carries fails the receive, it never hangs */
+  int tag = 1, bad = 2, got;
+  char b[16] = {0}, r[16];
+  void *rp = r, *req = NULL, *sr = NULL;
+  size_t cap = sizeof(r);
+  ck_assert_int_eq(nh_irecv(&net, rc, 1, &rp, &cap, &tag, NULL, &req), ncclSuccess);
+  ck_assert_int_eq(nh_isend(&net, sc, b, sizeof(b), bad, NULL, &sr), ncclSuccess);
+  ck_assert_int_eq(nh_wait(&net, req, &got, 5000, NULL), ncclInvalidUsage);
+  ck_assert_msg(strstr(nh_last_warn(), "tag 2"), "WARN names the tag: %s", nh_last_warn());
+  nh_close_send(&net, sc);
+  nh_close_recv(&net, rc);
+  nh_finalize(&net, ctx);
+}
+END_TEST
+
+START_TEST(send_larger_than_receive_fails)
+{
+  void *sc, *rc;
+  unsigned char s[5000], r[4000 + 64];
+  int got;
+  open_version(_i);
+  pair(&sc, &rc);
+  memset(r, 0x77, sizeof(r));
+  nh_fill(s, sizeof(s), 3);
+  ck_assert_int_eq(nh_xfer(&net, sc, rc, s, sizeof(s), r, 4000, &got), ncclInvalidUsage);
+  ck_assert_msg(strstr(nh_last_warn(), "truncated"), "WARN says why: %s", nh_last_warn());
+  for (int i = 4000; i < 4064; i++)
+    ck_assert_int_eq(r[i], 0x77);
+  nh_close_send(&net, sc);
+  nh_close_recv(&net, rc);
+  nh_finalize(&net, ctx);
+}
+END_TEST
+
+START_TEST(close_idle_in_every_order)
+{
+  open_version(_i);
+  for (int order = 0; order < 2; order++) {
+    void *sc, *rc;
+    pair(&sc, &rc);
+    if (order == 0) {
+      ck_assert_int_eq(nh_close_send(&net, sc), ncclSuccess);
+      ck_assert_int_eq(nh_close_recv(&net, rc), ncclSuccess);
+    } else {
+      ck_assert_int_eq(nh_close_recv(&net, rc), ncclSuccess);
+      ck_assert_int_eq(nh_close_send(&net, sc), ncclSuccess);
+    }
+  }
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void *lc;
+  ck_assert_int_eq(nh_listen(&net, ctx, 0, handle, &lc), ncclSuccess);
+  ck_assert_int_eq(nh_close_listen(&net, lc), ncclSuccess); /* never accepted */
+  nh_finalize(&net, ctx);
+}
+END_TEST
+
+/* NCCL's abort path: dereg and close with requests in flight, both ends,
+ * must return at once and release everything. */
+START_TEST(close_while_busy)
+{
+  enum { SZ = 4 << 20 };
+  void *sc, *rc, *req, *smh, *rmh;
+  char *sb = malloc(SZ), *rb = malloc(SZ);
+  int tag = 0, fds = nh_count_fds();
+  open_version(_i);
+  pair(&sc, &rc);
+  ck_assert_int_eq(nh_reg(&net, sc, sb, SZ, NCCL_PTR_HOST, &smh), ncclSuccess);
+  ck_assert_int_eq(nh_reg(&net, rc, rb, SZ, NCCL_PTR_HOST, &rmh), ncclSuccess);
+  for (int k = 0; k < NCCL_NET_MAX_REQUESTS; k++) {
+    req = NULL;
+    ck_assert_int_eq(nh_isend(&net, sc, sb, SZ, tag, smh, &req), ncclSuccess);
+  }
+  void *d = rb;
+  size_t cap = SZ;
+  ck_assert_int_eq(nh_irecv(&net, rc, 1, &d, &cap, &tag, &rmh, &req), ncclSuccess);
+  double t0 = nh_now_ms();
+  ck_assert_int_eq(nh_dereg(&net, sc, smh), ncclSuccess);
+  ck_assert_int_eq(nh_dereg(&net, rc, rmh), ncclSuccess);
+  ck_assert_int_eq(nh_close_send(&net, sc), ncclSuccess);
+  ck_assert_int_eq(nh_close_recv(&net, rc), ncclSuccess);
+  ck_assert_msg(nh_now_ms() - t0 < 1000, "close with requests in flight took %.0f ms",
+                nh_now_ms() - t0);
+  nh_finalize(&net, ctx);
+  free(sb);
+  free(rb);
+  ck_assert_int_eq(nh_count_fds(), fds);
+}
+END_TEST
+
+START_TEST(bad_handles)
+{
+  void *sc, *rc, *req = (void *)0x1, *mh;
+  int done = 0, tag = 0;
+  char buf[64], junk[NCCL_NET_HANDLE_MAXSIZE];
+  open_version(_i);
+  pair(&sc, &rc);
+  ck_assert_int_eq(nh_test(&net, NULL, &done, NULL), ncclInternalError);
+  ck_assert_int_eq(nh_test(&net, junk, &done, NULL), ncclInternalError);
+  ck_assert_int_ne(nh_isend(&net, NULL, buf, 8, tag, NULL, &req), ncclSuccess);
+  ck_assert_int_ne(nh_isend(&net, rc, buf, 8, tag, NULL, &req), ncclSuccess);
+  ck_assert_ptr_null(req);
+  void *d = buf;
+  size_t cap = 8;
+  ck_assert_int_ne(nh_irecv(&net, sc, 1, &d, &cap, &tag, NULL, &req), ncclSuccess);
+  ck_assert_int_ne(nh_irecv(&net, rc, 0, &d, &cap, &tag, NULL, &req), ncclSuccess);
+  ck_assert_int_ne(nh_close_send(&net, rc), ncclSuccess);
+  ck_assert_int_ne(nh_close_recv(&net, sc), ncclSuccess);
+  ck_assert_int_ne(nh_close_listen(&net, sc), ncclSuccess);
+  ck_assert_int_ne(nh_reg(&net, sc, buf, sizeof(buf), NCCL_PTR_CUDA, &mh), ncclSuccess);
+  ck_assert_int_ne(nh_reg(&net, NULL, buf, sizeof(buf), NCCL_PTR_HOST, &mh), ncclSuccess);
+  ck_assert_int_ne(nh_dereg(&net, sc, junk), ncclSuccess);
+  /* a buffer outside its registration */
+  ck_assert_int_eq(nh_reg(&net, sc, buf, 16, NCCL_PTR_HOST, &mh), ncclSuccess);
+  ck_assert_int_ne(nh_isend(&net, sc, buf + 8, 16, tag, mh, &req), ncclSuccess);
+  ck_assert_int_eq(nh_dereg(&net, sc, mh), ncclSuccess);
+  /* iflush of host memory: nothing to do, NULL request */
+  req = (void *)0x1;
+  ck_assert_int_eq(nh_iflush(&net, rc, buf, 8, NULL, &req), ncclSuccess);
+  ck_assert_ptr_null(req);
+  /* a test after done is misuse, not a second completion */
+  int got;
+  ck_assert_int_eq(nh_xfer(&net, sc, rc, buf, 8, buf + 32, 16, &got), ncclSuccess);
+  /* a random handle is refused, never dereferenced */
+  void *s2 = NULL;
+  for (size_t i = 0; i < sizeof(junk); i++)
+    junk[i] = (char)(i * 37 + 11);
+  ck_assert_int_ne(nh_connect(&net, ctx, 0, junk, &s2), ncclSuccess);
+  ck_assert_ptr_null(s2);
+  nh_close_send(&net, sc);
+  nh_close_recv(&net, rc);
+  nh_finalize(&net, ctx);
+}
+END_TEST
+
+START_TEST(connect_to_closed_listener_fails)
+{
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void *lc, *sc = NULL;
+  ncclResult_t r = ncclSuccess;
+  open_version(_i);
+  ck_assert_int_eq(nh_listen(&net, ctx, 0, handle, &lc), ncclSuccess);
+  ck_assert_int_eq(nh_close_listen(&net, lc), ncclSuccess);
+  double t0 = nh_now_ms();
+  while (r == ncclSuccess && !sc && nh_now_ms() - t0 < 5000)
+    r = nh_connect(&net, ctx, 0, handle, &sc);
+  ck_assert_int_eq(r, ncclRemoteError);
+  ck_assert_ptr_null(sc);
+  nh_finalize(&net, ctx);
+}
+END_TEST
+
+/* 150 connect/transfer/close cycles leave fds and threads as they were;
+ * after the last comm closes no helper thread is left. */
+START_TEST(churn_without_leaks)
+{
+  char s[1024], r[1024];
+  int got;
+  open_version(_i);
+  nh_warm_threads();
+  int fds = nh_count_fds(), threads = nh_count_threads();
+  for (int k = 0; k < 150; k++) {
+    void *sc, *rc;
+    pair(&sc, &rc);
+    nh_fill(s, sizeof(s), k);
+    ck_assert_int_eq(nh_xfer(&net, sc, rc, s, sizeof(s), r, sizeof(r), &got), ncclSuccess);
+    ck_assert(nh_check(r, sizeof(r), k) < 0);
+    ck_assert_int_eq(nh_close_send(&net, sc), ncclSuccess);
+    ck_assert_int_eq(nh_close_recv(&net, rc), ncclSuccess);
+  }
+  ck_assert_int_eq(nh_count_fds(), fds);
+  ck_assert_int_eq(nh_count_threads(), threads);
+  nh_finalize(&net, ctx);
+}
+END_TEST
+
+/* NCCL >= 2.28 unloads the library after the last finalize and loads it
+ * again for the next communicator. */
+START_TEST(finalize_unload_reload)
+{
+  void *c2, *sc, *rc;
+  nh_warm_threads();
+  int threads = nh_count_threads(), fds = nh_count_fds();
+  open_version(_i + 3); /* v11, v12: the versions with finalize */
+  ck_assert_int_eq(nh_init(&net, &c2), ncclSuccess);
+  ck_assert_ptr_ne(ctx, c2);
+  pair(&sc, &rc);
+  ck_assert_int_gt(nh_count_threads(), threads);
+  nh_close_send(&net, sc);
+  nh_close_recv(&net, rc);
+  ck_assert_int_eq(nh_finalize(&net, c2), ncclSuccess);
+  ck_assert_int_eq(nh_finalize(&net, ctx), ncclSuccess);
+  ck_assert_int_eq(nh_count_threads(), threads);
+  nh_close(&net);
+  ck_assert_int_eq(nh_count_fds(), fds);
+  open_version(_i + 3);
+  pair(&sc, &rc);
+  nh_close_send(&net, sc);
+  nh_close_recv(&net, rc);
+  ck_assert_int_eq(nh_finalize(&net, ctx), ncclSuccess);
+  nh_close(&net);
+  ck_assert_int_eq(nh_count_threads(), threads);
+}
+END_TEST
+
+START_TEST(interface_selection)
+{
+  struct nh_props p;
+  int nd;
+  ck_assert_int_eq(nh_open(&net, 12), 0);
+  setenv("PCIE_NET_IFNAME", "nosuchif", 1);
+  ck_assert_int_ne(nh_init(&net, &ctx), ncclSuccess);
+  ck_assert_msg(strstr(nh_last_warn(), "nosuchif"), "WARN names the setting: %s", nh_last_warn());
+  setenv("PCIE_NET_IFNAME", "^lo,nosuch", 1); /* excluding lo must never yield lo */
+  if (nh_init(&net, &ctx) == ncclSuccess) {
+    ck_assert_int_eq(nh_devices(&net, &nd), ncclSuccess);
+    for (int d = 0; d < nd; d++) {
+      ck_assert_int_eq(nh_props(&net, d, &p), ncclSuccess);
+      ck_assert_str_ne(p.name, "lo");
+    }
+    nh_finalize(&net, ctx);
+  }
+  setenv("PCIE_NET_IFNAME", "l", 1); /* a prefix */
+  ck_assert_int_eq(nh_init(&net, &ctx), ncclSuccess);
+  ck_assert_int_eq(nh_props(&net, 0, &p), ncclSuccess);
+  ck_assert_str_eq(p.name, "lo");
+  nh_finalize(&net, ctx);
+  setenv("PCIE_NET_IFNAME", "=l", 1); /* exact: "l" is not "lo" */
+  ck_assert_int_ne(nh_init(&net, &ctx), ncclSuccess);
+  setenv("PCIE_NET_IFNAME", "=lo", 1);
+  setenv("PCIE_NET_NSTREAMS", "0", 1); /* out of range: rejected, not defaulted */
+  ck_assert_int_ne(nh_init(&net, &ctx), ncclSuccess);
+  ck_assert_msg(strstr(nh_last_warn(), "PCIE_NET_NSTREAMS"), "%s", nh_last_warn());
+  unsetenv("PCIE_NET_NSTREAMS");
+  ck_assert_int_eq(nh_init(&net, &ctx), ncclSuccess);
+  nh_finalize(&net, ctx);
+}
+END_TEST
+
+static Suite *net_suite(void)
+{
+  Suite *s = suite_create("net");
+  TCase *tc = tcase_create("conformance");
+  tcase_set_timeout(tc, 60);
+  tcase_add_loop_test(tc, abi_and_properties, 0, NH_NVERSIONS);
+  tcase_add_loop_test(tc, setup_never_blocks, 0, NH_NVERSIONS);
+  tcase_add_loop_test(tc, sizes_small_to_large, 0, NH_NVERSIONS);
+  tcase_add_test(tc, size_256mb);
+  tcase_add_loop_test(tc, many_in_flight, 0, NH_NVERSIONS);
+  tcase_add_loop_test(tc, tags_and_grouped_receives, 0, NH_NVERSIONS);
+  tcase_add_loop_test(tc, send_larger_than_receive_fails, 0, NH_NVERSIONS);
+  tcase_add_loop_test(tc, close_idle_in_every_order, 0, NH_NVERSIONS);
+  tcase_add_loop_test(tc, close_while_busy, 0, NH_NVERSIONS);
+  tcase_add_loop_test(tc, bad_handles, 0, NH_NVERSIONS);
+  tcase_add_loop_test(tc, connect_to_closed_listener_fails, 0, NH_NVERSIONS);
+  tcase_add_loop_test(tc, churn_without_leaks, 0, NH_NVERSIONS);
+  tcase_add_loop_test(tc, finalize_unload_reload, 0, 2);
+  tcase_add_test(tc, interface_selection);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void)
+{
+  SRunner *sr = srunner_create(net_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
