@@ -2,6 +2,7 @@
  * NCCL host, every ABI version, profile selection, failure handling and the
  * guarantees getCollInfo gives NCCL. */
 #include <check.h>
+#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "nccl/common.h"
+#include "pcie/control.h"
 #include "pcie/host.h"
 #include "pcie/nccl_model.h"
 #include "support/pt_test.h"
@@ -469,7 +471,7 @@ START_TEST(exports_only_the_plugin_structs) {
   static const char *allowed[] = {"ncclNetPlugin_v10", "ncclNetPlugin_v11", "ncclNetPlugin_v12",
                                   "ncclNetPlugin_v8", "ncclNetPlugin_v9", "ncclTunerPlugin_v2",
                                   "ncclTunerPlugin_v3", "ncclTunerPlugin_v4", "ncclTunerPlugin_v5",
-                                  "ncclTunerPlugin_v6", NULL};
+                                  "ncclTunerPlugin_v6", "pcieTunerControl_v1", NULL};
   int tuners = 0;
   for (char *save = NULL, *l = strtok_r(out, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
     int ok = 0;
@@ -480,6 +482,58 @@ START_TEST(exports_only_the_plugin_structs) {
   ck_assert_int_eq(tuners, 5);
   free(cmd);
   free(out);
+}
+END_TEST
+
+/* The profiler's control interface: found with dlsym on the loaded library,
+ * it forces decisions (with or without a profile), reports NCCL-disabled
+ * combinations instead of reviving them, and sets the v6 chunk size. */
+START_TEST(control_interface_forces_and_reports) {
+  struct ph_plugin pl;
+  struct ph_comm c;
+  struct ph_choice ch;
+  struct pt_control_stats st;
+  ck_assert_int_eq(chdir(dir), 0); /* no profile anywhere: a passive context */
+  open_plugin(&pl, 6);
+  ck_assert_int_eq(ph_comm_init(&c, &pl, 8, 1, 1), 0);
+  const pcieTunerControl_v1_t *ctl = dlsym(pl.dl, PCIE_CONTROL_SYMBOL);
+  ck_assert_ptr_nonnull(ctl);
+  ck_assert_int_eq(ctl->version, 1);
+  decide(&c, ncclFuncAllReduce, 65536, 1, 0, &ch);
+  ck_assert_int_eq(ch.nchannels, 0);
+  ck_assert_int_eq(ctl->force(NCCL_ALGO_TREE, NCCL_PROTO_SIMPLE, 5, 40000), 0);
+  decide(&c, ncclFuncAllReduce, 65536, 1, 0, &ch);
+  decide(&c, ncclFuncAllReduce, 1 << 20, 0, 0, &ch);
+  ck_assert_int_eq(ch.algo, NCCL_ALGO_TREE);
+  ck_assert_int_eq(ch.proto, NCCL_PROTO_SIMPLE);
+  ck_assert_int_eq(ch.nchannels, 5);
+  size_t chunk = 131072;
+  ph_chunk_size(&c, ncclFuncAllReduce, 1 << 20, NCCL_ALGO_TREE, NCCL_PROTO_SIMPLE, &chunk);
+  ck_assert_uint_eq(chunk, 40000 / 512 * 512);
+  ctl->stats(&st);
+  ck_assert_uint_eq(st.applied, 2);
+  ck_assert_uint_eq(st.disabled, 0);
+  /* LL128 is disabled on PCIe: reported, table untouched, counters reset. */
+  ck_assert_int_eq(ctl->force(NCCL_ALGO_RING, NCCL_PROTO_LL128, 4, 0), 0);
+  float t[7][3], before[7][3];
+  pt_test_nccl_table(t, ncclFuncAllReduce, 65536, 8, 0);
+  memcpy(before, t, sizeof t);
+  ph_decide(&c, ncclFuncAllReduce, 65536, 1, t, &ch);
+  ck_assert_int_eq(memcmp(before, t, sizeof t), 0);
+  ck_assert_int_eq(ch.nchannels, 0);
+  ctl->stats(&st);
+  ck_assert_uint_eq(st.applied, 0);
+  ck_assert_uint_eq(st.disabled, 1);
+  /* Out-of-range requests are refused; algo < 0 hands decisions back. */
+  ck_assert_int_eq(ctl->force(7, 0, 1, 0), -1);
+  ck_assert_int_eq(ctl->force(1, 3, 1, 0), -1);
+  ck_assert_int_eq(ctl->force(1, 0, 0, 0), -1);
+  ck_assert_int_eq(ctl->force(1, 0, 65, 0), -1);
+  ck_assert_int_eq(ctl->force(-1, 0, 0, 0), 0);
+  decide(&c, ncclFuncAllReduce, 65536, 1, 0, &ch);
+  ck_assert_int_eq(ch.nchannels, 0);
+  ph_comm_finalize(&c);
+  ph_plugin_close(&pl);
 }
 END_TEST
 
@@ -506,6 +560,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, file_not_matching_is_passive);
   tcase_add_test(tc, many_communicators_share_one_table);
   tcase_add_test(tc, exports_only_the_plugin_structs);
+  tcase_add_test(tc, control_interface_forces_and_reports);
   suite_add_tcase(s, tc);
   return s;
 }

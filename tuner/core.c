@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core_internal.h"
 #include "pcie/core.h"
 
 #define LOG_PREFIX "PcieTuner: "
@@ -84,30 +85,63 @@ void pt_core_init(struct pt_ctx **out, uint64_t comm_id, size_t nranks, size_t n
         nnodes, (unsigned long long)comm_id);
 }
 
-const struct pt_choice *pt_core_decide(const struct pt_ctx *ctx, int coll, size_t nbytes,
-                                       int reg_buff, float *cost, int num_algo, int num_proto,
-                                       int *nchannels) {
-  if (!ctx || !ctx->loaded) return NULL;
-  int mode = reg_buff ? PT_MODE_GRAPH : PT_MODE_EAGER;
-  const struct pt_interval *iv;
-  int k = pt_table_decide(&ctx->loaded->table, coll, mode, nbytes, cost, num_algo, num_proto,
-                          nchannels, &iv);
-  if (ctx->trace) {
-    if (k >= 0)
-      logf_(ctx->log, NCCL_LOG_INFO, NCCL_TUNING, "%s %zu B %s -> %s/%s %d ch (rank %d%s)",
-            pt_coll_name(coll) ? pt_coll_name(coll) : "?", nbytes, pt_mode_name(mode),
-            pt_algo_name(iv->c[k].algo), pt_proto_name(iv->c[k].proto), iv->c[k].channels, k + 1,
-            iv->c[k].from_rule ? ", rule" : "");
-    else
-      logf_(ctx->log, NCCL_LOG_INFO, NCCL_TUNING, "%s %zu B %s -> NCCL's own choice",
-            pt_coll_name(coll) ? pt_coll_name(coll) : "?", nbytes, pt_mode_name(mode));
+static void trace(const struct pt_ctx *ctx, int coll, size_t nbytes, int mode,
+                  const struct pt_choice *c, const char *why) {
+  const char *name = pt_coll_name(coll) ? pt_coll_name(coll) : "?";
+  if (c)
+    logf_(ctx->log, NCCL_LOG_INFO, NCCL_TUNING, "%s %zu B %s -> %s/%s %d ch (%s)", name, nbytes,
+          pt_mode_name(mode), pt_algo_name(c->algo), pt_proto_name(c->proto), c->channels, why);
+  else
+    logf_(ctx->log, NCCL_LOG_INFO, NCCL_TUNING, "%s %zu B %s -> NCCL's own choice (%s)", name,
+          nbytes, pt_mode_name(mode), why);
+}
+
+int pt_core_decide(const struct pt_ctx *ctx, int coll, size_t nbytes, int reg_buff, float *cost,
+                   int num_algo, int num_proto, int *nchannels, struct pt_choice *out) {
+  static const char *const rank_names[PT_MAX_RANKED] = {"rank 1", "rank 2", "rank 3", "rank 4"};
+  const struct pt_interval *iv = NULL;
+  struct pt_hot forced;
+  uint32_t chunk;
+  int mode = reg_buff ? PT_MODE_GRAPH : PT_MODE_EAGER, k, is_forced;
+  if (!ctx) return 0;
+  is_forced = pt__control_active() && pt__control_forced(&forced, &chunk);
+  if (is_forced) {
+    /* The profiler measures one candidate: the profile is out of the way,
+     * and a combination NCCL disabled is reported, never revived. */
+    k = pt_table_apply_packed(&forced, cost, num_algo, num_proto, nchannels);
+    pt__control_count(k >= 0);
+  } else {
+    if (!ctx->loaded) return 0;
+    k = pt_table_decide(&ctx->loaded->table, coll, mode, nbytes, cost, num_algo, num_proto,
+                        nchannels, &iv);
   }
-  return k >= 0 ? &iv->c[k] : NULL;
+  if (!out && !ctx->trace) return k >= 0; /* the default path ends here */
+  struct pt_choice c = {0};
+  const char *why;
+  if (is_forced) {
+    c = (struct pt_choice){.algo = forced.algo[0], .proto = forced.proto[0],
+                           .channels = forced.channels[0], .chunk = chunk};
+    why = k >= 0 ? "forced by pcie-tune" : "forced choice disabled by NCCL";
+  } else {
+    if (k >= 0) c = iv->c[k];
+    why = k >= 0 ? (c.from_rule ? "rule" : rank_names[k]) : "no usable candidate";
+  }
+  if (ctx->trace) trace(ctx, coll, nbytes, mode, k >= 0 ? &c : NULL, why);
+  if (k >= 0 && out) *out = c;
+  return k >= 0;
 }
 
 void pt_core_chunk(const struct pt_ctx *ctx, int coll, size_t nbytes, int algo, int proto,
                    size_t *chunk) {
-  if (!ctx || !ctx->loaded || !chunk) return;
+  struct pt_hot forced;
+  uint32_t fchunk;
+  if (!ctx || !chunk) return;
+  if (pt__control_forced(&forced, &fchunk)) {
+    if (fchunk && forced.algo[0] == algo && forced.proto[0] == proto)
+      *chunk = pt_chunk_round(fchunk, proto);
+    return;
+  }
+  if (!ctx->loaded) return;
   /* getChunkSize is not told regBuff: graph data first, as the verify-step
    * collectives this tool exists for are graph-captured. */
   size_t c = pt_table_chunk(&ctx->loaded->table, coll, PT_MODE_GRAPH, nbytes, algo, proto);

@@ -408,6 +408,11 @@ int pt_table_apply(const struct pt_interval *iv, float *cost, int num_algo, int 
   return apply_hot(&h, cost, num_algo, num_proto, nchannels);
 }
 
+int pt_table_apply_packed(const struct pt_hot *h, float *cost, int num_algo, int num_proto,
+                          int *nchannels) {
+  return apply_hot(h, cost, num_algo, num_proto, nchannels);
+}
+
 int pt_table_decide(const struct pt_table *t, int coll, int mode, uint64_t nbytes, float *cost,
                     int num_algo, int num_proto, int *nchannels, const struct pt_interval **iv) {
   const struct pt_ivset *set = set_of(t, coll, mode);
@@ -423,14 +428,17 @@ static size_t grain(int proto) {
   return proto == NCCL_PROTO_LL ? 16 : proto == NCCL_PROTO_LL128 ? 1920 : 512;
 }
 
+size_t pt_chunk_round(size_t chunk, int proto) {
+  size_t g = grain(proto), c = chunk / g * g;
+  return c < g ? g : c;
+}
+
 size_t pt_table_chunk(const struct pt_table *t, int coll, int mode, uint64_t nbytes, int algo,
                       int proto) {
   const struct pt_interval *iv = pt_table_lookup(t, coll, mode, nbytes);
   if (!iv || proto < 0 || proto >= NCCL_NUM_PROTOCOLS) return 0;
-  for (int k = 0; k < iv->n; k++) {
-    if (iv->c[k].algo != algo || iv->c[k].proto != proto || !iv->c[k].chunk) continue;
-    size_t g = grain(proto), c = iv->c[k].chunk / g * g;
-    return c < g ? g : c;
-  }
+  for (int k = 0; k < iv->n; k++)
+    if (iv->c[k].algo == algo && iv->c[k].proto == proto && iv->c[k].chunk)
+      return pt_chunk_round(iv->c[k].chunk, proto);
   return 0;
 }

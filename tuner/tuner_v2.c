@@ -31,11 +31,12 @@ static ncclResult_t v2_get_coll_info(void *context, ncclFunc_t collType, size_t 
       cost[a][p] = usable ? 1.0f : -1.0f;
     }
   int ch = 0;
-  const struct pt_choice *c = pt_core_decide(ctx, (int)collType, nBytes, 0, &cost[0][0],
-                                             NCCL_NUM_ALGORITHMS, NCCL_NUM_PROTOCOLS, &ch);
-  if (!c) return ncclSuccess;
-  *algorithm = c->algo;
-  *protocol = c->proto;
+  struct pt_choice c;
+  if (!pt_core_decide(ctx, (int)collType, nBytes, 0, &cost[0][0], NCCL_NUM_ALGORITHMS,
+                      NCCL_NUM_PROTOCOLS, &ch, &c))
+    return ncclSuccess;
+  *algorithm = c.algo;
+  *protocol = c.proto;
   if (nChannels) *nChannels = ch;
   return ncclSuccess;
 }

@@ -14,7 +14,7 @@ static ncclResult_t v3_get_coll_info(void *context, ncclFunc_t collType, size_t 
   (void)numPipeOps;
   /* collCostTable is a contiguous float[numAlgo][numProto] cast to float**. */
   pt_core_decide(context, (int)collType, nBytes, 0, (float *)collCostTable, numAlgo, numProto,
-                 nChannels);
+                 nChannels, NULL);
   return ncclSuccess;
 }
 

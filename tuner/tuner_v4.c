@@ -13,7 +13,7 @@ static ncclResult_t v4_get_coll_info(void *context, ncclFunc_t collType, size_t 
                                      int numProto, int regBuff, int *nChannels) {
   (void)numPipeOps;
   pt_core_decide(context, (int)collType, nBytes, regBuff, (float *)collCostTable, numAlgo,
-                 numProto, nChannels);
+                 numProto, nChannels, NULL);
   return ncclSuccess;
 }
 

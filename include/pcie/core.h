@@ -54,11 +54,12 @@ struct pt_ctx {
 void pt_core_init(struct pt_ctx **out, uint64_t comm_id, size_t nranks, size_t nnodes,
                   ncclDebugLogger_t log);
 /* Applies the ranked choice for (coll, nbytes, regBuff) to NCCL's cost table
- * (float[num_algo][num_proto]); returns the applied choice or NULL with the
- * table and *nchannels untouched. Any argument may be junk: no error exists. */
-const struct pt_choice *pt_core_decide(const struct pt_ctx *ctx, int coll, size_t nbytes,
-                                       int reg_buff, float *cost, int num_algo, int num_proto,
-                                       int *nchannels);
+ * (float[num_algo][num_proto]), or the profiler's forced choice
+ * (include/pcie/control.h). Returns 1 with *out (when not NULL) set to the
+ * applied choice, or 0 with the table and *nchannels untouched. Any argument
+ * may be junk: no error exists. */
+int pt_core_decide(const struct pt_ctx *ctx, int coll, size_t nbytes, int reg_buff, float *cost,
+                   int num_algo, int num_proto, int *nchannels, struct pt_choice *out);
 /* v6 getChunkSize: sets *chunk from the profile when it names one. */
 void pt_core_chunk(const struct pt_ctx *ctx, int coll, size_t nbytes, int algo, int proto,
                    size_t *chunk);

@@ -86,6 +86,12 @@ const struct pt_interval *pt_table_lookup(const struct pt_table *t, int coll, in
 int pt_table_apply(const struct pt_interval *iv, float *cost, int num_algo, int num_proto,
                    int *nchannels);
 
+/* pt_table_apply over a packed ranked list (the profiler's forced choice). */
+int pt_table_apply_packed(const struct pt_hot *h, float *cost, int num_algo, int num_proto,
+                          int *nchannels);
+/* A chunk size rounded down to the protocol's grain, never below one grain. */
+size_t pt_chunk_round(size_t chunk, int proto);
+
 /* The hot path: lookup and apply in one, on the packed mirrors. Returns the
  * applied rank (or -1, nothing changed); *iv gets the interval (or NULL). */
 int pt_table_decide(const struct pt_table *t, int coll, int mode, uint64_t nbytes, float *cost,
