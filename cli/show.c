@@ -1,9 +1,201 @@
-/* PLACEHOLDER until its issue lands: replaced by the real subcommand. */
+/*
+ * pcie-tune show: prints, per size interval, what the plugin decides for a
+ * profile. It compiles the profile with the tuner core's own pt_table_build
+ * and reads the intervals back, so the output is exactly the plugin's
+ * decision table; nothing here ranks candidates.
+ */
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cmds.h"
-int cmd_show(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  fprintf(stderr, "pcie-tune show: not built yet\n");
+#include "pcie/table.h"
+#include "svg.h"
+
+static const char usage_text[] =
+    "usage: pcie-tune show PROFILE [--nranks N] [--collective C] [--graph|--eager]\n"
+    "                      [--svg FILE] [--json]\n"
+    "\n"
+    "Prints, per message-size interval, the candidate the plugin ranks first\n"
+    "(algo/proto/channels), its expected latency, NCCL default's and the speed-up.\n"
+    "\n"
+    "  --nranks N        fail unless the profile applies to N ranks\n"
+    "  --collective C    allreduce (default), allgather, reducescatter, broadcast, reduce\n"
+    "  --graph|--eager   launch mode (default graph: CUDA-graph capture, regBuff=1)\n"
+    "  --svg FILE        also draw latency against size for every candidate, the\n"
+    "                    chosen envelope and NCCL's default\n"
+    "  --json            print the table as JSON instead of text\n";
+
+static int bad(const char *fmt, const char *arg) {
+  fprintf(stderr, "pcie-tune show: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n(see 'pcie-tune show --help')\n");
   return 2;
+}
+
+static void human(char *buf, size_t len, uint64_t n) {
+  static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  double v = (double)n;
+  if (n == UINT64_MAX) {
+    snprintf(buf, len, "max");
+    return;
+  }
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    u++;
+  }
+  snprintf(buf, len, v == (double)(uint64_t)v ? "%.0f %s" : "%.1f %s", v, unit[u]);
+}
+
+static void choice_name(char *buf, size_t len, const struct pt_choice *c) {
+  snprintf(buf, len, "%s/%s/%d%s", pt_algo_name(c->algo), pt_proto_name(c->proto), c->channels,
+           c->from_rule ? " (rule)" : "");
+}
+
+static void print_text(const struct pt_profile *p, const struct pt_ivset *set, int coll, int mode) {
+  char lo[32], hi[32], ch[64];
+  printf("profile %s (%s): %s, %s mode\n", p->name, p->path ? p->path : "-", pt_coll_name(coll), pt_mode_name(mode));
+  printf("%12s %12s  %-22s %12s %12s %9s  %s\n", "from", "to", "choice", "latency", "NCCL", "speed-up", "fallbacks");
+  for (size_t i = 0; i < set->n; i++) {
+    const struct pt_interval *iv = &set->iv[i];
+    human(lo, sizeof lo, iv->lo);
+    human(hi, sizeof hi, iv->hi);
+    if (!iv->n) {
+      printf("%12s %12s  %-22s %12s %12s %9s\n", lo, hi, "(NCCL decides)", "-", "-", "-");
+      continue;
+    }
+    choice_name(ch, sizeof ch, &iv->c[0]);
+    printf("%12s %12s  %-22s", lo, hi, ch);
+    if (iv->c[0].lat_us > 0) printf(" %9.1f us", iv->c[0].lat_us);
+    else printf(" %12s", "-");
+    if (iv->default_us > 0) printf(" %9.1f us", iv->default_us);
+    else printf(" %12s", "-");
+    if (iv->default_us > 0 && iv->c[0].lat_us > 0) printf(" %8.2fx", iv->default_us / iv->c[0].lat_us);
+    else printf(" %9s", "-");
+    printf(" ");
+    for (int k = 1; k < iv->n; k++) {
+      choice_name(ch, sizeof ch, &iv->c[k]);
+      printf(" %s", ch);
+    }
+    printf("\n");
+  }
+}
+
+static void json_string(const char *s) {
+  putchar('"');
+  for (; s && *s; s++) {
+    if (*s == '"' || *s == '\\') printf("\\%c", *s);
+    else if ((unsigned char)*s < 0x20) printf("\\u%04x", *s);
+    else putchar(*s);
+  }
+  putchar('"');
+}
+
+static void print_json(const struct pt_profile *p, const struct pt_ivset *set, int coll, int mode) {
+  printf("{\"profile\": ");
+  json_string(p->name);
+  printf(", \"collective\": \"%s\", \"mode\": \"%s\", \"intervals\": [", pt_coll_name(coll), pt_mode_name(mode));
+  for (size_t i = 0; i < set->n; i++) {
+    const struct pt_interval *iv = &set->iv[i];
+    printf("%s\n  {\"lo\": %llu, \"hi\": %llu, ", i ? "," : "", (unsigned long long)iv->lo,
+           (unsigned long long)iv->hi);
+    if (iv->default_us > 0) printf("\"default_us\": %.3f, ", iv->default_us);
+    else printf("\"default_us\": null, ");
+    printf("\"ranked\": [");
+    for (int k = 0; k < iv->n; k++) {
+      const struct pt_choice *c = &iv->c[k];
+      printf("%s{\"algo\": \"%s\", \"proto\": \"%s\", \"channels\": %d, \"rule\": %s", k ? ", " : "",
+             pt_algo_name(c->algo), pt_proto_name(c->proto), c->channels, c->from_rule ? "true" : "false");
+      if (c->lat_us > 0) printf(", \"lat_us\": %.3f", c->lat_us);
+      printf("}");
+    }
+    printf("]");
+    if (iv->n && iv->c[0].lat_us > 0 && iv->default_us > 0)
+      printf(", \"speedup\": %.4f", iv->default_us / iv->c[0].lat_us);
+    printf("}");
+  }
+  printf("\n]}\n");
+}
+
+int cmd_show(int argc, char **argv) {
+  const char *path = NULL, *svg = NULL;
+  int coll = PT_ALLREDUCE, mode = PT_MODE_GRAPH, json = 0, status = 1;
+  long nranks = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      fputs(usage_text, stdout);
+      return 0;
+    } else if (!strcmp(a, "--graph")) mode = PT_MODE_GRAPH;
+    else if (!strcmp(a, "--eager")) mode = PT_MODE_EAGER;
+    else if (!strcmp(a, "--json")) json = 1;
+    else if (!strcmp(a, "--svg") || !strcmp(a, "--collective") || !strcmp(a, "--nranks")) {
+      if (!v) return bad("option '%s' needs a value", a);
+      i++;
+      if (!strcmp(a, "--svg")) svg = v;
+      else if (!strcmp(a, "--collective")) {
+        if ((coll = pt_coll_parse(v)) < 0)
+          return bad("unknown collective '%s' (allreduce, allgather, reducescatter, broadcast, reduce)", v);
+      } else {
+        char *end;
+        errno = 0;
+        nranks = strtol(v, &end, 10);
+        if (end == v || *end || errno || nranks < 1 || nranks > 65536) return bad("bad --nranks '%s'", v);
+      }
+    } else if (a[0] == '-' && a[1]) {
+      return bad("unknown option '%s'", a);
+    } else if (path) {
+      return bad("more than one profile given ('%s')", a);
+    } else {
+      path = a;
+    }
+  }
+  if (!path) return bad("missing PROFILE%s", "");
+
+  struct pt_profile p;
+  struct pt_table t;
+  struct pt_error_rec e;
+  char buf[1200];
+  int built = 0;
+  memset(&p, 0, sizeof p);
+  if (pt_profile_load(&p, path, &e)) {
+    pt_error_format(&e, buf, sizeof buf);
+    fprintf(stderr, "pcie-tune show: %s\n", buf);
+    return 1;
+  }
+  if (nranks && p.match_nranks && p.match_nranks != nranks) {
+    fprintf(stderr, "pcie-tune show: %s: profile applies to %d ranks, not %ld\n", path, p.match_nranks, nranks);
+    goto out;
+  }
+  if (pt_table_build(&t, &p)) {
+    fprintf(stderr, "pcie-tune show: out of memory\n");
+    goto out;
+  }
+  built = 1;
+  const struct pt_ivset *set = t.set[coll][mode];
+  if (!set) {
+    fprintf(stderr, "pcie-tune show: %s: no %s data in this profile\n", path, pt_coll_name(coll));
+    goto out;
+  }
+  if (json) print_json(&p, set, coll, mode);
+  else print_text(&p, set, coll, mode);
+  if (svg) {
+    /* The series drawn is the one the table serves this mode from. */
+    const struct pt_series *s = p.series[coll][mode] ? p.series[coll][mode] : p.series[coll][!mode];
+    char title[300];
+    snprintf(title, sizeof title, "%s: %s, %s mode", p.name, pt_coll_name(coll), pt_mode_name(mode));
+    if (pt_svg_write(svg, title, s, set)) {
+      fprintf(stderr, "pcie-tune show: cannot write %s: %s\n", svg, strerror(errno));
+      goto out;
+    }
+    if (!json) printf("chart written to %s\n", svg);
+  }
+  status = 0;
+out:
+  if (built) pt_table_release(&t);
+  pt_profile_release(&p);
+  return status;
 }

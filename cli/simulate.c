@@ -1,9 +1,247 @@
-/* PLACEHOLDER until its issue lands: replaced by the real subcommand. */
+/*
+ * pcie-tune simulate: loads the built plugin the way NCCL does (dlopen
+ * through the simulated host), points it at a profile, and runs a workload
+ * on a simulated box, printing the time per step for NCCL's default, the
+ * tuned choice and the oracle. Owns the workload and the report; the
+ * judging of one collective is cli/simeval.c.
+ */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "cmds.h"
-int cmd_simulate(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  fprintf(stderr, "pcie-tune simulate: not built yet\n");
+#include "simeval.h"
+
+#define MAX_ITEMS 256
+
+static const char usage_text[] =
+    "usage: pcie-tune simulate PROFILE --box NAME|FILE [--workload FILE]\n"
+    "                          [--tokens LIST] [--bytes-per-token N] [--calls N]\n"
+    "                          [--graph|--eager] [--plugin SO]\n"
+    "\n"
+    "Drives the plugin through a simulated NCCL host over a workload on a\n"
+    "simulated box and prints the time per step for NCCL's default, the tuned\n"
+    "choice and the oracle (the best any choice could do).\n"
+    "\n"
+    "Default workload: one verify step of a Kimi-K2-class model, --calls 123\n"
+    "all-reduces of tokens x --bytes-per-token 14336 B, one step per token count\n"
+    "in --tokens 1,4,8,16,32,64,128.\n"
+    "\n"
+    "  --workload FILE   steps from a file: lines 'STEP COLLECTIVE BYTES COUNT';\n"
+    "                    consecutive lines with the same STEP form one step\n"
+    "  --graph|--eager   launch mode (default graph)\n"
+    "  --plugin SO       plugin to load (default: $PCIE_TUNER_SO, else\n"
+    "                    libnccl-tuner-pcie.so next to pcie-tune)\n";
+
+struct item {
+  char step[64];
+  int coll;
+  uint64_t bytes;
+  unsigned long count;
+};
+
+static int bad(const char *fmt, const char *arg) {
+  fprintf(stderr, "pcie-tune simulate: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n(see 'pcie-tune simulate --help')\n");
   return 2;
+}
+
+static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (end == s || *end || errno || *s == '-' || v < lo || v > hi) return -1;
+  *out = v;
+  return 0;
+}
+
+/* Reads a workload file; returns the item count or -1 after printing
+ * "file:line: what". */
+static int read_workload(const char *path, struct item *it, size_t max) {
+  FILE *f = fopen(path, "r");
+  char line[512];
+  int n = 0, lineno = 0;
+  if (!f) {
+    fprintf(stderr, "pcie-tune simulate: %s: %s\n", path, strerror(errno));
+    return -1;
+  }
+  while (fgets(line, sizeof line, f)) {
+    char step[64], coll[32], bytes[32], count[32], extra[8];
+    uint64_t b, c;
+    lineno++;
+    char *hash = strchr(line, '#');
+    if (hash) *hash = 0;
+    int k = sscanf(line, "%63s %31s %31s %31s %7s", step, coll, bytes, count, extra);
+    if (k <= 0) continue;
+    const char *what = NULL;
+    if (k != 4) what = "expected 'STEP COLLECTIVE BYTES COUNT'";
+    else if (pt_coll_parse(coll) < 0) what = "unknown collective";
+    else if (parse_u64(bytes, 1, 1ULL << 40, &b)) what = "BYTES must be 1..2^40";
+    else if (parse_u64(count, 1, 1000000, &c)) what = "COUNT must be 1..1000000";
+    else if ((size_t)n >= max) what = "too many lines";
+    if (what) {
+      fprintf(stderr, "pcie-tune simulate: %s:%d: %s\n", path, lineno, what);
+      fclose(f);
+      return -1;
+    }
+    snprintf(it[n].step, sizeof it[n].step, "%s", step);
+    it[n].coll = pt_coll_parse(coll);
+    it[n].bytes = b;
+    it[n].count = (unsigned long)c;
+    n++;
+  }
+  fclose(f);
+  if (!n) fprintf(stderr, "pcie-tune simulate: %s: no workload lines\n", path);
+  return n ? n : -1;
+}
+
+static const char *plugin_path(const char *given, char *buf, size_t len) {
+  if (given) return given;
+  const char *env = getenv("PCIE_TUNER_SO");
+  if (env && *env) return env;
+  ssize_t n = readlink("/proc/self/exe", buf, len - 32);
+  if (n <= 0) return NULL;
+  buf[n] = 0;
+  char *slash = strrchr(buf, '/');
+  if (!slash) return NULL;
+  snprintf(slash + 1, len - (size_t)(slash + 1 - buf), "libnccl-tuner-pcie.so");
+  return buf;
+}
+
+static void choice(char *buf, size_t len, const struct pt_sim_choice *c) {
+  if (c->algo < 0) snprintf(buf, len, "-");
+  else snprintf(buf, len, "%s/%s/%d", pt_algo_name(c->algo), pt_proto_name(c->proto), c->channels);
+}
+
+static double us_of(const struct pt_sim_choice *c) { return c->us > 0 ? c->us : 0; }
+
+int cmd_simulate(int argc, char **argv) {
+  const char *profile = NULL, *boxname = NULL, *workload = NULL, *plugin = NULL, *tokens = "1,4,8,16,32,64,128";
+  uint64_t bpt = 14336, calls = 123;
+  int mode = PT_MODE_GRAPH;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      fputs(usage_text, stdout);
+      return 0;
+    } else if (!strcmp(a, "--graph")) mode = PT_MODE_GRAPH;
+    else if (!strcmp(a, "--eager")) mode = PT_MODE_EAGER;
+    else if (!strcmp(a, "--box") || !strcmp(a, "--workload") || !strcmp(a, "--plugin") ||
+             !strcmp(a, "--tokens") || !strcmp(a, "--bytes-per-token") || !strcmp(a, "--calls")) {
+      if (!v) return bad("option '%s' needs a value", a);
+      i++;
+      if (!strcmp(a, "--box")) boxname = v;
+      else if (!strcmp(a, "--workload")) workload = v;
+      else if (!strcmp(a, "--plugin")) plugin = v;
+      else if (!strcmp(a, "--tokens")) tokens = v;
+      else if (!strcmp(a, "--bytes-per-token")) {
+        if (parse_u64(v, 1, 1ULL << 30, &bpt)) return bad("bad --bytes-per-token '%s'", v);
+      } else if (parse_u64(v, 1, 1000000, &calls)) {
+        return bad("bad --calls '%s'", v);
+      }
+    } else if (a[0] == '-' && a[1]) {
+      return bad("unknown option '%s'", a);
+    } else if (profile) {
+      return bad("more than one profile given ('%s')", a);
+    } else {
+      profile = a;
+    }
+  }
+  if (!profile) return bad("missing PROFILE%s", "");
+  if (!boxname) return bad("missing --box NAME|FILE%s", "");
+
+  static struct item items[MAX_ITEMS];
+  int nitems = 0;
+  if (workload) {
+    if ((nitems = read_workload(workload, items, MAX_ITEMS)) < 0) return 1;
+  } else {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", tokens);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+      uint64_t tok;
+      if (parse_u64(t, 1, 1 << 20, &tok) || nitems >= MAX_ITEMS) return bad("bad --tokens '%s'", tokens);
+      snprintf(items[nitems].step, sizeof items[nitems].step, "tokens=%llu", (unsigned long long)tok);
+      items[nitems].coll = PT_ALLREDUCE;
+      items[nitems].bytes = tok * bpt;
+      items[nitems].count = (unsigned long)calls;
+      nitems++;
+    }
+  }
+
+  struct pt_box box;
+  struct pt_error_rec e;
+  char buf[1200], sobuf[PATH_MAX];
+  if (pt_box_resolve(&box, boxname, &e)) {
+    pt_error_format(&e, buf, sizeof buf);
+    fprintf(stderr, "pcie-tune simulate: %s\n", buf);
+    return 1;
+  }
+  /* Fail here with the loader's own message rather than a silent no-op
+   * plugin: the plugin leaves NCCL alone when its profile is invalid. */
+  struct pt_profile chk;
+  memset(&chk, 0, sizeof chk);
+  if (pt_profile_load(&chk, profile, &e)) {
+    pt_error_format(&e, buf, sizeof buf);
+    fprintf(stderr, "pcie-tune simulate: %s\n", buf);
+    return 1;
+  }
+  pt_profile_release(&chk);
+  const char *so = plugin_path(plugin, sobuf, sizeof sobuf);
+  struct ph_plugin pl;
+  struct ph_comm comm;
+  if (!so || ph_plugin_open(&pl, so, 0, buf, sizeof buf)) {
+    fprintf(stderr, "pcie-tune simulate: cannot load the plugin: %s\n", so ? buf : "no path (use --plugin)");
+    return 1;
+  }
+  setenv("PCIE_TUNER_PROFILE", profile, 1);
+  int status = 1;
+  if (ph_comm_init(&comm, &pl, (size_t)box.nranks, (size_t)box.nnodes, 1) != 0) {
+    fprintf(stderr, "pcie-tune simulate: the plugin's init failed\n");
+    goto out_close;
+  }
+  printf("box %s (%d ranks): %s\nprofile %s, plugin %s (tuner v%d), %s mode\n\n", box.name, box.nranks,
+         box.desc, profile, so, pl.version, pt_mode_name(mode));
+  printf("%-14s %10s  %-16s %-16s %-16s %11s %11s %11s %8s %8s\n", "step", "bytes", "NCCL default",
+         "tuned", "oracle", "default", "tuned", "oracle", "speedup", "t/oracle");
+  double tot[3] = {0, 0, 0};
+  int faults = 0;
+  for (int s = 0; s < nitems;) {
+    double step[3] = {0, 0, 0};
+    int first = s;
+    for (; s < nitems && !strcmp(items[s].step, items[first].step); s++) {
+      struct pt_sim_eval ev;
+      char c0[48], c1[48], c2[48], size[32];
+      pt_sim_eval(&comm, &box, items[s].coll, mode, items[s].bytes, &ev);
+      if (ev.tuned.state != PT_PT_OK) {
+        fprintf(stderr, "pcie-tune simulate: the plugin chose %s/%s at %llu B, which is %s on this box\n",
+                pt_algo_name(ev.tuned.algo), pt_proto_name(ev.tuned.proto),
+                (unsigned long long)items[s].bytes, pt_point_state_name(ev.tuned.state));
+        faults++;
+      }
+      step[0] += (double)items[s].count * us_of(&ev.nccl);
+      step[1] += (double)items[s].count * us_of(&ev.tuned);
+      step[2] += (double)items[s].count * us_of(&ev.oracle);
+      choice(c0, sizeof c0, &ev.nccl);
+      choice(c1, sizeof c1, &ev.tuned);
+      choice(c2, sizeof c2, &ev.oracle);
+      snprintf(size, sizeof size, "%llu", (unsigned long long)items[s].bytes);
+      if (items[s].count > 1) snprintf(size + strlen(size), sizeof size - strlen(size), "x%lu", items[s].count);
+      printf("%-14s %10s  %-16s %-16s %-16s", s == first ? items[s].step : "", size, c0, c1, c2);
+      if (s + 1 < nitems && !strcmp(items[s + 1].step, items[first].step)) printf("\n");
+    }
+    printf(" %8.1f us %8.1f us %8.1f us %7.2fx %8.3f\n", step[0], step[1], step[2],
+           step[1] > 0 ? step[0] / step[1] : 0, step[2] > 0 ? step[1] / step[2] : 0);
+    for (int k = 0; k < 3; k++) tot[k] += step[k];
+  }
+  printf("%-14s %10s  %-16s %-16s %-16s %8.1f us %8.1f us %8.1f us %7.2fx %8.3f\n", "total", "", "", "", "",
+         tot[0], tot[1], tot[2], tot[1] > 0 ? tot[0] / tot[1] : 0, tot[2] > 0 ? tot[1] / tot[2] : 0);
+  status = faults ? 1 : 0;
+  ph_comm_finalize(&comm);
+out_close:
+  ph_plugin_close(&pl);
+  return status;
 }
