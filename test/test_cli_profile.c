@@ -1,0 +1,200 @@
+/* pcie-tune profile / show / simulate as a user runs them: output, exit
+ * codes (0 ok, 1 failed, 2 usage), no overwrite without --force, and
+ * --resume after an interrupted sweep. */
+#include <check.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "support/pt_test.h"
+
+static char *dir;
+
+static int run(char **out, char **err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int run(char **out, char **err, const char *fmt, ...) {
+  char args[2048], cmd[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(args, sizeof args, fmt, ap);
+  va_end(ap);
+  snprintf(cmd, sizeof cmd, "cd %s && PCIE_TUNER_SO=%s %s %s", dir, pt_test_so(), pt_test_cli(), args);
+  return pt_test_run(cmd, out, err);
+}
+
+static void setup(void) { dir = pt_test_tmpdir(); }
+static void teardown(void) {
+  pt_test_rmtree(dir);
+  free(dir);
+}
+
+static void expect(int want, const char *needle_err, const char *args) {
+  char *out = NULL, *err = NULL;
+  int rc = run(&out, &err, "%s", args);
+  ck_assert_msg(rc == want, "'%s': exit %d, want %d; stderr: %s", args, rc, want, err);
+  if (needle_err) ck_assert_msg(strstr(err, needle_err) != NULL, "'%s': stderr '%s' lacks '%s'", args, err, needle_err);
+  free(out);
+  free(err);
+}
+
+START_TEST(bad_arguments_exit_2_with_a_clear_message) {
+  expect(2, "missing --out", "profile --backend sim --box gen5-8x-p2p");
+  expect(2, "unknown option '--bogus'", "profile --bogus");
+  expect(2, "bad --sizes '8:x'", "profile --backend sim --box gen5-8x-p2p --out p.cfg --sizes 8:x");
+  expect(2, "bad --sizes '1M:8'", "profile --backend sim --box gen5-8x-p2p --out p.cfg --sizes 1M:8");
+  expect(2, "bad --protos 'll256'", "profile --backend sim --box gen5-8x-p2p --out p.cfg --protos ll256");
+  expect(2, "bad --algos 'nvls'", "profile --backend sim --box gen5-8x-p2p --out p.cfg --algos nvls");
+  expect(2, "bad --reps '0'", "profile --backend sim --box gen5-8x-p2p --out p.cfg --reps 0");
+  expect(2, "option '--seed' needs a value", "profile --backend sim --box gen5-8x-p2p --out p.cfg --seed");
+  expect(2, "backend 'gpu' is not available", "profile --backend gpu --box x --out p.cfg");
+  expect(2, "unknown box 'nope'", "profile --backend sim --box nope --out p.cfg");
+  expect(2, "above the box's 4 channels", "profile --backend sim --box gen5-8x-p2p --out p.cfg --channels 8,16");
+  expect(2, "missing PROFILE", "show");
+  expect(2, "unknown collective 'allsum'", "show p.cfg --collective allsum");
+  expect(2, "missing --box", "simulate p.cfg");
+  expect(2, "bad --tokens", "simulate p.cfg --box gen5-8x-p2p --tokens 1,x");
+  struct stat st;
+  ck_assert_int_ne(stat("p.cfg", &st), 0); /* nothing was written */
+}
+END_TEST
+
+START_TEST(help_exits_0) {
+  const char *cmds[] = {"--help", "profile --help", "show --help", "simulate --help"};
+  for (size_t i = 0; i < 4; i++) {
+    char *out = NULL, *err = NULL;
+    ck_assert_int_eq(run(&out, &err, "%s", cmds[i]), 0);
+    ck_assert_msg(strstr(out, "usage: pcie-tune") != NULL, "%s: %s", cmds[i], out);
+    free(out);
+    free(err);
+  }
+}
+END_TEST
+
+START_TEST(profile_show_simulate) {
+  char *out = NULL, *err = NULL, path[1100];
+  ck_assert_int_eq(run(&out, &err, "profile --backend sim --box gen5-8x-dual-misdetect --out p.cfg"), 0);
+  ck_assert_ptr_nonnull(strstr(err, "wrote p.cfg"));
+  free(out), free(err);
+  /* Never overwritten without --force. */
+  expect(1, "exists; use --force", "profile --backend sim --box gen5-8x-dual-misdetect --out p.cfg");
+  expect(0, NULL, "profile --backend sim --box gen5-8x-dual-misdetect --out p.cfg --force --quiet");
+
+  ck_assert_int_eq(run(&out, &err, "show p.cfg --svg p.svg"), 0);
+  ck_assert_ptr_nonnull(strstr(out, "allreduce, graph mode"));
+  /* 64 KiB sits in an interval where LL beats NCCL's mis-detected Simple. */
+  char *line = strstr(out, "ring/ll/4");
+  ck_assert_ptr_nonnull(line);
+  ck_assert_ptr_nonnull(strstr(out, "x  "));
+  free(out), free(err);
+  snprintf(path, sizeof path, "%s/p.svg", dir);
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  char svg[65536];
+  size_t n = fread(svg, 1, sizeof svg - 1, f);
+  svg[n] = 0;
+  fclose(f);
+  ck_assert_ptr_nonnull(strstr(svg, "<svg"));
+  ck_assert_ptr_nonnull(strstr(svg, "NCCL default"));
+  ck_assert_ptr_nonnull(strstr(svg, "latency (us, log scale)"));
+  ck_assert_ptr_nonnull(strstr(svg, "</svg>"));
+
+  ck_assert_int_eq(run(&out, &err, "show p.cfg --json"), 0);
+  ck_assert_ptr_nonnull(strstr(out, "\"intervals\": ["));
+  ck_assert_ptr_nonnull(strstr(out, "\"speedup\": "));
+  free(out), free(err);
+  expect(1, "applies to 8 ranks, not 4", "show p.cfg --nranks 4");
+  expect(1, "no reduce data", "show p.cfg --collective reduce");
+  expect(1, "nope.cfg", "show nope.cfg");
+
+  ck_assert_int_eq(run(&out, &err, "simulate p.cfg --box gen5-8x-dual-misdetect"), 0);
+  ck_assert_ptr_nonnull(strstr(out, "tokens=4"));
+  ck_assert_ptr_nonnull(strstr(out, "tokens=128"));
+  ck_assert_ptr_nonnull(strstr(out, "total"));
+  /* tokens=4 (56 KiB): NCCL runs Simple, the plugin LL, about twice as fast. */
+  char *t4 = strstr(out, "tokens=4");
+  ck_assert_ptr_nonnull(strstr(t4, "ring/simple"));
+  double d, t, o, sp;
+  char *us = strstr(t4, " us");
+  ck_assert_ptr_nonnull(us);
+  while (us > t4 && us[-1] != ' ') us--;
+  ck_assert_int_eq(sscanf(us, "%lf us %lf us %lf us %lfx", &d, &t, &o, &sp), 4);
+  ck_assert_double_gt(sp, 1.5);
+  ck_assert_double_le(t / o, 1.05);
+  free(out), free(err);
+  ck_assert_ptr_nonnull(pt_test_write(dir, "w.txt", "# a workload\nstep1 allreduce 65536 10\nstep1 allgather 1024 2\nstep2 allreduce 8 1\n"));
+  ck_assert_int_eq(run(&out, &err, "simulate p.cfg --box gen5-8x-dual-misdetect --workload w.txt"), 0);
+  ck_assert_ptr_nonnull(strstr(out, "step2"));
+  free(out), free(err);
+  ck_assert_ptr_nonnull(pt_test_write(dir, "bad.txt", "step1 allreduce 65536 10\nstep1 allsum 10 1\n"));
+  expect(1, "bad.txt:2: unknown collective", "simulate p.cfg --box gen5-8x-dual-misdetect --workload bad.txt");
+  expect(1, "cannot load the plugin", "simulate p.cfg --box gen5-8x-dual-misdetect --plugin /nonexistent.so");
+}
+END_TEST
+
+static char *slurp(const char *name) {
+  char path[1100];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  char *buf = calloc(1, 1 << 20);
+  fread(buf, 1, (1 << 20) - 1, f);
+  fclose(f);
+  return buf;
+}
+
+START_TEST(resume_continues_an_interrupted_sweep) {
+  char *out = NULL, *err = NULL;
+  const char *opts = "--backend sim --box gen5-8x-ll128 --sizes 8:64M --seed 3";
+  /* Uninterrupted reference. */
+  ck_assert_int_eq(run(&out, &err, "profile %s --out ref.cfg --quiet", opts), 0);
+  free(out), free(err);
+  /* Stopped after 150 repetitions: a valid partial profile, exit 1. */
+  ck_assert_int_eq(run(&out, &err, "profile %s --out p.cfg --budget 150", opts), 1);
+  ck_assert_ptr_nonnull(strstr(err, "partial profile written to p.cfg"));
+  ck_assert_ptr_nonnull(strstr(err, "--resume --out p.cfg"));
+  free(out), free(err);
+  char *partial = slurp("p.cfg");
+  ck_assert_ptr_nonnull(strstr(partial, "state = \"partial\""));
+  free(partial);
+  expect(0, NULL, "check p.cfg");
+  /* Options other than --out/--budget/--quiet are refused on resume. */
+  expect(2, "--resume takes the sweep's options", "profile --resume --out p.cfg --box gen5-8x-p2p");
+  /* Resume twice more with small budgets, then to the end. */
+  expect(1, "budget reached", "profile --resume --out p.cfg --budget 200");
+  ck_assert_int_eq(run(&out, &err, "profile --resume --out p.cfg"), 0);
+  free(out), free(err);
+  expect(1, "is complete; nothing to resume", "profile --resume --out p.cfg");
+  /* The resumed sweep measured the same grid and takes the same decisions. */
+  char *a = slurp("p.cfg"), *b = slurp("ref.cfg");
+  ck_assert_ptr_nonnull(strstr(a, "state = \"complete\""));
+  char *sa = strstr(a, "sizes = ["), *sb = strstr(b, "sizes = [");
+  ck_assert_ptr_nonnull(sa);
+  ck_assert_int_eq(strncmp(sa, sb, (size_t)(strchr(sb, ']') - sb)), 0);
+  free(a), free(b);
+  char *o1 = NULL, *o2 = NULL;
+  ck_assert_int_eq(run(&o1, &err, "simulate p.cfg --box gen5-8x-ll128"), 0);
+  free(err);
+  ck_assert_int_eq(run(&o2, &err, "simulate ref.cfg --box gen5-8x-ll128"), 0);
+  free(err);
+  ck_assert_str_eq(strstr(o1, "step"), strstr(o2, "step"));
+  free(o1), free(o2);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("cli_profile");
+  TCase *tc = tcase_create("core");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, bad_arguments_exit_2_with_a_clear_message);
+  tcase_add_test(tc, help_exits_0);
+  tcase_add_test(tc, profile_show_simulate);
+  tcase_add_test(tc, resume_continues_an_interrupted_sweep);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}
