@@ -10,6 +10,7 @@
 
 #include "nccl/common.h"
 #include "pcie/table.h"
+#include "support/pt_test.h"
 
 #define HEAD                                                                              \
   "version = 1;\nname = \"t\";\n"                                                        \
@@ -262,10 +263,4 @@ static Suite *suite(void) {
   return s;
 }
 
-int main(void) {
-  SRunner *sr = srunner_create(suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
-}
+int main(void) { return pt_test_main(suite()); }

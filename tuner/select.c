@@ -20,17 +20,22 @@ static int cmp_str(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Lists the .cfg files of dir, sorted by name (so every rank scans in the same order).
- * Returns the count, or -1 when dir cannot be opened. */
+/* Lists the .cfg files of dir, sorted by name (so every rank scans in the
+ * same order). Returns the count, -1 when dir cannot be opened, -2 when it
+ * holds more than max (a silently partial scan could pick differently). */
 static int list_dir(const char *dir, char **files, int max) {
   DIR *d = opendir(dir);
   struct dirent *de;
   int n = 0;
   if (!d) return -1;
-  while ((de = readdir(d)) && n < max) {
+  while ((de = readdir(d))) {
     size_t len = strlen(de->d_name);
     if (de->d_name[0] == '.' || len < 5 || strcmp(de->d_name + len - 4, ".cfg")) continue;
-    if (asprintf(&files[n], "%s/%s", dir, de->d_name) < 0) break;
+    if (n == max || asprintf(&files[n], "%s/%s", dir, de->d_name) < 0) {
+      for (int i = 0; i < n; i++) free(files[i]);
+      closedir(d);
+      return -2;
+    }
     n++;
   }
   closedir(d);
@@ -115,9 +120,14 @@ static int select_path(const char *path, int absent_ok, size_t nranks, size_t nn
       snprintf(msg, msglen, "profile %s does not match nRanks=%zu nNodes=%zu", path, nranks, nnodes);
     return rc;
   }
+  errno = 0;
   n = list_dir(path, files, MAX_FILES);
   if (n < 0) {
-    snprintf(msg, msglen, "cannot read profile directory %s (%s)", path, strerror(errno));
+    if (n == -2)
+      snprintf(msg, msglen, "profile directory %s holds more than %d profiles; split it", path,
+               MAX_FILES);
+    else
+      snprintf(msg, msglen, "cannot read profile directory %s (%s)", path, strerror(errno));
     return PT_EIO;
   }
   rc = pick(files, n, nranks, nnodes, out, msg, msglen);

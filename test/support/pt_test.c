@@ -89,3 +89,11 @@ int pt_test_run(const char *cmd, char **out, char **err) {
   else free(e);
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
+
+int pt_test_main(Suite *s) {
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}

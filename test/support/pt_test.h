@@ -21,4 +21,8 @@ void pt_test_nccl_table(float t[7][3], int coll, size_t nbytes, int nranks, int 
  * returns the exit status, or -1 when it did not exit normally. */
 int pt_test_run(const char *cmd, char **out, char **err);
 
+/* Runs one suite (CK_NORMAL) and returns the process exit status. */
+struct Suite;
+int pt_test_main(struct Suite *s);
+
 #endif
