@@ -46,7 +46,7 @@ void pt_sweep_opts_default(struct pt_sweep_opts *o) {
   o->mode_mask = 1u << PT_MODE_GRAPH;
   o->reps = 7;
   o->screen_reps = 3;
-  o->margin = 0.08;
+  o->margin = 0.06;
   o->tol = 0.01;
   o->coarse_log2 = 3;
 }
