@@ -1,0 +1,438 @@
+/* Faults and foreign peers: a peer killed mid-transfer (forked process, as
+ * sender and as receiver), a stopped peer, strangers on the listening port,
+ * a peer of another protocol version, garbage and truncated streams, and
+ * many comms driven by two threads at once. Every failure must surface as
+ * an error from test within a bound, never as a hang or a signal. */
+#include <check.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "support/net_harness.h"
+#include "support/net_wire.h"
+
+#define BIG (32 << 20)
+
+static struct nh_net net;
+static void *ctx;
+
+static void open_version(int i)
+{
+  setenv("PCIE_NET_IFNAME", "=lo", 1);
+  setenv("PCIE_NET_NSTREAMS", "3", 1);
+  ck_assert_msg(nh_open(&net, nh_versions[i]) == 0, "dlopen/dlsym of v%d", nh_versions[i]);
+  ck_assert_int_eq(nh_init(&net, &ctx), ncclSuccess);
+}
+
+/* Child side: open the plugin, connect to the handle read from fd, then
+ * send BIG messages forever (or receive, if listen_side). Never returns. */
+static void child_sender(int version_index, int rfd)
+{
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void *sc = NULL, *req;
+  char *buf = malloc(BIG);
+  if (read(rfd, handle, sizeof(handle)) != (ssize_t)sizeof(handle))
+    _exit(2);
+  open_version(version_index);
+  while (!sc)
+    if (nh_connect(&net, ctx, 0, handle, &sc) != ncclSuccess)
+      _exit(3);
+  for (;;) {
+    req = NULL;
+    while (!req)
+      if (nh_isend(&net, sc, buf, BIG, 1, NULL, &req) != ncclSuccess)
+        _exit(4);
+    if (nh_wait(&net, req, NULL, 60000, NULL) != ncclSuccess)
+      _exit(5);
+  }
+}
+
+static void child_receiver(int version_index, int wfd)
+{
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void *lc, *rc = NULL, *req;
+  char *buf = malloc(BIG);
+  size_t cap = BIG;
+  int tag = 1;
+  open_version(version_index);
+  if (nh_listen(&net, ctx, 0, handle, &lc) != ncclSuccess ||
+      write(wfd, handle, sizeof(handle)) != (ssize_t)sizeof(handle))
+    _exit(2);
+  while (!rc)
+    if (nh_accept(&net, lc, &rc) != ncclSuccess)
+      _exit(3);
+  for (;;) {
+    req = NULL;
+    while (!req)
+      if (nh_irecv(&net, rc, 1, (void **)&buf, &cap, &tag, NULL, &req) != ncclSuccess)
+        _exit(4);
+    if (nh_wait(&net, req, NULL, 60000, NULL) != ncclSuccess)
+      _exit(5);
+  }
+}
+
+/* Keeps receives posted until test fails; returns its code. */
+static ncclResult_t recv_until_error(void *rc, char *buf, double limit_ms, pid_t kill_pid,
+                                     double kill_after_ms)
+{
+  size_t cap = BIG;
+  int tag = 1, done;
+  void *req = NULL;
+  double start = nh_now_ms();
+  for (;;) {
+    ncclResult_t r;
+    if (!req && (r = nh_irecv(&net, rc, 1, (void **)&buf, &cap, &tag, NULL, &req)) != ncclSuccess)
+      return r;
+    if (req && (r = nh_test(&net, req, &done, NULL)) != ncclSuccess)
+      return r;
+    if (req && done)
+      req = NULL;
+    if (kill_pid > 0 && nh_now_ms() - start > kill_after_ms) {
+      kill(kill_pid, SIGKILL);
+      kill_pid = 0;
+    }
+    if (nh_now_ms() - start > limit_ms)
+      return ncclSuccess;
+  }
+}
+
+START_TEST(sender_killed_mid_transfer)
+{
+  int p[2];
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void *lc, *rc = NULL;
+  ck_assert_int_eq(pipe(p), 0);
+  pid_t pid = fork();
+  if (pid == 0)
+    child_sender(_i, p[0]);
+  open_version(_i);
+  ck_assert_int_eq(nh_listen(&net, ctx, 0, handle, &lc), ncclSuccess);
+  ck_assert_int_eq(write(p[1], handle, sizeof(handle)), (ssize_t)sizeof(handle));
+  double end = nh_now_ms() + 10000;
+  while (!rc && nh_now_ms() < end)
+    ck_assert_int_eq(nh_accept(&net, lc, &rc), ncclSuccess);
+  ck_assert_ptr_nonnull(rc);
+  char *buf = malloc(BIG);
+  double t0 = nh_now_ms();
+  ncclResult_t r = recv_until_error(rc, buf, 8000, pid, 150);
+  ck_assert_msg(r == ncclRemoteError, "test after the sender died: %d (%s)", r, nh_last_warn());
+  ck_assert_msg(nh_now_ms() - t0 < 5000, "error took %.0f ms", nh_now_ms() - t0);
+  int status;
+  waitpid(pid, &status, 0);
+  ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  ck_assert_int_eq(nh_close_recv(&net, rc), ncclSuccess);
+  ck_assert_int_eq(nh_close_listen(&net, lc), ncclSuccess);
+  nh_finalize(&net, ctx);
+  free(buf);
+}
+END_TEST
+
+START_TEST(receiver_killed_mid_transfer)
+{
+  int p[2];
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void *sc = NULL, *req = NULL;
+  ck_assert_int_eq(pipe(p), 0);
+  pid_t pid = fork();
+  if (pid == 0)
+    child_receiver(_i, p[1]);
+  open_version(_i);
+  ck_assert_int_eq(read(p[0], handle, sizeof(handle)), (ssize_t)sizeof(handle));
+  double end = nh_now_ms() + 10000;
+  while (!sc && nh_now_ms() < end)
+    ck_assert_int_eq(nh_connect(&net, ctx, 0, handle, &sc), ncclSuccess);
+  ck_assert_ptr_nonnull(sc);
+  char *buf = malloc(BIG);
+  ncclResult_t r = ncclSuccess;
+  double start = nh_now_ms();
+  int killed = 0, done;
+  /* SIGPIPE keeps its default action: a send without MSG_NOSIGNAL would
+   * kill this process and fail the test. */
+  while (r == ncclSuccess && nh_now_ms() - start < 8000) {
+    if (!req)
+      r = nh_isend(&net, sc, buf, BIG, 1, NULL, &req);
+    if (r == ncclSuccess && req && (r = nh_test(&net, req, &done, NULL)) == ncclSuccess && done)
+      req = NULL;
+    if (!killed && nh_now_ms() - start > 150) {
+      kill(pid, SIGKILL);
+      killed = 1;
+      start = nh_now_ms();
+    }
+  }
+  ck_assert_msg(r == ncclRemoteError, "send after the receiver died: %d (%s)", r, nh_last_warn());
+  waitpid(pid, NULL, 0);
+  ck_assert_int_eq(nh_close_send(&net, sc), ncclSuccess);
+  nh_finalize(&net, ctx);
+  free(buf);
+}
+END_TEST
+
+START_TEST(close_with_stopped_peer)
+{
+  int p[2];
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void *lc, *rc = NULL;
+  ck_assert_int_eq(pipe(p), 0);
+  pid_t pid = fork();
+  if (pid == 0)
+    child_sender(4, p[0]);
+  open_version(4);
+  ck_assert_int_eq(nh_listen(&net, ctx, 0, handle, &lc), ncclSuccess);
+  ck_assert_int_eq(write(p[1], handle, sizeof(handle)), (ssize_t)sizeof(handle));
+  while (!rc)
+    ck_assert_int_eq(nh_accept(&net, lc, &rc), ncclSuccess);
+  char *buf = malloc(BIG);
+  ck_assert_int_eq(recv_until_error(rc, buf, 100, 0, 0), ncclSuccess);
+  kill(pid, SIGSTOP);
+  /* a hung peer stalls transfers without an error ... */
+  ck_assert_int_eq(recv_until_error(rc, buf, 200, 0, 0), ncclSuccess);
+  /* ... and close still returns at once */
+  double t0 = nh_now_ms();
+  ck_assert_int_eq(nh_close_recv(&net, rc), ncclSuccess);
+  ck_assert(nh_now_ms() - t0 < 1000);
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+  nh_close_listen(&net, lc);
+  nh_finalize(&net, ctx);
+  free(buf);
+}
+END_TEST
+
+static void *accept_until(void *lc, void *handle, void **sc, double ms)
+{
+  void *rc = NULL;
+  double end = nh_now_ms() + ms;
+  while ((!rc || (sc && !*sc)) && nh_now_ms() < end) {
+    if (!rc)
+      ck_assert_int_eq(nh_accept(&net, lc, &rc), ncclSuccess);
+    if (sc && !*sc)
+      ck_assert_int_eq(nh_connect(&net, ctx, 0, handle, sc), ncclSuccess);
+  }
+  return rc;
+}
+
+START_TEST(strangers_do_not_disturb)
+{
+  char handle[NCCL_NET_HANDLE_MAXSIZE], junk[64];
+  void *lc, *sc = NULL, *rc;
+  int got;
+  open_version(4);
+  ck_assert_int_eq(nh_listen(&net, ctx, 0, handle, &lc), ncclSuccess);
+  const struct nw_handle *h = (const struct nw_handle *)handle;
+  ck_assert(h->magic == NW_MAGIC && h->version == NW_VERSION && h->nstreams == 3);
+  int silent = nw_dial(h), noisy = nw_dial(h), early = nw_dial(h);
+  ck_assert(silent >= 0 && noisy >= 0 && early >= 0);
+  memset(junk, 'x', sizeof(junk));
+  ck_assert_int_eq(send(noisy, junk, sizeof(junk), MSG_NOSIGNAL), (ssize_t)sizeof(junk));
+  close(early);
+  rc = accept_until(lc, handle, &sc, 5000);
+  ck_assert_msg(sc && rc, "the real peer connects despite strangers (%s)", nh_last_warn());
+  char s[100000], r[100000];
+  nh_fill(s, sizeof(s), 5);
+  ck_assert_int_eq(nh_xfer(&net, sc, rc, s, sizeof(s), r, sizeof(r), &got), ncclSuccess);
+  ck_assert(nh_check(r, sizeof(r), 5) < 0);
+  /* the noisy stranger was dropped: EOF, or a reset for its unread junk */
+  ssize_t n = recv(noisy, junk, sizeof(junk), 0);
+  ck_assert(n == 0 || (n < 0 && errno == ECONNRESET));
+  close(silent);
+  close(noisy);
+  nh_close_send(&net, sc);
+  nh_close_recv(&net, rc);
+  nh_close_listen(&net, lc);
+  nh_finalize(&net, ctx);
+}
+END_TEST
+
+START_TEST(version_and_nonce_mismatch_refused)
+{
+  char handle[NCCL_NET_HANDLE_MAXSIZE], copy[NCCL_NET_HANDLE_MAXSIZE];
+  void *lc, *sc = NULL;
+  open_version(4);
+  ck_assert_int_eq(nh_listen(&net, ctx, 0, handle, &lc), ncclSuccess);
+  struct nw_handle *h = (struct nw_handle *)handle;
+  /* a peer of another protocol version is told so, then dropped */
+  int fd = nw_dial(h);
+  ck_assert_int_ge(fd, 0);
+  int status = -2;
+  void *rc = NULL;
+  pid_t pid = fork(); /* the listener must progress while we block */
+  if (pid == 0)
+    _exit(nw_hello(fd, h, NW_VERSION + 1, 0, 42) == 1 ? 0 : 1);
+  for (double end = nh_now_ms() + 5000; nh_now_ms() < end && waitpid(pid, &status, WNOHANG) == 0;)
+    ck_assert_int_eq(nh_accept(&net, lc, &rc), ncclSuccess);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "version nack received");
+  ck_assert_msg(strstr(nh_last_warn(), "version"), "listener WARN: %s", nh_last_warn());
+  close(fd);
+  /* a handle naming another version is refused by connect */
+  memcpy(copy, handle, sizeof(copy));
+  ((struct nw_handle *)copy)->version = NW_VERSION + 1;
+  ck_assert_int_eq(nh_connect(&net, ctx, 0, copy, &sc), ncclInvalidUsage);
+  /* a handle with another listener's nonce: the listener refuses, connect
+   * fails (never hangs) */
+  memcpy(copy, handle, sizeof(copy));
+  ((struct nw_handle *)copy)->nonce ^= 1;
+  ncclResult_t r = ncclSuccess;
+  for (double end = nh_now_ms() + 5000; r == ncclSuccess && !sc && nh_now_ms() < end;) {
+    ck_assert_int_eq(nh_accept(&net, lc, &rc), ncclSuccess);
+    r = nh_connect(&net, ctx, 0, copy, &sc);
+  }
+  ck_assert_int_eq(r, ncclRemoteError);
+  ck_assert_ptr_null(sc);
+  ck_assert_ptr_null(rc);
+  nh_close_listen(&net, lc);
+  nh_finalize(&net, ctx);
+}
+END_TEST
+
+/* A raw peer completes the handshake, then sends a bad chunk magic or
+ * stops inside a chunk: the receive fails with a reason. */
+static void raw_peer_case(int truncate)
+{
+  char handle[NCCL_NET_HANDLE_MAXSIZE], buf[4096];
+  void *lc, *rc = NULL, *req = NULL, *d = buf;
+  size_t cap = sizeof(buf);
+  int tag = 1, fds[3];
+  open_version(4);
+  ck_assert_int_eq(nh_listen(&net, ctx, 0, handle, &lc), ncclSuccess);
+  const struct nw_handle *h = (const struct nw_handle *)handle;
+  pid_t pid = fork();
+  if (pid == 0) {
+    for (int i = 0; i < h->nstreams; i++)
+      if ((fds[i] = nw_dial(h)) < 0 || nw_send_hello(fds[i], h, NW_VERSION, (uint16_t)i, 7))
+        _exit(1);
+    for (int i = 0; i < h->nstreams; i++)
+      if (nw_read_ack(fds[i]) != 0)
+        _exit(1);
+    struct nw_chunk c = {.magic = truncate ? NW_CHUNK_MAGIC : 0xdeadbeef,
+                         .seq = 0, .tag = 1, .len = 1000, .offset = 0, .total = 1000};
+    (void)!send(fds[0], &c, sizeof(c), MSG_NOSIGNAL);
+    (void)!send(fds[0], buf, 10, MSG_NOSIGNAL);
+    _exit(0); /* closes every stream */
+  }
+  rc = accept_until(lc, handle, NULL, 5000);
+  ck_assert_ptr_nonnull(rc);
+  ck_assert_int_eq(nh_irecv(&net, rc, 1, &d, &cap, &tag, NULL, &req), ncclSuccess);
+  ck_assert_int_eq(nh_wait(&net, req, NULL, 5000, NULL), ncclRemoteError);
+  ck_assert_msg(strstr(nh_last_warn(), truncate ? "inside a chunk" : "magic"), "WARN: %s",
+                nh_last_warn());
+  waitpid(pid, NULL, 0);
+  nh_close_recv(&net, rc);
+  nh_close_listen(&net, lc);
+  nh_finalize(&net, ctx);
+}
+
+START_TEST(bad_chunk_magic_fails_receive)
+{
+  raw_peer_case(0);
+}
+END_TEST
+
+START_TEST(truncated_stream_fails_receive)
+{
+  raw_peer_case(1);
+}
+END_TEST
+
+/* Four full-duplex pairs; one thread drives every send comm, another every
+ * receive comm, concurrently (the TSan build checks the engine's sharing). */
+enum { PAIRS = 4, MSGS = 40 };
+static void *scs[2 * PAIRS], *rcs[2 * PAIRS];
+
+static size_t msg_size(int k, int m)
+{
+  return (size_t)((k * 7919 + m * 104729) % 300000);
+}
+
+static void *sender(void *arg)
+{
+  (void)arg;
+  static char buf[2 * PAIRS][300000];
+  for (int m = 0; m < MSGS; m++) {
+    void *req[2 * PAIRS];
+    for (int k = 0; k < 2 * PAIRS; k++) {
+      nh_fill(buf[k], msg_size(k, m), (uint64_t)(k * 1000 + m));
+      req[k] = NULL;
+      while (!req[k])
+        if (nh_isend(&net, scs[k], buf[k], msg_size(k, m), k, NULL, &req[k]) != ncclSuccess)
+          return (void *)1;
+    }
+    for (int k = 0; k < 2 * PAIRS; k++)
+      if (nh_wait(&net, req[k], NULL, 20000, NULL) != ncclSuccess)
+        return (void *)1;
+  }
+  return NULL;
+}
+
+static void *receiver(void *arg)
+{
+  (void)arg;
+  static char buf[2 * PAIRS][300000];
+  for (int m = 0; m < MSGS; m++) {
+    void *req[2 * PAIRS];
+    int sizes[PT_NH_MAXN];
+    for (int k = 0; k < 2 * PAIRS; k++) {
+      void *d = buf[k];
+      size_t cap = sizeof(buf[k]);
+      req[k] = NULL;
+      while (!req[k])
+        if (nh_irecv(&net, rcs[k], 1, &d, &cap, &k, NULL, &req[k]) != ncclSuccess)
+          return (void *)1;
+    }
+    for (int k = 0; k < 2 * PAIRS; k++)
+      if (nh_wait(&net, req[k], sizes, 20000, NULL) != ncclSuccess ||
+          sizes[0] != (int)msg_size(k, m) ||
+          nh_check(buf[k], msg_size(k, m), (uint64_t)(k * 1000 + m)) >= 0)
+        return (void *)1;
+  }
+  return NULL;
+}
+
+START_TEST(two_threads_many_comms)
+{
+  pthread_t ts, tr;
+  void *rs, *rr;
+  open_version(_i);
+  for (int k = 0; k < 2 * PAIRS; k++)
+    ck_assert_int_eq(nh_pair(&net, ctx, 0, &scs[k], &rcs[k], NULL), 0);
+  ck_assert_int_eq(pthread_create(&ts, NULL, sender, NULL), 0);
+  ck_assert_int_eq(pthread_create(&tr, NULL, receiver, NULL), 0);
+  pthread_join(ts, &rs);
+  pthread_join(tr, &rr);
+  ck_assert_msg(!rs && !rr, "threaded transfers failed (%s)", nh_last_warn());
+  for (int k = 0; k < 2 * PAIRS; k++) {
+    nh_close_send(&net, scs[k]);
+    nh_close_recv(&net, rcs[k]);
+  }
+  nh_finalize(&net, ctx);
+}
+END_TEST
+
+static Suite *fault_suite(void)
+{
+  Suite *s = suite_create("net_fault");
+  TCase *tc = tcase_create("faults");
+  tcase_set_timeout(tc, 60);
+  tcase_add_loop_test(tc, sender_killed_mid_transfer, 0, NH_NVERSIONS);
+  tcase_add_loop_test(tc, receiver_killed_mid_transfer, 0, NH_NVERSIONS);
+  tcase_add_test(tc, close_with_stopped_peer);
+  tcase_add_test(tc, strangers_do_not_disturb);
+  tcase_add_test(tc, version_and_nonce_mismatch_refused);
+  tcase_add_test(tc, bad_chunk_magic_fails_receive);
+  tcase_add_test(tc, truncated_stream_fails_receive);
+  tcase_add_loop_test(tc, two_threads_many_comms, 3, NH_NVERSIONS);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void)
+{
+  SRunner *sr = srunner_create(fault_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
