@@ -133,11 +133,15 @@ bench: all $(BENCH_BINS)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(DATADIR)/profiles \
-	  $(DESTDIR)$(PREFIX)/share/doc/nccl-pcie-tuner
+	  $(DESTDIR)$(DATADIR)/examples $(DESTDIR)$(PREFIX)/share/doc/nccl-pcie-tuner
 	install -m 755 $(SO) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf libnccl-tuner-pcie.so $(DESTDIR)$(PREFIX)/lib/libnccl-net-pcie.so
 	install -m 755 $(CLI) $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 profiles/*.cfg $(DESTDIR)$(DATADIR)/profiles/
+	# Illustrations (example-*.cfg) must never be picked up automatically:
+	# they go beside the profiles directory the plugin scans, not into it.
+	for f in profiles/*.cfg; do case $${f##*/} in \
+	  example-*) install -m 644 $$f $(DESTDIR)$(DATADIR)/examples/ ;; \
+	  *) install -m 644 $$f $(DESTDIR)$(DATADIR)/profiles/ ;; esac; done
 	install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/nccl-pcie-tuner/
 
 clean:

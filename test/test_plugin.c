@@ -361,12 +361,8 @@ START_TEST(missing_profile_leaves_nccl_alone) {
 END_TEST
 
 START_TEST(unset_env_and_nothing_installed_is_passive) {
-  /* Run from the empty temp dir so ./profiles does not exist. An installed
-   * profiles directory on this machine would legitimately change the answer. */
-  if (access(PT_DATADIR, F_OK) == 0) {
-    fprintf(stderr, "skipped: %s exists on this machine\n", PT_DATADIR);
-    return;
-  }
+  /* Run from the empty temp dir so ./profiles does not exist; the build
+   * tree has no share/nccl-pcie-tuner beside its lib. */
   ck_assert_int_eq(chdir(dir), 0);
   expect_passive("no profile matches nRanks=8 nNodes=1", NCCL_LOG_INFO);
 }
@@ -386,6 +382,42 @@ START_TEST(unset_env_scans_dot_profiles) {
   ph_comm_finalize(&c);
   ph_plugin_close(&pl);
   free(sub);
+}
+END_TEST
+
+static const char *named(const char *name, const char *match);
+
+/* An installed copy finds PREFIX/share/nccl-pcie-tuner/profiles beside its
+ * own PREFIX/lib, ahead of ./profiles. */
+START_TEST(installed_profiles_beside_the_library) {
+  char *cmd = NULL, *so = NULL, *share = NULL, *cwd_profiles = NULL;
+  ck_assert(asprintf(&cmd, "mkdir -p '%s/lib' '%s/share/nccl-pcie-tuner/profiles' '%s/run/profiles' && cp '%s' '%s/lib/'",
+                     dir, dir, dir, pt_test_so(), dir) > 0);
+  ck_assert_int_eq(system(cmd), 0);
+  ck_assert(asprintf(&so, "%s/lib/libnccl-tuner-pcie.so", dir) > 0);
+  ck_assert(asprintf(&share, "%s/share/nccl-pcie-tuner/profiles", dir) > 0);
+  ck_assert(asprintf(&cwd_profiles, "%s/run/profiles", dir) > 0);
+  free(pt_test_write(share, "installed.cfg", named("installed", "nranks = 8;")));
+  free(pt_test_write(cwd_profiles, "local.cfg", named("local", "nranks = 8; nnodes = 1;")));
+  ck_assert_int_eq(chdir(cwd_profiles), 0);
+  ck_assert_int_eq(chdir(".."), 0);
+  struct ph_plugin pl;
+  struct ph_comm c;
+  char err[512];
+  ck_assert_msg(ph_plugin_open(&pl, so, 0, err, sizeof err) == 0, "%s", err);
+  ck_assert_int_eq(ph_comm_init(&c, &pl, 8, 1, 1), 0);
+  ck_assert_uint_eq(ph_log_find(NCCL_LOG_INFO, "name 'installed'"), 1);
+  ph_comm_finalize(&c);
+  /* Nothing installed fits 4 ranks: ./profiles is next (and fits nothing either). */
+  ck_assert_int_eq(ph_comm_init(&c, &pl, 4, 1, 1), 0);
+  ck_assert_uint_eq(ph_log_find(NCCL_LOG_INFO, "no profile matches nRanks=4 nNodes=1"), 1);
+  ck_assert_uint_eq(ph_log_find(NCCL_LOG_INFO, "share/nccl-pcie-tuner/profiles or ./profiles"), 1);
+  ph_comm_finalize(&c);
+  ph_plugin_close(&pl);
+  free(cmd);
+  free(so);
+  free(share);
+  free(cwd_profiles);
 }
 END_TEST
 
@@ -561,6 +593,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, many_communicators_share_one_table);
   tcase_add_test(tc, exports_only_the_plugin_structs);
   tcase_add_test(tc, control_interface_forces_and_reports);
+  tcase_add_test(tc, installed_profiles_beside_the_library);
   suite_add_tcase(s, tc);
   return s;
 }

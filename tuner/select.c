@@ -6,6 +6,8 @@
  * make ranks with different files disagree, which hangs jobs.
  */
 #include <dirent.h>
+#include <dlfcn.h>
+#include <libgen.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,21 +139,37 @@ static int select_path(const char *path, int absent_ok, size_t nranks, size_t nn
   return rc;
 }
 
+/* PREFIX/share/nccl-pcie-tuner/profiles for the PREFIX/lib this library
+ * was loaded from, so `make install PREFIX=...` works without rebuilding;
+ * the build-time PT_DATADIR when that cannot be found. */
+static void installed_dir(char *out, size_t len) {
+  Dl_info info;
+  char copy[4096];
+  if (dladdr((void *)installed_dir, &info) && info.dli_fname && strchr(info.dli_fname, '/')) {
+    snprintf(copy, sizeof copy, "%s", info.dli_fname);
+    snprintf(out, len, "%s/../share/nccl-pcie-tuner/profiles", dirname(copy));
+  } else {
+    snprintf(out, len, "%s", PT_DATADIR);
+  }
+}
+
 int pt_select_profile(const char *spec, size_t nranks, size_t nnodes,
                       const struct pt_loaded **out, char *msg, size_t msglen) {
+  char installed[4200];
   int rc;
   *out = NULL;
   msg[0] = '\0';
   if (spec && spec[0]) return select_path(spec, 0, nranks, nnodes, out, msg, msglen);
   /* Installed profiles first, then ./profiles: the first directory with a
    * fitting profile decides. */
-  rc = select_path(PT_DATADIR, 1, nranks, nnodes, out, msg, msglen);
+  installed_dir(installed, sizeof installed);
+  rc = select_path(installed, 1, nranks, nnodes, out, msg, msglen);
   if (rc != PT_ENOENT) return rc;
   rc = select_path("profiles", 1, nranks, nnodes, out, msg, msglen);
   if (rc == PT_ENOENT)
     snprintf(msg, msglen,
              "no profile matches nRanks=%zu nNodes=%zu in %s or ./profiles; set "
              "PCIE_TUNER_PROFILE to a profile file or directory",
-             nranks, nnodes, PT_DATADIR);
+             nranks, nnodes, installed);
   return rc;
 }
