@@ -122,11 +122,15 @@ START_TEST(profile_show_simulate) {
   ck_assert_double_gt(sp, 1.5);
   ck_assert_double_le(t / o, 1.05);
   free(out), free(err);
-  ck_assert_ptr_nonnull(pt_test_write(dir, "w.txt", "# a workload\nstep1 allreduce 65536 10\nstep1 allgather 1024 2\nstep2 allreduce 8 1\n"));
+  char *w = pt_test_write(dir, "w.txt", "# a workload\nstep1 allreduce 65536 10\nstep1 allgather 1024 2\nstep2 allreduce 8 1\n");
+  ck_assert_ptr_nonnull(w);
+  free(w);
   ck_assert_int_eq(run(&out, &err, "simulate p.cfg --box gen5-8x-dual-misdetect --workload w.txt"), 0);
   ck_assert_ptr_nonnull(strstr(out, "step2"));
   free(out), free(err);
-  ck_assert_ptr_nonnull(pt_test_write(dir, "bad.txt", "step1 allreduce 65536 10\nstep1 allsum 10 1\n"));
+  w = pt_test_write(dir, "bad.txt", "step1 allreduce 65536 10\nstep1 allsum 10 1\n");
+  ck_assert_ptr_nonnull(w);
+  free(w);
   expect(1, "bad.txt:2: unknown collective", "simulate p.cfg --box gen5-8x-dual-misdetect --workload bad.txt");
   expect(1, "cannot load the plugin", "simulate p.cfg --box gen5-8x-dual-misdetect --plugin /nonexistent.so");
 }
