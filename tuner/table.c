@@ -3,7 +3,7 @@
  * Compilation (once per profile, at load) does all the floating-point work:
  * log-log interpolation, crossovers, ranking, rules. The lookup and apply
  * functions at the bottom are the hot path: no allocation, lock, log or
- * parsing, and a search bounded by the intervals inside one power of two.
+ * parsing, and a search with a fixed number of steps per table.
  */
 #include <float.h>
 #include <math.h>

@@ -3,8 +3,8 @@
  * turned into sorted size intervals, each with up to PT_MAX_RANKED candidates
  * ranked by latency (see docs/decisions.md). Built once, then immutable: any
  * thread may look up and apply without locks. The hot-path functions
- * (pt_table_lookup, pt_table_apply, pt_table_chunk) never allocate, lock,
- * log or touch libconfig.
+ * (pt_table_decide, pt_table_lookup, pt_table_apply*, pt_table_chunk) never
+ * allocate, lock, log or touch libconfig.
  */
 #ifndef PCIE_TABLE_H
 #define PCIE_TABLE_H
