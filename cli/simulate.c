@@ -34,7 +34,7 @@ static const char usage_text[] =
     "                    consecutive lines with the same STEP form one step\n"
     "  --graph|--eager   launch mode (default graph)\n"
     "  --plugin SO       plugin to load (default: $PCIE_TUNER_SO, else\n"
-    "                    libnccl-tuner-pcie.so next to pcie-tune)\n";
+    "                    libnccl-tuner-pcie.so next to pcie-tune or in ../lib)\n";
 
 struct item {
   char step[64];
@@ -108,7 +108,10 @@ static const char *plugin_path(const char *given, char *buf, size_t len) {
   buf[n] = 0;
   char *slash = strrchr(buf, '/');
   if (!slash) return NULL;
+  /* The build tree keeps both in build/; an install has bin/ and lib/. */
   snprintf(slash + 1, len - (size_t)(slash + 1 - buf), "libnccl-tuner-pcie.so");
+  if (access(buf, F_OK) != 0)
+    snprintf(slash + 1, len - (size_t)(slash + 1 - buf), "../lib/libnccl-tuner-pcie.so");
   return buf;
 }
 
