@@ -196,9 +196,5 @@ int main(void) {
   tcase_add_test(tc, profile_show_simulate);
   tcase_add_test(tc, resume_continues_an_interrupted_sweep);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return pt_test_main(s);
 }

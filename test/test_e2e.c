@@ -147,9 +147,5 @@ int main(void) {
   tcase_add_test(tc, eager_mode_end_to_end);
   tcase_add_test(tc, faulty_candidates_are_never_chosen);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return pt_test_main(s);
 }

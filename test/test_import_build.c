@@ -9,6 +9,7 @@
 #include "import_coll.h"
 #include "import_setting.h"
 #include "nccltests.h"
+#include "support/pt_test.h"
 
 static void parse(struct nt_log *log, const char *text) {
   struct pt_error_rec err;
@@ -155,9 +156,5 @@ int main(void) {
   tcase_add_test(tc, setting_resolution);
   tcase_add_test(tc, collective_of_run);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return pt_test_main(s);
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "nccltests.h"
+#include "support/pt_test.h"
 
 static char *slurp(const char *rel, size_t *len) {
   const char *root = getenv("PT_SRCDIR");
@@ -482,9 +483,5 @@ int main(void) {
   tcase_add_test(tc, settings_conflicts);
   tcase_add_test(tc, fuzz_regressions);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return pt_test_main(s);
 }

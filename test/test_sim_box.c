@@ -264,9 +264,5 @@ int main(void) {
   tcase_add_test(tc, box_files_load);
   tcase_add_test(tc, box_file_errors_name_file_and_line);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return pt_test_main(s);
 }

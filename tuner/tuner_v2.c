@@ -7,12 +7,7 @@
  */
 #include "nccl/tuner_v2.h"
 #include "pcie/core.h"
-
-static ncclResult_t v2_init(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction,
-                            void **context) {
-  pt_core_init((struct pt_ctx **)context, 0, nRanks, nNodes, logFunction);
-  return ncclSuccess;
-}
+#include "shim.h"
 
 static ncclResult_t v2_get_coll_info(void *context, ncclFunc_t collType, size_t nBytes,
                                      int collNetSupport, int nvlsSupport, int numPipeOps,
@@ -41,15 +36,10 @@ static ncclResult_t v2_get_coll_info(void *context, ncclFunc_t collType, size_t 
   return ncclSuccess;
 }
 
-static ncclResult_t v2_destroy(void *context) {
-  pt_core_finalize(context);
-  return ncclSuccess;
-}
-
 /* NCCL 2.21.5 introduced v2. */
 PCIE_EXPORT const ncclTuner_v2_t ncclTunerPlugin_v2 = {
     .name = "PcieTuner",
-    .init = v2_init,
+    .init = pt_shim_init_v2,
     .getCollInfo = v2_get_coll_info,
-    .destroy = v2_destroy,
+    .destroy = pt_shim_finalize,
 };

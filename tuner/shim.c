@@ -1,0 +1,52 @@
+/* The shared bodies of the tuner ABI shims (see shim.h). */
+#include "shim.h"
+
+#include "pcie/core.h"
+
+ncclResult_t pt_shim_init_v2(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction,
+                             void **context) {
+  pt_core_init((struct pt_ctx **)context, 0, nRanks, nNodes, logFunction);
+  return ncclSuccess;
+}
+
+/* The constants are left exactly as NCCL made them: the profile overrides
+ * decisions, not NCCL's model of everything else. */
+ncclResult_t pt_shim_init_v5(void **ctx, uint64_t commId, size_t nRanks, size_t nNodes,
+                             ncclDebugLogger_t logFunction, ncclNvlDomainInfo_v5_t *nvlDomainInfo,
+                             ncclTunerConstants_v5_t *constants) {
+  (void)nvlDomainInfo;
+  (void)constants;
+  pt_core_init((struct pt_ctx **)ctx, commId, nRanks, nNodes, logFunction);
+  return ncclSuccess;
+}
+
+/* collCostTable is a contiguous float[numAlgo][numProto] cast to float**. */
+ncclResult_t pt_shim_get_coll_info_v3(void *context, ncclFunc_t collType, size_t nBytes,
+                                      int numPipeOps, float **collCostTable, int numAlgo,
+                                      int numProto, int *nChannels) {
+  (void)numPipeOps;
+  pt_core_decide(context, (int)collType, nBytes, 0, (float *)collCostTable, numAlgo, numProto,
+                 nChannels, NULL);
+  return ncclSuccess;
+}
+
+ncclResult_t pt_shim_get_coll_info_v4(void *context, ncclFunc_t collType, size_t nBytes,
+                                      int numPipeOps, float **collCostTable, int numAlgo,
+                                      int numProto, int regBuff, int *nChannels) {
+  (void)numPipeOps;
+  pt_core_decide(context, (int)collType, nBytes, regBuff, (float *)collCostTable, numAlgo,
+                 numProto, nChannels, NULL);
+  return ncclSuccess;
+}
+
+ncclResult_t pt_shim_get_chunk_size(void *context, ncclFunc_t collType, size_t nBytes, int algo,
+                                    int proto, int nChannels, size_t *chunkSize) {
+  (void)nChannels;
+  pt_core_chunk(context, (int)collType, nBytes, algo, proto, chunkSize);
+  return ncclSuccess;
+}
+
+ncclResult_t pt_shim_finalize(void *context) {
+  pt_core_finalize(context);
+  return ncclSuccess;
+}
