@@ -39,6 +39,7 @@ ncclResult_t pt__comm_create(struct pt_net_ctx *ctx, uint32_t magic, const int *
     c->rslots[i].h = (struct pt_req_head){.magic = PT_MAGIC_RREQ, .comm = c};
   for (int i = 0; i < n; i++) {
     c->streams[i].comm = c;
+    c->streams[i].index = i;
     c->streams[i].fd = fds[i];
     c->streams[i].phase = PT_RX_HDR;
   }
@@ -47,7 +48,8 @@ ncclResult_t pt__comm_create(struct pt_net_ctx *ctx, uint32_t magic, const int *
     goto fail;
   pooled = 1;
   for (; added < n; added++) {
-    if (pt__pool_add(&c->streams[added], EPOLLIN | EPOLLRDHUP) != 0) {
+    uint32_t interest = magic == PT_MAGIC_SEND ? PT_SEND_IDLE : PT_RECV_EDGE;
+    if (pt__pool_add(&c->streams[added], interest) != 0) {
       PT_WARN(ctx->log, "cannot watch a stream to %s: %s", peer, strerror(errno));
       res = ncclSystemError;
       goto fail;

@@ -18,6 +18,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include "pcie/net.h"
 
@@ -31,6 +32,7 @@
  * balance (NCCL's NCCL_SOCKET_MIN_TASKSIZE uses the same floor). */
 #define PT_MIN_CHUNK (64 * 1024)
 #define PT_PENDING_MAX 32
+#define PT_RX_BOUNCE 4096
 
 #define PT_WIRE_MAGIC 0x7063696574637031ULL /* "pcietcp1" */
 #define PT_WIRE_VERSION 1U
@@ -195,6 +197,7 @@ enum pt_rx_phase { PT_RX_HDR, PT_RX_PARKED, PT_RX_DATA, PT_RX_DEAD };
 
 struct pt_stream {
   struct pt_comm *comm;
+  int index;
   int fd;
   int worker;
   /* ownership: whoever swaps busy 0->1 may touch the fields below */
@@ -207,9 +210,11 @@ struct pt_stream {
   struct pt_chunk_hdr hdr;
   size_t hdr_done;
   size_t data_done;
-  /* receive side */
+  /* receive side: small reads land in rxbuf first, so a header and a
+   * small payload (or several small messages) cost one recv call */
   int phase;
-  size_t hdr_got;
+  size_t rx_have, rx_off;
+  char rxbuf[PT_RX_BOUNCE];
   struct pt_recv_slot *rreq;
   int rbuf;
   char *dst;
@@ -239,6 +244,8 @@ struct pt_comm {
   uint32_t recv_next_seq;       /* progress thread only */
   _Atomic uint32_t recv_posted; /* messages below this seq have a buffer */
   atomic_uchar seq_map[PT_SEQ_MAP];
+  atomic_int rx_hint; /* stream that completed the last chunk */
+  unsigned poll_rr;   /* progress thread only: rotation of test's polling */
   struct pt_recv_slot *rslots; /* PT_RECV_SLOTS */
 };
 
@@ -272,6 +279,15 @@ void pt__stream_run(struct pt_stream *s, size_t budget);
 ncclResult_t pt__pool_acquire(ncclDebugLogger_t log);
 void pt__pool_release(void);
 int pt__pool_add(struct pt_stream *s, uint32_t interest);
+/* Epoll interests. Send streams are one-shot: writable is almost always
+ * true, so EPOLLOUT is asked for only while a chunk waits for room, and
+ * the owner re-arms after every event. Receive streams are edge-triggered
+ * and never re-armed for new data (no syscall per message); the owner
+ * re-arms only to get a fresh edge for data it left unread (budget spent,
+ * or a stream unparked by irecv). */
+#define PT_SEND_IDLE (EPOLLIN | EPOLLRDHUP | EPOLLONESHOT)
+#define PT_SEND_BUSY (EPOLLIN | EPOLLRDHUP | EPOLLOUT | EPOLLONESHOT)
+#define PT_RECV_EDGE (EPOLLIN | EPOLLRDHUP | EPOLLET)
 /* Changes a stream's epoll interest; only its owner may call it. */
 void pt__pool_arm(struct pt_stream *s, uint32_t interest);
 /* Removes the comm's streams and waits until no helper thread can still

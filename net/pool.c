@@ -1,8 +1,8 @@
 /* The helper threads: a fixed set per process (PCIE_NET_NTHREADS), each an
  * epoll loop over the streams assigned to it, started when the first comm
  * appears and joined when the last one closes, so that NCCL can unload the
- * library after finalize. Streams are registered one-shot: an event hands
- * the stream to pt__stream_run, whose owner re-arms it. Never logs on the
+ * library after finalize. An event hands the stream to pt__stream_run,
+ * whose owner decides the next interest (see stream.c). Never logs on the
  * loop (only when threads cannot be started). */
 #include <errno.h>
 #include <sched.h>
@@ -135,13 +135,13 @@ int pt__pool_add(struct pt_stream *s, uint32_t interest)
   /* p_n is stable while this comm holds a pool reference. */
   s->worker = (int)(atomic_fetch_add(&p_rr, 1) % (unsigned)p_n);
   s->interest = interest;
-  struct epoll_event ev = {.events = interest | EPOLLONESHOT, .data.ptr = s};
+  struct epoll_event ev = {.events = interest, .data.ptr = s};
   return epoll_ctl(p_w[s->worker].epfd, EPOLL_CTL_ADD, s->fd, &ev);
 }
 
 void pt__pool_arm(struct pt_stream *s, uint32_t interest)
 {
-  struct epoll_event ev = {.events = interest | EPOLLONESHOT, .data.ptr = s};
+  struct epoll_event ev = {.events = interest, .data.ptr = s};
   s->interest = interest;
   /* Cannot fail for a registered fd short of memory exhaustion; a stream
    * left unarmed is still progressed by isend/irecv/test. */

@@ -5,12 +5,11 @@
  * lock-free try-acquire so no caller ever waits. Never allocates or logs:
  * failures are recorded in the comm and reported by test. */
 #include <errno.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include "internal.h"
-
-#define PT_IN (EPOLLIN | EPOLLRDHUP)
 
 static void fail_errno(struct pt_comm *c, int err)
 {
@@ -134,7 +133,7 @@ static uint32_t send_step(struct pt_stream *s, size_t budget, uint32_t fired)
   }
   if (atomic_load_explicit(&c->err, memory_order_relaxed))
     return 0;
-  return PT_IN | (want_out ? EPOLLOUT : 0);
+  return want_out ? PT_SEND_BUSY : PT_SEND_IDLE;
 }
 
 /* Finds the posted buffer of the chunk in s->hdr: 1 found, 0 not posted yet
@@ -194,8 +193,8 @@ static void finish_recv_chunk(struct pt_stream *s)
   if (atomic_fetch_add(&r->got[s->rbuf], len) + len == s->hdr.total &&
       atomic_fetch_add(&r->msgs_done, 1) + 1 == r->n)
     atomic_store_explicit(&r->h.state, PT_SLOT_DONE, memory_order_release);
+  atomic_store_explicit(&s->comm->rx_hint, s->index, memory_order_relaxed);
   s->rreq = NULL;
-  s->hdr_got = 0;
   s->phase = PT_RX_HDR;
 }
 
@@ -220,22 +219,33 @@ static ssize_t rx(struct pt_stream *s, void *buf, size_t len, int *eof)
   }
 }
 
-static uint32_t recv_step(struct pt_stream *s, size_t budget)
+/* Returns 1 when it stopped with bytes possibly left in the socket, so the
+ * edge-triggered registration needs a fresh edge. */
+static int recv_step(struct pt_stream *s, size_t budget)
 {
   struct pt_comm *c = s->comm;
   size_t moved = 0;
-  int eof = 0;
+  int eof = 0, drained = 0;
   ssize_t n;
   while (!atomic_load_explicit(&c->err, memory_order_relaxed) && s->phase != PT_RX_DEAD) {
+    size_t avail = s->rx_have - s->rx_off;
     if (s->phase == PT_RX_HDR) {
-      if (moved >= budget)
-        break;
-      n = rx(s, (char *)&s->hdr + s->hdr_got, sizeof(s->hdr) - s->hdr_got, &eof);
-      if (n <= 0)
-        break;
-      s->hdr_got += (size_t)n;
-      if (s->hdr_got < sizeof(s->hdr))
+      if (avail < sizeof(s->hdr)) {
+        if (moved >= budget)
+          break;
+        memmove(s->rxbuf, s->rxbuf + s->rx_off, avail);
+        s->rx_have = avail;
+        s->rx_off = 0;
+        n = rx(s, s->rxbuf + avail, sizeof(s->rxbuf) - avail, &eof);
+        if (n <= 0) {
+          drained = 1;
+          break;
+        }
+        s->rx_have += (size_t)n;
         continue;
+      }
+      memcpy(&s->hdr, s->rxbuf + s->rx_off, sizeof(s->hdr));
+      s->rx_off += sizeof(s->hdr);
       if (s->hdr.magic != PT_CHUNK_MAGIC) {
         pt__comm_fail(c, ncclRemoteError, PT_WHY_BAD_MAGIC, 0);
         break;
@@ -251,17 +261,29 @@ static uint32_t recv_step(struct pt_stream *s, size_t budget)
       finish_recv_chunk(s);
       continue;
     }
+    avail = s->rx_have - s->rx_off;
+    if (avail) {
+      size_t k = avail < s->left ? avail : s->left;
+      memcpy(s->dst, s->rxbuf + s->rx_off, k);
+      s->rx_off += k;
+      s->dst += k;
+      s->left -= k;
+      moved += k;
+      continue;
+    }
     if (moved >= budget)
       break;
     n = rx(s, s->dst, s->left, &eof);
-    if (n <= 0)
+    if (n <= 0) {
+      drained = 1;
       break;
+    }
     s->dst += n;
     s->left -= (size_t)n;
     moved += (size_t)n;
   }
   if (eof) {
-    if (s->phase == PT_RX_HDR && s->hdr_got == 0) {
+    if (s->phase == PT_RX_HDR && s->rx_have == s->rx_off) {
       /* A clean end: the peer closed between chunks. Only an error for
        * requests that can no longer complete (test decides). */
       s->phase = PT_RX_DEAD;
@@ -273,14 +295,18 @@ static uint32_t recv_step(struct pt_stream *s, size_t budget)
   if (atomic_load_explicit(&c->err, memory_order_relaxed) || s->phase == PT_RX_DEAD ||
       s->phase == PT_RX_PARKED)
     return 0;
-  return PT_IN;
+  return !drained;
 }
 
 static void step(struct pt_stream *s, size_t budget)
 {
   uint32_t fired = atomic_exchange(&s->fired, 0);
-  uint32_t want = s->comm->magic == PT_MAGIC_SEND ? send_step(s, budget, fired)
-                                                  : recv_step(s, budget);
+  if (s->comm->magic == PT_MAGIC_RECV) {
+    if (recv_step(s, budget))
+      pt__pool_arm(s, PT_RECV_EDGE); /* re-evaluates readiness: a new edge */
+    return;
+  }
+  uint32_t want = send_step(s, budget, fired);
   if (fired && want == 0)
     s->interest = 0; /* one-shot: already disarmed */
   else if (fired || want != s->interest)
