@@ -125,8 +125,9 @@ test: all $(TEST_BINS)
 
 asan:
 	$(MAKE) SAN=asan test
+# A TSan report must fail the suite, not just print.
 tsan:
-	$(MAKE) SAN=tsan TESTS="$(TSAN_TESTS)" test
+	TSAN_OPTIONS="halt_on_error=1 $${TSAN_OPTIONS:-}" $(MAKE) SAN=tsan TESTS="$(TSAN_TESTS)" test
 
 bench: all $(BENCH_BINS)
 	@for b in $(BENCHES); do PCIE_TUNER_SO=$(abspath $(SO)) PT_SRCDIR=$(CURDIR) $(BUILD)/bench/$$b || exit 1; done
