@@ -5,6 +5,8 @@
  * Prints medians over repetitions and the added ns / ratio. Not a test.
  *
  *   make bench   (or build/bench/hotpath after `make`)
+ *   build/bench/hotpath [NSIZES] runs one profile size only; HOTPATH_CALLS
+ *   sets the calls per run (for instruction counts under callgrind).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +19,6 @@
 #include "pcie/host.h"
 #include "pcie/nccl_model.h"
 
-#define CALLS 2000000
 #define REPS 9
 #define NSIZES_MAX 1000
 
@@ -41,6 +42,8 @@ static int cmp(const void *a, const void *b) {
 }
 
 /* Median ns per call over REPS runs of CALLS calls with varied sizes. */
+static long CALLS = 2000000;
+
 static double time_calls(coll_fn volatile fn, void *ctx, const size_t *sizes, size_t nsizes) {
   struct pt_nccl_params p;
   float base[7][3], t[7][3];
@@ -96,7 +99,10 @@ static void write_profile(const char *path, int nsizes) {
   fclose(f);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  int only = argc > 1 ? atoi(argv[1]) : 0;
+  if (getenv("HOTPATH_CALLS")) CALLS = atol(getenv("HOTPATH_CALLS"));
+  if (CALLS < 1) CALLS = 1;
   const char *so = getenv("PCIE_TUNER_SO") ? getenv("PCIE_TUNER_SO") : "build/libnccl-tuner-pcie.so";
   static const int counts[] = {10, 100, 1000};
   static size_t sizes[4096], verify[4096];
@@ -116,7 +122,7 @@ int main(void) {
   const ncclTuner_v6_t *t = pl.sym;
   double base_v = time_calls(decide_nothing, NULL, verify, 4096);
   double base_r = time_calls(decide_nothing, NULL, sizes, 4096);
-  printf("bench/hotpath: median of %d runs x %d getCollInfo calls (ABI v6, dlopen)\n", REPS, CALLS);
+  printf("bench/hotpath: median of %d runs x %ld getCollInfo calls (ABI v6, dlopen)\n", REPS, CALLS);
   printf("%-24s %6s | %-27s | %-27s\n", "", "", "verify-step sizes", "random sizes 8 B..512 MB");
   printf("%-24s %6s | %8s %9s %8s | %8s %9s %8s\n", "plugin", "ivals", "ns/call", "added ns",
          "ratio", "ns/call", "added ns", "ratio");
@@ -124,6 +130,7 @@ int main(void) {
          "1.00", base_r, "-", "1.00");
   for (int k = 0; k < 3; k++) {
     struct ph_comm c;
+    if (only && only != counts[k]) continue;
     snprintf(path, sizeof path, "%s/p%d.cfg", dir, counts[k]);
     write_profile(path, counts[k]);
     setenv("PCIE_TUNER_PROFILE", path, 1);
