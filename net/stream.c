@@ -220,12 +220,20 @@ static ssize_t rx(struct pt_stream *s, void *buf, size_t len, int *eof)
 }
 
 /* Returns 1 when it stopped with bytes possibly left in the socket, so the
- * edge-triggered registration needs a fresh edge. */
-static int recv_step(struct pt_stream *s, size_t budget)
+ * edge-triggered registration needs a fresh edge.
+ *
+ * A short read means the socket was empty at that moment (a TCP receive
+ * queue gives all it has, and data arriving later raises a new edge), so
+ * the stream stops there instead of paying a second recv for EAGAIN: on a
+ * small message that second call sat on the round trip's critical path.
+ * The exception is a hang-up reported by epoll (fired): the FIN may already
+ * sit behind the data, and its edge has been consumed, so read until EOF. */
+static int recv_step(struct pt_stream *s, size_t budget, uint32_t fired)
 {
   struct pt_comm *c = s->comm;
   size_t moved = 0;
-  int eof = 0, drained = 0;
+  int eof = 0, drained = 0, empty = 0;
+  int to_end = (fired & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0;
   ssize_t n;
   while (!atomic_load_explicit(&c->err, memory_order_relaxed) && s->phase != PT_RX_DEAD) {
     size_t avail = s->rx_have - s->rx_off;
@@ -233,14 +241,20 @@ static int recv_step(struct pt_stream *s, size_t budget)
       if (avail < sizeof(s->hdr)) {
         if (moved >= budget)
           break;
+        if (empty) {
+          drained = 1;
+          break;
+        }
         memmove(s->rxbuf, s->rxbuf + s->rx_off, avail);
         s->rx_have = avail;
         s->rx_off = 0;
-        n = rx(s, s->rxbuf + avail, sizeof(s->rxbuf) - avail, &eof);
+        size_t want = sizeof(s->rxbuf) - avail;
+        n = rx(s, s->rxbuf + avail, want, &eof);
         if (n <= 0) {
           drained = 1;
           break;
         }
+        empty = !to_end && (size_t)n < want;
         s->rx_have += (size_t)n;
         continue;
       }
@@ -273,11 +287,16 @@ static int recv_step(struct pt_stream *s, size_t budget)
     }
     if (moved >= budget)
       break;
+    if (empty) {
+      drained = 1;
+      break;
+    }
     n = rx(s, s->dst, s->left, &eof);
     if (n <= 0) {
       drained = 1;
       break;
     }
+    empty = !to_end && (size_t)n < s->left;
     s->dst += n;
     s->left -= (size_t)n;
     moved += (size_t)n;
@@ -302,7 +321,7 @@ static void step(struct pt_stream *s, size_t budget)
 {
   uint32_t fired = atomic_exchange(&s->fired, 0);
   if (s->comm->magic == PT_MAGIC_RECV) {
-    if (recv_step(s, budget))
+    if (recv_step(s, budget, fired))
       pt__pool_arm(s, PT_RECV_EDGE); /* re-evaluates readiness: a new edge */
     return;
   }

@@ -79,17 +79,20 @@ static void push(struct pt_comm *c)
 
 /* test's turn is cheaper still, since NCCL calls it in a tight loop: the
  * stream that delivered last (where the next small message most likely
- * is) and one other in rotation, so a poll costs at most two syscalls and
+ * is) and, unless that completed the request, one other in rotation, so
+ * a poll costs at most two syscalls (one on the poll that delivers) and
  * the helpers' edge-triggered wake-ups cover the rest. */
-static void poll_some(struct pt_comm *c)
+static void poll_some(struct pt_comm *c, const struct pt_req_head *h)
 {
-  int hint = atomic_load_explicit(&c->rx_hint, memory_order_relaxed);
-  int other = (int)(c->poll_rr++ % (unsigned)c->nstreams);
   if (c->magic == PT_MAGIC_SEND) {
     push(c);
     return;
   }
+  int hint = atomic_load_explicit(&c->rx_hint, memory_order_relaxed);
   pt__stream_run(&c->streams[hint], PT_INLINE_BUDGET);
+  if (atomic_load_explicit(&h->state, memory_order_relaxed) == PT_SLOT_DONE)
+    return;
+  int other = (int)(c->poll_rr++ % (unsigned)c->nstreams);
   if (other != hint)
     pt__stream_run(&c->streams[other], PT_INLINE_BUDGET);
 }
@@ -228,7 +231,7 @@ ncclResult_t pt_net_test(void *request, int *done, int *sizes)
     return ncclSuccess;
   if (atomic_load_explicit(&c->err, memory_order_relaxed))
     return pt__comm_report(c);
-  poll_some(c);
+  poll_some(c, h);
   if ((*done = complete(h, sizes)))
     return ncclSuccess;
   /* Every stream ended cleanly and this request is still short: the peer
