@@ -6,10 +6,15 @@
  *     two proxies would), 4 messages in flight; the baseline splits each
  *     message evenly over the same number of blocking TCP streams, one
  *     thread per stream and side.
- *   round trip: 8-byte ping-pong between two threads; the baseline is one
- *     TCP_NODELAY socket pair, once sleeping in recv and once polling with
- *     MSG_DONTWAIT (the plugin's callers poll test, as NCCL's proxy does;
- *     in a VM a sleeping receiver pays the idle-CPU wake-up instead).
+ *   round trip: 8-byte ping-pong between two threads. The plugin, like
+ *     NCCL, sends on one connection (send comm -> recv comm) and answers on
+ *     another. Baselines, TCP_NODELAY: one connection per direction polled
+ *     with MSG_DONTWAIT (the like-for-like one: NCCL's proxy polls test,
+ *     and NCCL's send/recv comms are one-way connections, so every ACK is
+ *     a bare segment); and one socket pair carrying both directions, once
+ *     polling and once sleeping in recv (its ACKs ride on the replies,
+ *     which no one-way transport can do; in a VM a sleeping receiver pays
+ *     the idle-CPU wake-up instead).
  *
  * Prints medians of REPS runs and the ratios plugin/baseline (targets:
  * throughput >= 0.9x, round trip <= 1.2x). PCIE_NET_NSTREAMS (default 4)
@@ -231,7 +236,7 @@ static double tcp_gbps(int *sfd, int *rfd, char *sbuf, char *rbuf, size_t size, 
 }
 
 struct tpong {
-  int fd, first, spin;
+  int sfd, rfd, first, spin;
   double *lat;
 };
 
@@ -257,8 +262,8 @@ static void *tcp_pingpong(void *arg)
   for (int i = 0; i < RTT_ITERS; i++) {
     double t0 = now_s();
     for (int step = 0; step < 2; step++) {
-      ssize_t n = (step == 0) == p->first ? send(p->fd, buf, sizeof(buf), MSG_NOSIGNAL)
-                                          : tcp_recv_all(p->fd, buf, sizeof(buf), p->spin);
+      ssize_t n = (step == 0) == p->first ? send(p->sfd, buf, sizeof(buf), MSG_NOSIGNAL)
+                                          : tcp_recv_all(p->rfd, buf, sizeof(buf), p->spin);
       if (n != (ssize_t)sizeof(buf))
         die("baseline ping-pong failed");
     }
@@ -270,8 +275,11 @@ static void *tcp_pingpong(void *arg)
 
 /* ---- driver */
 
-/* plugin: 1 = the plugin; 0 = TCP sleeping in recv; -1 = TCP polling. */
-static double rtt_us(int plugin, void *a_sc, void *a_rc, void *b_sc, void *b_rc, int fa, int fb)
+/* plugin: 1 = the plugin; 0 = TCP sleeping in recv; -1 = TCP polling.
+ * TCP: side 1 sends on fa[0] and receives on fa[1], side 2 sends on fb[0]
+ * and receives on fb[1] (the same socket twice for a two-way pair). */
+static double rtt_us(int plugin, void *a_sc, void *a_rc, void *b_sc, void *b_rc, const int *fa,
+                     const int *fb)
 {
   static double lat[RTT_ITERS];
   pthread_t t1, t2;
@@ -282,7 +290,7 @@ static double rtt_us(int plugin, void *a_sc, void *a_rc, void *b_sc, void *b_rc,
     pthread_join(t1, NULL);
     pthread_join(t2, NULL);
   } else {
-    struct tpong p1 = {fa, 1, plugin < 0, lat}, p2 = {fb, 0, plugin < 0, NULL};
+    struct tpong p1 = {fa[0], fa[1], 1, plugin < 0, lat}, p2 = {fb[0], fb[1], 0, plugin < 0, NULL};
     pthread_create(&t2, NULL, tcp_pingpong, &p2);
     pthread_create(&t1, NULL, tcp_pingpong, &p1);
     pthread_join(t1, NULL);
@@ -341,20 +349,27 @@ int main(void)
   }
 
   void *sc2, *rc2;
-  int fa[1], fb[1];
+  int ta, tb, ua[2], ub[2]; /* one two-way pair; two one-way connections */
   plugin_pair(&sc2, &rc2);
-  tcp_pairs(1, fa, fb);
-  double p[REPS], b[REPS], q[REPS];
+  tcp_pairs(1, &ta, &tb);
+  tcp_pairs(1, &ua[0], &ub[1]); /* side 1 -> side 2 */
+  tcp_pairs(1, &ub[0], &ua[1]); /* side 2 -> side 1 */
+  int fa[2] = {ta, ta}, fb[2] = {tb, tb};
+  double p[REPS], b[REPS], q[REPS], u[REPS];
   for (int r = 0; r < REPS; r++) {
-    p[r] = rtt_us(1, sc, rc, sc2, rc2, 0, 0);
-    b[r] = rtt_us(0, NULL, NULL, NULL, NULL, fa[0], fb[0]);
-    q[r] = rtt_us(-1, NULL, NULL, NULL, NULL, fa[0], fb[0]);
+    p[r] = rtt_us(1, sc, rc, sc2, rc2, NULL, NULL);
+    u[r] = rtt_us(-1, NULL, NULL, NULL, NULL, ua, ub);
+    q[r] = rtt_us(-1, NULL, NULL, NULL, NULL, fa, fb);
+    b[r] = rtt_us(0, NULL, NULL, NULL, NULL, fa, fb);
   }
-  double pm = median(p, REPS), bm = median(b, REPS), qm = median(q, REPS);
+  double pm = median(p, REPS), bm = median(b, REPS), qm = median(q, REPS), um = median(u, REPS);
   printf("%10s %14s %14s %8s\n", "", "plugin us", "baseline us", "ratio");
-  printf("%10s %14.1f %14.1f %7.2fx  (baseline sleeping in recv)\n", "8 B RTT", pm, bm, pm / bm);
-  printf("%10s %14.1f %14.1f %7.2fx  (baseline polling, as a proxy does)\n", "8 B RTT", pm, qm,
-         pm / qm);
+  printf("%10s %14.1f %14.1f %7.2fx  (baseline: a polled one-way connection per direction, as "
+         "the plugin)\n", "8 B RTT", pm, um, pm / um);
+  printf("%10s %14.1f %14.1f %7.2fx  (baseline: one two-way socket pair, polling)\n", "8 B RTT",
+         pm, qm, pm / qm);
+  printf("%10s %14.1f %14.1f %7.2fx  (baseline: one two-way socket pair, sleeping in recv)\n",
+         "8 B RTT", pm, bm, pm / bm);
 
   net->closeSend(sc);
   net->closeRecv(rc);
@@ -365,8 +380,12 @@ int main(void)
     close(sfd[i]);
     close(rfd[i]);
   }
-  close(fa[0]);
-  close(fb[0]);
+  close(ta);
+  close(tb);
+  for (int i = 0; i < 2; i++) {
+    close(ua[i]);
+    close(ub[i]);
+  }
   free(sbuf);
   free(rbuf);
   dlclose(lib);
