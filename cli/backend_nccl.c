@@ -1,0 +1,96 @@
+/*
+ * The nccl backend as the profiler opens it (cli/backend_nccl.h): option
+ * checks and the worker's command line. Nothing here touches CUDA.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend_nccl.h"
+#include "gpu_nccl.h"
+#include "isolate.h"
+
+void pt_nccl_opts_default(struct pt_nccl_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->ops = 20;
+  o->warmup = 5;
+  o->timeout_s = 60;
+  o->start_timeout_s = 120;
+  o->stderr_fd = -1;
+}
+
+static int parse_uint(const char **p, int *out) {
+  char *end;
+  if (**p < '0' || **p > '9') return -1;
+  long v = strtol(*p, &end, 10);
+  if (v > 1023) return -1;
+  *out = (int)v;
+  *p = end;
+  return 0;
+}
+
+int pt_nccl_parse_gpus(const char *s, int *out, int max) {
+  int n = 0;
+  if (!s || !*s) return -1;
+  for (const char *p = s;;) {
+    int lo, hi;
+    if (parse_uint(&p, &lo)) return -1;
+    hi = lo;
+    if (*p == '-') {
+      p++;
+      if (parse_uint(&p, &hi) || hi < lo) return -1;
+    }
+    for (int d = lo; d <= hi; d++) {
+      for (int k = 0; k < n; k++)
+        if (out[k] == d) return -1;
+      if (n == max) return -1;
+      out[n++] = d;
+    }
+    if (!*p) return n;
+    if (*p++ != ',') return -1;
+  }
+}
+
+int pt_backend_nccl_built(void) { return pt_gpu_built(); }
+
+int pt_backend_nccl_open(struct pt_backend *b, const struct pt_nccl_opts *o,
+                         struct pt_error_rec *err) {
+  int gpus[PT_GPU_MAX];
+  char ops[16], warmup[16], *prov = NULL;
+  const char *args[16];
+  size_t k = 0;
+  memset(b, 0, sizeof *b);
+  snprintf(err->file, sizeof err->file, "pcie-tune profile");
+  err->line = 0;
+  if (!pt_gpu_built()) return pt_gpu_open(b, NULL, &prov, err); /* explains how to enable it */
+  if (pt_nccl_parse_gpus(o->gpus, gpus, PT_GPU_MAX) < 0) {
+    snprintf(err->msg, sizeof err->msg, "bad --gpus '%s' (e.g. 0-7 or 0,2,4,6; each GPU once, at most %d)",
+             o->gpus ? o->gpus : "", PT_GPU_MAX);
+    return PT_EINVAL;
+  }
+  if (o->ops < 1 || o->ops > 1000 || o->warmup > 1000) {
+    snprintf(err->msg, sizeof err->msg, "ops per launch must be 1..1000 and warm-up 0..1000");
+    return PT_EINVAL;
+  }
+  snprintf(ops, sizeof ops, "%u", o->ops);
+  snprintf(warmup, sizeof warmup, "%u", o->warmup);
+  args[k++] = "--backend";
+  args[k++] = "nccl";
+  args[k++] = "--gpus";
+  args[k++] = o->gpus;
+  args[k++] = "--ops";
+  args[k++] = ops;
+  args[k++] = "--warmup";
+  args[k++] = warmup;
+  if (o->plugin) {
+    args[k++] = "--plugin";
+    args[k++] = o->plugin;
+  }
+  if (o->nccl_lib) {
+    args[k++] = "--nccl-lib";
+    args[k++] = o->nccl_lib;
+  }
+  args[k] = NULL;
+  struct pt_isolate_opts io = {o->exe, args, o->timeout_s, o->start_timeout_s, o->stderr_fd};
+  return pt_backend_isolated_open(b, &io, err);
+}

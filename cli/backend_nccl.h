@@ -1,0 +1,44 @@
+/*
+ * `pcie-tune profile --backend nccl`: the real GPUs, measured in isolated
+ * worker processes. This is the constructor cli/profile.c calls; it builds
+ * the worker's command line (`pcie-tune worker --backend nccl ...`) and
+ * opens a cli/isolate.h backend over it, so the sweep engine sees a plain
+ * struct pt_backend. What a worker does on the GPUs is cli/gpu_nccl.h.
+ */
+#ifndef PCIE_CLI_BACKEND_NCCL_H
+#define PCIE_CLI_BACKEND_NCCL_H
+
+#include "pcie/sweep.h"
+
+struct pt_nccl_opts {
+  const char *gpus;       /* "0-7", "0,2,4,6": CUDA device ordinals */
+  const char *plugin;     /* tuner .so; NULL = next to pcie-tune (or ../lib) */
+  const char *nccl_lib;   /* NULL = libnccl.so.2 */
+  unsigned ops;           /* all-reduces per timed launch / captured graph */
+  unsigned warmup;        /* untimed launches before timing */
+  double timeout_s;       /* per measurement; the worker is killed after it */
+  double start_timeout_s; /* NCCL initialisation of a fresh worker */
+  const char *exe;        /* the pcie-tune binary; NULL = /proc/self/exe */
+  int stderr_fd;          /* workers' stderr; -1 = the profiler's */
+};
+
+/* ops 20, warmup 5, timeout 60 s, start 120 s, everything else NULL/-1. */
+void pt_nccl_opts_default(struct pt_nccl_opts *o);
+
+/* Parses a GPU list ("0-7", "0,2-3") into out[0..max). Returns how many,
+ * or -1 for syntax errors, duplicates, more than max, or ordinals above 1023. */
+int pt_nccl_parse_gpus(const char *s, int *out, int max);
+
+/* 1 when this binary can measure GPUs (built with CUDA and NCCL). */
+int pt_backend_nccl_built(void);
+
+/* Starts the first worker (NCCL initialised on the GPUs) and returns the
+ * backend. Returns 0; PT_EINVAL for bad options (err->msg says which);
+ * PT_ENOENT when built without CUDA (err->msg says how to enable it);
+ * PT_EIO when the worker could not start (err->msg is the worker's reason,
+ * e.g. "no CUDA device: ..."). The provenance group body for the profile's
+ * provenance.extra is pt_isolate_provenance(b) (cli/isolate.h). */
+int pt_backend_nccl_open(struct pt_backend *b, const struct pt_nccl_opts *o,
+                         struct pt_error_rec *err);
+
+#endif

@@ -1,0 +1,321 @@
+/*
+ * The isolated backend (cli/isolate.h): worker start-up, request/response,
+ * timeout, and turning a dead worker into a point state. Owns the worker
+ * processes; the frames themselves are cli/proto.c's.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "isolate.h"
+#include "proto.h"
+
+/* How long a worker that closed its end, or was asked to leave, gets to
+ * exit on its own before it is killed. */
+#define GRACE_MS 2000
+
+struct iso {
+  char **argv; /* exe, "worker", args..., NULL */
+  int64_t timeout_ms, start_ms;
+  int stderr_fd;
+  pid_t pid; /* 0: no worker */
+  int fd;    /* -1: no worker */
+  int have_info;
+  struct pt_backend_info info;
+  char *prov;
+  struct pt_isolate_stats st;
+  unsigned char buf[PT_PROTO_MAX_PAYLOAD];
+};
+
+static int iso_err(struct pt_error_rec *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int iso_err(struct pt_error_rec *err, int code, const char *fmt, ...) {
+  va_list ap;
+  snprintf(err->file, sizeof err->file, "worker");
+  err->line = 0;
+  va_start(ap, fmt);
+  vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+static void describe(int status, char *out, size_t len) {
+  if (WIFSIGNALED(status))
+    snprintf(out, len, "worker killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  else if (WIFEXITED(status))
+    snprintf(out, len, "worker exited with status %d", WEXITSTATUS(status));
+  else
+    snprintf(out, len, "worker ended with wait status 0x%x", (unsigned)status);
+}
+
+/* Ends the worker and reaps it; *status gets its wait status. With
+ * grace_ms > 0 it may exit by itself first (it saw EOF, or it is dying);
+ * otherwise, or when the grace runs out, its whole process group gets
+ * SIGKILL. The group is killed while the leader is still unreaped, so its
+ * id cannot have been reused. */
+static void stop_worker(struct iso *w, int grace_ms, int *status) {
+  siginfo_t si;
+  int64_t end = pt_proto_now_ms() + grace_ms;
+  if (w->fd >= 0) close(w->fd);
+  w->fd = -1;
+  if (!w->pid) return;
+  for (;;) {
+    memset(&si, 0, sizeof si);
+    int r = waitid(P_PID, (id_t)w->pid, &si, WEXITED | WNOHANG | WNOWAIT);
+    if (r == 0 && si.si_pid == w->pid) break;
+    if (r < 0 && errno != EINTR) break;
+    if (pt_proto_now_ms() >= end) break;
+    nanosleep(&(struct timespec){0, 5 * 1000 * 1000}, NULL);
+  }
+  kill(-w->pid, SIGKILL); /* stray children of the worker, or the worker itself */
+  int st = 0;
+  while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  if (status) *status = st;
+  w->pid = 0;
+  w->st.pid = 0;
+}
+
+/* The child side of fork: only async-signal-safe calls until exec. */
+static void exec_worker(const struct iso *w, int sock) {
+  struct sigaction dfl;
+  sigset_t none;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  setpgid(0, 0);
+  if (dup2(sock, 0) < 0 || dup2(sock, 1) < 0) _exit(126);
+  if (w->stderr_fd >= 0 && dup2(w->stderr_fd, 2) < 0) _exit(126);
+  /* The profiler's handlers and ignored signals must not leak into the
+   * worker: a worker with SIGPIPE ignored would outlive a dead parent. */
+  sigaction(SIGPIPE, &dfl, NULL);
+  sigaction(SIGINT, &dfl, NULL);
+  sigaction(SIGTERM, &dfl, NULL);
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+  execv(w->argv[0], w->argv);
+  _exit(127);
+}
+
+static int same_info(const struct pt_backend_info *a, const struct pt_backend_info *b) {
+  return a->nranks == b->nranks && a->nnodes == b->nnodes && a->max_channels == b->max_channels &&
+         !strcmp(a->name, b->name) && !strcmp(a->target, b->target);
+}
+
+/* Starts a worker and waits for its HELLO. */
+static int spawn(struct iso *w, struct pt_error_rec *err) {
+  int sv[2], status = 0, rc;
+  char why[300], detail[300], msg[512];
+  struct pt_frame f;
+  struct pt_backend_info bi;
+  char *prov = NULL;
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+    return iso_err(err, PT_EIO, "cannot create the worker socket (%s)", strerror(errno));
+  fflush(NULL); /* nothing buffered twice */
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(sv[0]);
+    close(sv[1]);
+    return iso_err(err, PT_EIO, "cannot start a worker (%s)", strerror(errno));
+  }
+  if (pid == 0) exec_worker(w, sv[1]);
+  close(sv[1]);
+  setpgid(pid, pid); /* also here, so a kill right after fork hits the group */
+  w->pid = pid;
+  w->fd = sv[0];
+  w->st.spawned++;
+  w->st.pid = pid;
+  rc = pt_proto_read(w->fd, pt_proto_now_ms() + w->start_ms, w->buf, sizeof w->buf, &f, why, sizeof why);
+  if (rc == 0 && f.type == PT_MSG_FAIL) {
+    int code;
+    if (pt_proto_dec_fail(&f, &code, msg, sizeof msg, why, sizeof why) == 0) {
+      stop_worker(w, GRACE_MS, NULL);
+      return iso_err(err, PT_EIO, "%s", msg);
+    }
+    rc = PT_PROTO_BAD;
+  } else if (rc == 0) {
+    rc = pt_proto_dec_hello(&f, &bi, &prov, why, sizeof why);
+  }
+  if (rc == PT_PROTO_EOF) {
+    stop_worker(w, GRACE_MS, &status);
+    describe(status, detail, sizeof detail);
+    return iso_err(err, PT_EIO, "%s before it was ready (%s)", detail, w->argv[0]);
+  }
+  if (rc == PT_PROTO_TIMEOUT) {
+    stop_worker(w, 0, NULL);
+    return iso_err(err, PT_EIO, "worker not ready after %.1f s; killed", (double)w->start_ms / 1000);
+  }
+  if (rc) {
+    int eio = rc == PT_PROTO_EIO;
+    stop_worker(w, 0, NULL);
+    return iso_err(err, PT_EIO, "worker protocol error at start-up: %s",
+                   eio ? strerror(errno) : why);
+  }
+  if (w->have_info && !same_info(&w->info, &bi)) {
+    free(prov);
+    stop_worker(w, 0, NULL);
+    return iso_err(err, PT_EIO, "a restarted worker reports a different target ('%s', %d ranks)",
+                   bi.target, bi.nranks);
+  }
+  if (!w->have_info) {
+    w->info = bi;
+    w->prov = prov;
+    w->have_info = 1;
+  } else {
+    free(prov);
+  }
+  return 0;
+}
+
+static int iso_info(void *self, struct pt_backend_info *out) {
+  const struct iso *w = self;
+  *out = w->info;
+  return 0;
+}
+
+/* The worker is gone or unusable: record why as the point's state. */
+static void failed(struct iso *w, struct pt_measure_res *res, int state, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void failed(struct iso *w, struct pt_measure_res *res, int state, const char *fmt, ...) {
+  va_list ap;
+  res->state = state;
+  va_start(ap, fmt);
+  vsnprintf(res->detail, sizeof res->detail, fmt, ap);
+  va_end(ap);
+  if (state == PT_PT_HANG) w->st.hangs++;
+  else w->st.crashes++;
+}
+
+/* Sends the request, starting a worker when none is alive. A worker that
+ * died while idle is not the request's fault: it is replaced once. */
+static int send_req(struct iso *w, const struct pt_measure_req *req, struct pt_error_rec *err) {
+  unsigned char out[64];
+  size_t len = pt_proto_enc_req(out, sizeof out, req);
+  for (int attempt = 0; attempt < 2; attempt++) {
+    int rc = w->fd < 0 ? spawn(w, err) : 0;
+    if (rc) return rc;
+    if (pt_proto_write(w->fd, PT_MSG_REQ, out, (uint32_t)len) == 0) return 0;
+    stop_worker(w, GRACE_MS, NULL);
+  }
+  return iso_err(err, PT_EIO, "cannot send a request to a fresh worker (%s)", strerror(errno));
+}
+
+static int iso_measure(void *self, const struct pt_measure_req *req, double *samples,
+                       struct pt_measure_res *res, struct pt_error_rec *err) {
+  struct iso *w = self;
+  struct pt_frame f;
+  char why[300], detail[300], msg[512];
+  unsigned n = 0;
+  int status = 0, code;
+  res->state = PT_PT_OK;
+  res->detail[0] = 0;
+  if (req->reps < 1 || req->reps > PT_SWEEP_MAX_REPS)
+    return iso_err(err, PT_EINVAL, "request for %u repetitions", req->reps);
+  int rc = send_req(w, req, err);
+  if (rc) return rc;
+  rc = pt_proto_read(w->fd, pt_proto_now_ms() + w->timeout_ms, w->buf, sizeof w->buf, &f, why,
+                     sizeof why);
+  if (rc == 0 && f.type == PT_MSG_FAIL) {
+    if (pt_proto_dec_fail(&f, &code, msg, sizeof msg, why, sizeof why) == 0) {
+      stop_worker(w, GRACE_MS, NULL);
+      return iso_err(err, PT_EIO, "%s", msg);
+    }
+    rc = PT_PROTO_BAD;
+  } else if (rc == 0) {
+    rc = pt_proto_dec_res(&f, res, samples, req->reps, &n, why, sizeof why);
+    /* Samples must match the request exactly: OK carries one per
+     * repetition, every other state none. */
+    if (rc == 0 && n != (res->state == PT_PT_OK ? req->reps : 0)) {
+      snprintf(why, sizeof why, "RES: %u samples for %u repetitions with state %s", n, req->reps,
+               pt_point_state_name(res->state));
+      rc = PT_PROTO_BAD;
+    }
+  }
+  switch (rc) {
+  case 0:
+    /* A worker that reports a crash or hang of its own (a CUDA error, a
+     * watchdog) leaves after the frame; its context cannot be trusted. */
+    if (res->state == PT_PT_CRASH || res->state == PT_PT_HANG) stop_worker(w, GRACE_MS, NULL);
+    return 0;
+  case PT_PROTO_EOF:
+    stop_worker(w, GRACE_MS, &status);
+    describe(status, detail, sizeof detail);
+    failed(w, res, PT_PT_CRASH, "%s", detail);
+    return 0;
+  case PT_PROTO_TIMEOUT:
+    stop_worker(w, 0, NULL);
+    failed(w, res, PT_PT_HANG, "no result within %.1f s; worker killed", (double)w->timeout_ms / 1000);
+    return 0;
+  case PT_PROTO_BAD:
+    stop_worker(w, 0, NULL);
+    failed(w, res, PT_PT_CRASH, "worker protocol error: %s", why);
+    return 0;
+  default:
+    snprintf(detail, sizeof detail, "%s", strerror(errno));
+    stop_worker(w, 0, NULL);
+    failed(w, res, PT_PT_CRASH, "reading from the worker failed (%s)", detail);
+    return 0;
+  }
+}
+
+static void iso_close(void *self) {
+  struct iso *w = self;
+  if (!w) return;
+  stop_worker(w, GRACE_MS, NULL); /* closing the socket is the worker's signal to leave */
+  if (w->argv)
+    for (char **a = w->argv; *a; a++) free(*a);
+  free(w->argv);
+  free(w->prov);
+  free(w);
+}
+
+int pt_backend_isolated_open(struct pt_backend *b, const struct pt_isolate_opts *o,
+                             struct pt_error_rec *err) {
+  size_t nargs = 0;
+  int rc = PT_ENOMEM;
+  memset(b, 0, sizeof *b);
+  if (!(o->timeout_s > 0) || !(o->start_timeout_s > 0) || o->timeout_s > 1e6 || o->start_timeout_s > 1e6)
+    return iso_err(err, PT_EINVAL, "timeouts must be positive (got %g s and %g s)", o->timeout_s,
+                   o->start_timeout_s);
+  while (o->args && o->args[nargs]) nargs++;
+  struct iso *w = calloc(1, sizeof *w);
+  if (!w) return iso_err(err, PT_ENOMEM, "out of memory");
+  w->fd = -1;
+  w->stderr_fd = o->stderr_fd;
+  w->timeout_ms = (int64_t)(o->timeout_s * 1000 + 0.5);
+  w->start_ms = (int64_t)(o->start_timeout_s * 1000 + 0.5);
+  w->argv = calloc(nargs + 3, sizeof *w->argv);
+  if (!w->argv) goto fail;
+  w->argv[0] = strdup(o->exe ? o->exe : "/proc/self/exe");
+  w->argv[1] = strdup("worker");
+  if (!w->argv[0] || !w->argv[1]) goto fail;
+  for (size_t i = 0; i < nargs; i++)
+    if (!(w->argv[i + 2] = strdup(o->args[i]))) goto fail;
+  if ((rc = spawn(w, err))) goto out;
+  b->self = w;
+  b->info = iso_info;
+  b->measure = iso_measure;
+  b->close = iso_close;
+  return 0;
+fail:
+  iso_err(err, PT_ENOMEM, "out of memory");
+out:
+  iso_close(w);
+  return rc;
+}
+
+const char *pt_isolate_provenance(const struct pt_backend *b) {
+  return b && b->info == iso_info ? ((const struct iso *)b->self)->prov : NULL;
+}
+
+int pt_isolate_stats(const struct pt_backend *b, struct pt_isolate_stats *out) {
+  if (!b || b->info != iso_info) return -1;
+  *out = ((const struct iso *)b->self)->st;
+  return 0;
+}

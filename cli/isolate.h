@@ -1,0 +1,62 @@
+/*
+ * The isolated backend: a struct pt_backend (include/pcie/sweep.h) whose
+ * measure() forwards each request to a worker process, `pcie-tune worker
+ * ARGS...` (cli/worker.c), over the protocol of cli/proto.h. It does not
+ * know what the worker measures with (simulated box or GPUs).
+ *
+ * Outcomes the worker cannot report itself are decided here, from facts
+ * only: the worker died (signal or exit status) -> PT_PT_CRASH with
+ * "worker killed by signal 11 (...)"; no result before the per-request
+ * timeout -> the worker's process group is killed, PT_PT_HANG; bytes that
+ * are not the protocol -> the worker is killed, PT_PT_CRASH with "worker
+ * protocol error: ...". After any of these the next request starts a fresh
+ * worker. A FAIL frame (the worker's backend can no longer measure, e.g.
+ * no GPU) or a worker that cannot start makes measure() return a negative
+ * code, which stops the sweep. Nothing parses the worker's stderr.
+ *
+ * Every worker runs in its own process group (Ctrl-C in the terminal
+ * reaches only the profiler, which then stops cleanly), holds none of the
+ * parent's other descriptors, and is reaped by the time measure() or
+ * close() returns: no zombies, no leaked descriptors. Not thread-safe: one
+ * thread drives one isolated backend.
+ */
+#ifndef PCIE_CLI_ISOLATE_H
+#define PCIE_CLI_ISOLATE_H
+
+#include <sys/types.h>
+
+#include "pcie/sweep.h"
+
+struct pt_isolate_opts {
+  const char *exe;              /* the pcie-tune binary; NULL = /proc/self/exe */
+  const char *const *args;      /* worker arguments after "worker", NULL-terminated */
+  double timeout_s;             /* per request, > 0 */
+  double start_timeout_s;       /* from exec to HELLO (GPU/NCCL init is slow), > 0 */
+  int stderr_fd;                /* the worker's stderr; -1 = inherit ours */
+};
+
+struct pt_isolate_stats {
+  unsigned spawned;   /* workers started, the first one included */
+  unsigned crashes;   /* PT_PT_CRASH decided here (death or protocol error) */
+  unsigned hangs;     /* PT_PT_HANG: timeouts */
+  pid_t pid;          /* the live worker, 0 when none */
+};
+
+/* Starts the first worker and waits for its HELLO, so that info() and the
+ * provenance are known before the sweep begins. The options are copied.
+ * Returns 0, PT_EINVAL for bad options, PT_ENOMEM, or PT_EIO with *err
+ * saying why the worker did not start (its FAIL message when it sent one).
+ * The caller releases b with b->close(b->self). */
+int pt_backend_isolated_open(struct pt_backend *b, const struct pt_isolate_opts *o,
+                             struct pt_error_rec *err);
+
+/* The provenance text the worker sent in HELLO: a libconfig group body
+ * (possibly "") owned by the backend, valid until close. NULL when b is not
+ * an isolated backend. */
+const char *pt_isolate_provenance(const struct pt_backend *b);
+
+/* Counters for tests and progress reports. Returns -1 when b is not an
+ * isolated backend. */
+int pt_isolate_stats(const struct pt_backend *b, struct pt_isolate_stats *out);
+
+#endif
