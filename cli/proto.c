@@ -142,7 +142,7 @@ static void put_str(struct cur *c, const char *s, size_t n) {
 
 static void get(struct cur *c, void *v, size_t n) {
   if (c->fail || c->len - c->off < n) {
-    c->fail = 1;
+    if (!c->fail) c->fail = 1; /* keep the first reason */
     memset(v, 0, n);
     return;
   }
