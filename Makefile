@@ -57,6 +57,7 @@ include tuner/module.mk
 include sim/module.mk
 -include net/module.mk
 include cli/module.mk
+-include mk/gpu.mk
 include test/module.mk
 include bench/module.mk
 include mk/fuzz.mk

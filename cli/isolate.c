@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "isolate.h"
@@ -25,7 +26,8 @@ struct iso {
   char **argv; /* exe, "worker", args..., NULL */
   int64_t timeout_ms, start_ms;
   int stderr_fd;
-  pid_t pid; /* 0: no worker */
+  pid_t parent; /* the profiler, as its workers see it */
+  pid_t pid;    /* 0: no worker */
   int fd;    /* -1: no worker */
   int have_info;
   struct pt_backend_info info;
@@ -90,6 +92,9 @@ static void exec_worker(const struct iso *w, int sock) {
   memset(&dfl, 0, sizeof dfl);
   dfl.sa_handler = SIG_DFL;
   setpgid(0, 0);
+  /* A worker must not outlive a profiler that was killed outright (SIGKILL
+   * leaves no chance to reap it): the kernel kills it with its parent. */
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != w->parent) _exit(126);
   if (dup2(sock, 0) < 0 || dup2(sock, 1) < 0) _exit(126);
   if (w->stderr_fd >= 0 && dup2(w->stderr_fd, 2) < 0) _exit(126);
   /* The profiler's handlers and ignored signals must not leak into the
@@ -118,6 +123,7 @@ static int spawn(struct iso *w, struct pt_error_rec *err) {
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
     return iso_err(err, PT_EIO, "cannot create the worker socket (%s)", strerror(errno));
   fflush(NULL); /* nothing buffered twice */
+  w->parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     close(sv[0]);
@@ -292,7 +298,11 @@ int pt_backend_isolated_open(struct pt_backend *b, const struct pt_isolate_opts 
   w->start_ms = (int64_t)(o->start_timeout_s * 1000 + 0.5);
   w->argv = calloc(nargs + 3, sizeof *w->argv);
   if (!w->argv) goto fail;
-  w->argv[0] = strdup(o->exe ? o->exe : "/proc/self/exe");
+  /* The resolved path, so that ps and pgrep show workers as pcie-tune. */
+  char self[4096];
+  ssize_t k = o->exe ? -1 : readlink("/proc/self/exe", self, sizeof self - 1);
+  if (k > 0) self[k] = '\0';
+  w->argv[0] = strdup(o->exe ? o->exe : k > 0 ? self : "/proc/self/exe");
   w->argv[1] = strdup("worker");
   if (!w->argv[0] || !w->argv[1]) goto fail;
   for (size_t i = 0; i < nargs; i++)

@@ -11,23 +11,37 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
+#include "backend_isolated_faults.h"
+#include "backend_nccl.h"
 #include "backends.h"
 #include "cmds.h"
+#include "isolate.h"
 #include "nccl/common.h"
 #include "pcie/sim_box.h"
 #include "progress.h"
 #include "sweepfile.h"
 
 static const char usage_text[] =
-    "usage: pcie-tune profile --backend sim --box NAME|FILE --out FILE [options]\n"
+    "usage: pcie-tune profile --backend nccl --gpus LIST --out FILE [options]\n"
+    "       pcie-tune profile --backend sim --box NAME|FILE --out FILE [options]\n"
     "       pcie-tune profile --resume --out FILE [--budget N] [--quiet]\n"
     "\n"
     "Measures NCCL's default and every candidate (algo, proto, channels) at each\n"
     "message size and writes a profile (docs/profile-format.md).\n"
     "\n"
-    "  --backend sim          measurement backend (only 'sim' in this build)\n"
-    "  --box NAME|FILE        simulated box: a built-in name or a box file (docs/sim.md)\n"
+    "  --backend nccl|sim     the GPUs through NCCL (docs/gpu.md), or a simulated box\n"
+    "  --gpus LIST            nccl: CUDA devices, e.g. 0-7 or 0,2,4,6\n"
+    "  --ops N                nccl: all-reduces per captured graph / timed launch; 20\n"
+    "  --warmup N             nccl: untimed launches before timing; 5\n"
+    "  --timeout SECONDS      per measurement in a worker; a hang is recorded after it; 60\n"
+    "  --box NAME|FILE        sim: a built-in box name or a box file (docs/sim.md)\n"
+    "  --isolate              sim: measure in worker processes too, as nccl always does\n"
+    "  --inject FAULT         sim --isolate: crash|abort|hang|wrong|exit|garbage:ALGO/PROTO/CH[@MIN]\n"
+    "                         (a testing aid for the isolation; repeatable)\n"
+    "  --checkpoint SECONDS   write the partial profile this often, so --resume survives\n"
+    "                         even a killed profiler; 30 (0 = after every measurement)\n"
     "  --out FILE             profile to write (never overwritten without --force)\n"
     "  --sizes MIN:MAX        sizes in bytes, powers of two from MIN (K/M/G suffixes); 8:256M\n"
     "  --graph | --eager | --both   launch mode(s) to measure; --graph\n"
@@ -48,8 +62,14 @@ static const char usage_text[] =
 static volatile sig_atomic_t interrupted;
 static void on_signal(int sig) { interrupted = sig; }
 
+#define MAX_INJECT 8
+
 struct opts {
-  const char *backend, *box, *out, *name;
+  const char *backend, *box, *out, *name, *gpus;
+  const char *inject[MAX_INJECT];
+  size_t ninject;
+  int isolate;
+  unsigned long long ops, warmup, timeout_s, checkpoint_s;
   uint64_t min_bytes, max_bytes;
   unsigned mode_mask, coll_mask, algo_mask, proto_mask;
   int channels[PT_MAX_CHANNELS];
@@ -141,6 +161,28 @@ static int parse(int argc, char **argv, struct opts *o) {
     else if (!strcmp(a, "--force")) o->force = 1;
     else if (!strcmp(a, "--resume")) o->resume = 1;
     else if (!strcmp(a, "--quiet")) o->quiet = 1;
+    else if (!strcmp(a, "--isolate")) o->isolate = 1;
+    else if (!strcmp(a, "--gpus")) { NEED_ARG o->gpus = v; }
+    else if (!strcmp(a, "--inject")) {
+      NEED_ARG
+      struct pt_fault f;
+      char why[256];
+      if (o->ninject == MAX_INJECT) return bad("more than 8 --inject%s", "");
+      if (pt_fault_parse(v, &f, why, sizeof why)) return bad("bad --inject: %s", why);
+      o->inject[o->ninject++] = v;
+    } else if (!strcmp(a, "--ops")) {
+      NEED_ARG
+      if (parse_ull(v, 1, 10000, &o->ops)) return bad("bad --ops '%s' (1..10000)", v);
+    } else if (!strcmp(a, "--warmup")) {
+      NEED_ARG
+      if (parse_ull(v, 0, 10000, &o->warmup)) return bad("bad --warmup '%s' (0..10000)", v);
+    } else if (!strcmp(a, "--timeout")) {
+      NEED_ARG
+      if (parse_ull(v, 1, 86400, &o->timeout_s)) return bad("bad --timeout '%s' (seconds, 1..86400)", v);
+    } else if (!strcmp(a, "--checkpoint")) {
+      NEED_ARG
+      if (parse_ull(v, 0, 86400, &o->checkpoint_s)) return bad("bad --checkpoint '%s' (seconds, 0..86400)", v);
+    }
     else if (!strcmp(a, "--backend")) { NEED_ARG o->backend = v; }
     else if (!strcmp(a, "--box")) { NEED_ARG o->box = v; }
     else if (!strcmp(a, "--out")) { NEED_ARG o->out = v; }
@@ -200,12 +242,24 @@ static void canonical(const struct opts *o, char *buf, size_t len) {
     if (o->algo_mask & (1u << a)) snprintf(algos + strlen(algos), sizeof algos - strlen(algos), "%s%s", algos[0] ? "," : "", pt_algo_name(a));
   for (int p = 0; p < 3; p++)
     if (o->proto_mask & (1u << p)) snprintf(protos + strlen(protos), sizeof protos - strlen(protos), "%s%s", protos[0] ? "," : "", pt_proto_name(p));
+  char target[600] = "";
+  size_t t = 0;
+  if (!strcmp(o->backend, "nccl")) {
+    t += (size_t)snprintf(target + t, sizeof target - t, "--gpus %s --ops %llu --warmup %llu --timeout %llu",
+                          o->gpus, o->ops, o->warmup, o->timeout_s);
+  } else {
+    t += (size_t)snprintf(target + t, sizeof target - t, "--box %s --seed %llu", o->box, o->seed);
+    if (o->isolate) t += (size_t)snprintf(target + t, sizeof target - t, " --isolate --timeout %llu", o->timeout_s);
+    for (size_t i = 0; i < o->ninject && t < sizeof target; i++)
+      t += (size_t)snprintf(target + t, sizeof target - t, " --inject %s", o->inject[i]);
+  }
   snprintf(buf, len,
-           "--backend %s --box %s --sizes %llu:%llu --%s --collectives %s --algos %s --protos %s "
-           "--channels %s --reps %u --screen-reps %u --seed %llu --name %s%s",
-           o->backend, o->box, (unsigned long long)o->min_bytes, (unsigned long long)o->max_bytes,
+           "--backend %s %s --sizes %llu:%llu --%s --collectives %s --algos %s --protos %s "
+           "--channels %s --reps %u --screen-reps %u --checkpoint %llu --name %s%s",
+           o->backend, target, (unsigned long long)o->min_bytes, (unsigned long long)o->max_bytes,
            o->mode_mask == 3u ? "both" : o->mode_mask == (1u << PT_MODE_GRAPH) ? "graph" : "eager",
-           colls, algos, protos, ch, o->reps, o->screen_reps, o->seed, o->name, o->full ? " --full" : "");
+           colls, algos, protos, ch, o->reps, o->screen_reps, o->checkpoint_s, o->name,
+           o->full ? " --full" : "");
 }
 
 static void defaults(struct opts *o) {
@@ -219,6 +273,10 @@ static void defaults(struct opts *o) {
   o->reps = 7;
   o->screen_reps = 3;
   o->seed = 1;
+  o->ops = 20;
+  o->warmup = 5;
+  o->timeout_s = 60;
+  o->checkpoint_s = 30;
 }
 
 /* Splits the stored canonical string into argv and parses it. */
@@ -238,30 +296,117 @@ static void print_error(const struct pt_error_rec *e) {
   fprintf(stderr, "pcie-tune profile: %s\n", buf);
 }
 
+/* Opens the backend the options name. Returns 0, or an exit status. */
+static int open_backend(const struct opts *o, struct pt_backend *be) {
+  struct pt_error_rec e;
+  int rc;
+  if (!strcmp(o->backend, "nccl")) {
+    struct pt_nccl_opts no;
+    pt_nccl_opts_default(&no);
+    no.gpus = o->gpus;
+    no.ops = (unsigned)o->ops;
+    no.warmup = (unsigned)o->warmup;
+    no.timeout_s = (double)o->timeout_s;
+    rc = pt_backend_nccl_open(be, &no, &e);
+  } else {
+    struct pt_box box;
+    if ((rc = pt_box_resolve(&box, o->box, &e))) {
+      if (rc == PT_EIO && !strchr(o->box, '/') && !strstr(o->box, ".cfg")) {
+        fprintf(stderr, "pcie-tune profile: unknown box '%s' (built-in:", o->box);
+        for (size_t i = 0; i < pt_box_builtin_count(); i++) fprintf(stderr, " %s", pt_box_builtin_at(i)->name);
+        fprintf(stderr, "; or a box file)\n");
+        return 2;
+      }
+      print_error(&e);
+      return 1;
+    }
+    if (!o->isolate) return pt_backend_sim_open(be, &box, o->seed) ? 1 : 0;
+    /* The same worker harness as the GPU backend, over the simulator. */
+    char seed[32];
+    const char *args[8 + 2 * MAX_INJECT];
+    size_t n = 0;
+    snprintf(seed, sizeof seed, "%llu", o->seed);
+    args[n++] = "--backend", args[n++] = "sim", args[n++] = "--box", args[n++] = o->box;
+    args[n++] = "--seed", args[n++] = seed;
+    for (size_t i = 0; i < o->ninject; i++) args[n++] = "--inject", args[n++] = o->inject[i];
+    args[n] = NULL;
+    struct pt_isolate_opts io = {.args = args, .timeout_s = (double)o->timeout_s,
+                                 .start_timeout_s = 30, .stderr_fd = -1};
+    rc = pt_backend_isolated_open(be, &io, &e);
+  }
+  if (!rc) return 0;
+  print_error(&e);
+  return rc == PT_EINVAL ? 2 : 1;
+}
+
+/* Everything one write of the profile needs, shared by checkpoints. */
+struct run_state {
+  const struct opts *o;
+  const char *args;
+  const struct pt_sweep *sw;
+  const struct pt_backend *be;
+  struct pt_backend_info bi;
+  struct pt_progress pg;
+  double last_write;
+  int warned, written;
+};
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Writes the sweep as it stands; isolated backends add their provenance
+ * (GPU names, bus ids, versions, NCCL_* environment) to provenance.extra. */
+static int save(const struct run_state *r, int complete, unsigned flags, struct pt_error_rec *e) {
+  struct pt_profile prof = {0};
+  const char *more = pt_isolate_provenance(r->be);
+  int rc = pt_sweepfile_build(r->sw, &r->bi, r->o->name, r->args, complete, &prof);
+  if (!rc && more && more[0]) {
+    char *joined = NULL;
+    if (asprintf(&joined, "%s%s", prof.prov.extra ? prof.prov.extra : "", more) < 0) rc = PT_ENOMEM;
+    else {
+      free(prof.prov.extra);
+      prof.prov.extra = joined;
+    }
+  }
+  if (!rc) rc = pt_profile_write(&prof, r->o->out, flags, e);
+  else snprintf(e->msg, sizeof e->msg, "out of memory");
+  pt_profile_release(&prof);
+  return rc;
+}
+
+/* Progress, plus a checkpoint every --checkpoint seconds: the partial
+ * profile on disk is what --resume continues after any interruption, a
+ * SIGKILL or a power cut included. */
+static void on_progress(void *arg, const struct pt_sweep_progress *p) {
+  struct run_state *r = arg;
+  struct pt_error_rec e = {0};
+  pt_progress_cb(&r->pg, p);
+  if (now_s() - r->last_write < (double)r->o->checkpoint_s) return;
+  r->last_write = now_s();
+  int rc = save(r, 0, PT_WRITE_FORCE, &e);
+  r->written |= rc == 0;
+  /* Early on, a series may have nothing valid to write yet: not an error. */
+  if (rc && rc != PT_EINVAL && !r->warned) {
+    print_error(&e);
+    r->warned = 1;
+  }
+}
+
 /* The sweep itself, once options are final. */
 static int run(struct opts *o, const char *args, int resume) {
-  struct pt_box box;
   struct pt_backend be = {0};
-  struct pt_backend_info bi;
   struct pt_sweep sw = {0};
   struct pt_sweep_opts so;
   struct pt_cand_spec cands[2 * 3 * PT_MAX_CHANNELS];
   struct pt_error_rec e;
-  struct pt_profile prof = {0};
-  struct pt_progress pg;
-  int status = 1, rc;
-  if ((rc = pt_box_resolve(&box, o->box, &e))) {
-    if (rc == PT_EIO && !strchr(o->box, '/') && !strstr(o->box, ".cfg")) {
-      fprintf(stderr, "pcie-tune profile: unknown box '%s' (built-in:", o->box);
-      for (size_t i = 0; i < pt_box_builtin_count(); i++) fprintf(stderr, " %s", pt_box_builtin_at(i)->name);
-      fprintf(stderr, "; or a box file)\n");
-      return 2;
-    }
-    print_error(&e);
-    return 1;
-  }
-  if (pt_backend_sim_open(&be, &box, o->seed)) goto out;
-  be.info(be.self, &bi);
+  struct run_state r = {.o = o, .args = args, .sw = &sw, .be = &be};
+  int status, rc;
+  if ((status = open_backend(o, &be))) goto out;
+  status = 1;
+  be.info(be.self, &r.bi);
   pt_sweep_opts_default(&so);
   so.min_bytes = o->min_bytes;
   so.max_bytes = o->max_bytes;
@@ -273,17 +418,18 @@ static int run(struct opts *o, const char *args, int resume) {
   so.budget = o->budget;
   so.stop = &interrupted;
   so.cands = cands;
-  so.ncand = pt_sweep_cands(o->algo_mask, o->proto_mask, o->channels, o->nch, bi.max_channels, cands,
+  so.ncand = pt_sweep_cands(o->algo_mask, o->proto_mask, o->channels, o->nch, r.bi.max_channels, cands,
                             sizeof cands / sizeof cands[0]);
   if (!so.ncand) {
     fprintf(stderr, "pcie-tune profile: no candidate left: every --channels value is above the "
-                    "box's %d channels\n", bi.max_channels);
+                    "target's %d channels\n", r.bi.max_channels);
     status = 2;
     goto out;
   }
-  pt_progress_init(&pg, o->quiet);
-  so.progress = pt_progress_cb;
-  so.progress_arg = &pg;
+  pt_progress_init(&r.pg, o->quiet);
+  r.last_write = now_s();
+  so.progress = on_progress;
+  so.progress_arg = &r;
   if ((rc = pt_sweep_init(&sw, &so, &e))) {
     fprintf(stderr, "pcie-tune profile: %s\n", e.msg);
     status = rc == PT_EINVAL ? 2 : 1;
@@ -301,15 +447,15 @@ static int run(struct opts *o, const char *args, int resume) {
   rc = pt_sweep_run(&sw, &be, &e);
   sigaction(SIGINT, &old_int, NULL);
   sigaction(SIGTERM, &old_term, NULL);
-  pt_progress_end(&pg);
+  pt_progress_end(&r.pg);
   if (rc) {
     print_error(&e);
     goto out;
   }
-  if (pt_sweepfile_build(&sw, &bi, o->name, args, !sw.stopped, &prof)) goto out;
-  /* A partial file is ours to replace; a finished sweep obeys --force. */
-  unsigned flags = (o->force || resume || sw.stopped) ? PT_WRITE_FORCE : 0;
-  if ((rc = pt_profile_write(&prof, o->out, flags, &e))) {
+  /* A partial file (ours, or a checkpoint) is ours to replace; a finished
+   * sweep obeys --force. */
+  unsigned flags = (o->force || resume || sw.stopped || r.written) ? PT_WRITE_FORCE : 0;
+  if ((rc = save(&r, !sw.stopped, flags, &e))) {
     print_error(&e);
     goto out;
   }
@@ -325,7 +471,6 @@ static int run(struct opts *o, const char *args, int resume) {
             (unsigned long long)sw.samples, (unsigned long long)sw.calls);
   status = 0;
 out:
-  pt_profile_release(&prof);
   pt_sweep_release(&sw);
   if (be.close) be.close(be.self);
   return status;
@@ -348,7 +493,7 @@ int cmd_profile(int argc, char **argv) {
     struct pt_error_rec e;
     given = o;
     /* Everything but --out, --budget and --quiet comes from the file. */
-    if (given.backend || given.box || given.full || given.force || given.name)
+    if (given.backend || given.box || given.gpus || given.full || given.force || given.name)
       return bad("--resume takes the sweep's options from %s; give only --out, --budget, --quiet", o.out);
     for (int i = 1; i < argc; i++)
       if (strcmp(argv[i], "--resume") && strcmp(argv[i], "--out") && strcmp(argv[i], "--budget") &&
@@ -363,7 +508,8 @@ int cmd_profile(int argc, char **argv) {
       return 1;
     }
     defaults(&o);
-    if (parse_stored(fs.args, &o, stored_buf, sizeof stored_buf) || !o.box || !o.backend) {
+    if (parse_stored(fs.args, &o, stored_buf, sizeof stored_buf) || !o.backend ||
+        (!o.box && !o.gpus)) {
       fprintf(stderr, "pcie-tune profile: %s: unusable sweep record '%s'\n", given.out, fs.args);
       return 1;
     }
@@ -373,10 +519,17 @@ int cmd_profile(int argc, char **argv) {
     snprintf(args, sizeof args, "%s", fs.args);
     return run(&o, args, 1);
   }
-  if (!o.backend) return bad("missing --backend (only 'sim' in this build)%s", "");
-  if (strcmp(o.backend, "sim"))
-    return bad("backend '%s' is not available in this build (only 'sim'; the GPU backend needs CUDA and NCCL)", o.backend);
-  if (!o.box) return bad("missing --box NAME|FILE for the sim backend%s", "");
+  if (!o.backend) return bad("missing --backend (nccl or sim)%s", "");
+  if (!strcmp(o.backend, "nccl")) {
+    if (!o.gpus) return bad("missing --gpus LIST for the nccl backend (e.g. --gpus 0-7)%s", "");
+    if (o.box || o.isolate || o.ninject) return bad("--box, --isolate and --inject are for --backend sim%s", "");
+  } else if (!strcmp(o.backend, "sim")) {
+    if (!o.box) return bad("missing --box NAME|FILE for the sim backend%s", "");
+    if (o.gpus) return bad("--gpus is for --backend nccl%s", "");
+    if (o.ninject && !o.isolate) return bad("--inject needs --isolate (faults happen in workers)%s", "");
+  } else {
+    return bad("unknown backend '%s' (nccl or sim)", o.backend);
+  }
   if (!o.force && stat(o.out, &st) == 0) {
     fprintf(stderr, "pcie-tune profile: %s exists; use --force to overwrite it, or --resume to continue it\n", o.out);
     return 1;
@@ -385,9 +538,13 @@ int cmd_profile(int argc, char **argv) {
     /* Every count up to the communicator's; run() drops those above the box's. */
     for (int c = 1; c <= 16; c++) o.channels[o.nch++] = c;
   }
-  if (!o.name) {
+  char gpu_name[128];
+  if (!o.name && o.box) {
     const char *slash = strrchr(o.box, '/');
     o.name = slash ? slash + 1 : o.box;
+  } else if (!o.name) {
+    snprintf(gpu_name, sizeof gpu_name, "nccl-gpus-%s", o.gpus);
+    o.name = gpu_name;
   }
   canonical(&o, args, sizeof args);
   return run(&o, args, 0);

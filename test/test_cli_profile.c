@@ -6,7 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "support/pt_test.h"
 
@@ -47,9 +51,15 @@ START_TEST(bad_arguments_exit_2_with_a_clear_message) {
   expect(2, "bad --algos 'nvls'", "profile --backend sim --box gen5-8x-p2p --out p.cfg --algos nvls");
   expect(2, "bad --reps '0'", "profile --backend sim --box gen5-8x-p2p --out p.cfg --reps 0");
   expect(2, "option '--seed' needs a value", "profile --backend sim --box gen5-8x-p2p --out p.cfg --seed");
-  expect(2, "backend 'gpu' is not available", "profile --backend gpu --box x --out p.cfg");
+  expect(2, "unknown backend 'gpu' (nccl or sim)", "profile --backend gpu --box x --out p.cfg");
+  expect(2, "missing --gpus LIST", "profile --backend nccl --out p.cfg");
+  expect(2, "--box, --isolate and --inject are for --backend sim", "profile --backend nccl --gpus 0 --box x --out p.cfg");
+  expect(2, "--inject needs --isolate", "profile --backend sim --box gen5-8x-p2p --out p.cfg --inject crash:ring/ll/4");
+  expect(2, "bad --inject", "profile --backend sim --box gen5-8x-p2p --isolate --out p.cfg --inject melt:ring/ll/4");
+  expect(2, "--gpus is for --backend nccl", "profile --backend sim --box gen5-8x-p2p --gpus 0 --out p.cfg");
+  expect(2, "bad --timeout '0'", "profile --backend sim --box gen5-8x-p2p --isolate --timeout 0 --out p.cfg");
   expect(2, "unknown box 'nope'", "profile --backend sim --box nope --out p.cfg");
-  expect(2, "above the box's 4 channels", "profile --backend sim --box gen5-8x-p2p --out p.cfg --channels 8,16");
+  expect(2, "above the target's 4 channels", "profile --backend sim --box gen5-8x-p2p --out p.cfg --channels 8,16");
   expect(2, "missing PROFILE", "show");
   expect(2, "unknown collective 'allsum'", "show p.cfg --collective allsum");
   expect(2, "missing --box", "simulate p.cfg");
@@ -186,6 +196,100 @@ START_TEST(resume_continues_an_interrupted_sweep) {
 }
 END_TEST
 
+/* Faults in isolated workers end up in the profile as states, and the
+ * plugin never chooses those candidates. */
+START_TEST(isolated_faults_are_recorded) {
+  char *out = NULL, *err = NULL;
+  int rc = run(&out, &err,
+               "profile --backend sim --box gen5-8x-p2p --isolate --timeout 1 --sizes 64K:1M --full "
+               "--algos ring --protos ll,simple --channels 2,4 --reps 3 --out f.cfg "
+               "--inject crash:ring/ll/4@262144 --inject hang:ring/simple/4@1048576 --inject wrong:ring/ll/2@65536 --quiet");
+  ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+  free(out);
+  free(err);
+  ck_assert_int_eq(run(&out, &err, "check f.cfg"), 0);
+  free(out);
+  free(err);
+  char *path = NULL, *text = NULL;
+  ck_assert(asprintf(&path, "%s/f.cfg", dir) > 0);
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  size_t len = 0;
+  ck_assert_int_ne(getdelim(&text, &len, '\0', f), -1);
+  fclose(f);
+  ck_assert_ptr_nonnull(strstr(text, "\"crash\""));
+  ck_assert_ptr_nonnull(strstr(text, "\"hang\""));
+  ck_assert_ptr_nonnull(strstr(text, "\"wrong\""));
+  /* show: none of the three poisoned candidates is chosen or ranked. */
+  ck_assert_int_eq(run(&out, &err, "show f.cfg"), 0);
+  ck_assert_ptr_null(strstr(out, "ring/ll/4"));
+  ck_assert_ptr_null(strstr(out, "ring/simple/4"));
+  ck_assert_ptr_null(strstr(out, "ring/ll/2"));
+  ck_assert_ptr_nonnull(strstr(out, "ring/simple/2"));
+  free(out);
+  free(err);
+  free(text);
+  free(path);
+}
+END_TEST
+
+static int workers_alive(const char *seed) {
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "pgrep -f '[p]cie-tune worker .*--seed %s' >/dev/null", seed);
+  return system(cmd) == 0;
+}
+
+/* A profiler killed outright (SIGKILL: no handler runs) leaves the last
+ * checkpoint, a valid partial profile, and no worker behind; --resume
+ * finishes it. */
+START_TEST(checkpoint_survives_sigkill) {
+  char cmd[4096], *path = NULL;
+  ck_assert(asprintf(&path, "%s/k.cfg", dir) > 0);
+  snprintf(cmd, sizeof cmd,
+           "cd %s && exec %s profile --backend sim --box gen5-8x-p2p --isolate --timeout 3 --seed 9137 "
+           "--sizes 8:4M --algos ring --protos ll,simple --channels 1,2,4 --checkpoint 0 --quiet "
+           "--inject hang:*/*/*@1048576 --out k.cfg",
+           dir, pt_test_cli());
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+    _exit(127);
+  }
+  struct stat st;
+  int seen = 0;
+  for (int i = 0; i < 400 && !seen; i++) { /* up to 20 s for the first checkpoint */
+    struct timespec ts = {0, 50 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    seen = stat(path, &st) == 0 && workers_alive("9137");
+  }
+  ck_assert_msg(seen, "no checkpoint appeared");
+  ck_assert_int_eq(kill(pid, SIGKILL), 0);
+  int status;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert(WIFSIGNALED(status));
+  for (int i = 0; i < 100 && workers_alive("9137"); i++) {
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  ck_assert_msg(!workers_alive("9137"), "a worker outlived the killed profiler");
+  char *out = NULL, *err = NULL;
+  ck_assert_int_eq(run(&out, &err, "check k.cfg"), 0);
+  free(out);
+  free(err);
+  int rc = run(&out, &err, "profile --resume --out k.cfg --quiet");
+  ck_assert_msg(rc == 0, "resume exit %d: %s", rc, err);
+  free(out);
+  free(err);
+  rc = run(&out, &err, "profile --resume --out k.cfg");
+  ck_assert_int_eq(rc, 1);
+  ck_assert_ptr_nonnull(strstr(err, "is complete; nothing to resume"));
+  free(out);
+  free(err);
+  free(path);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("cli_profile");
   TCase *tc = tcase_create("core");
@@ -195,6 +299,8 @@ int main(void) {
   tcase_add_test(tc, help_exits_0);
   tcase_add_test(tc, profile_show_simulate);
   tcase_add_test(tc, resume_continues_an_interrupted_sweep);
+  tcase_add_test(tc, isolated_faults_are_recorded);
+  tcase_add_test(tc, checkpoint_survives_sigkill);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }
