@@ -96,39 +96,50 @@ static void trace(const struct pt_ctx *ctx, int coll, size_t nbytes, int mode,
           nbytes, pt_mode_name(mode), why);
 }
 
+/* The choice a decision applied, for the trace and the v2 shim; off the
+ * default path, so its locals do not weigh on every call. */
+__attribute__((noinline, cold)) static int report(const struct pt_ctx *ctx, int coll,
+                                                  size_t nbytes, int mode, int k,
+                                                  const struct pt_choice *c, const char *why,
+                                                  struct pt_choice *out) {
+  if (ctx->trace) trace(ctx, coll, nbytes, mode, k >= 0 ? c : NULL, why);
+  if (k >= 0 && out) *out = *c;
+  return k >= 0;
+}
+
+/* The profiler measures one candidate: the profile is out of the way, and a
+ * combination NCCL disabled is reported, never revived. */
+__attribute__((noinline)) static int decide_forced(const struct pt_ctx *ctx, int coll,
+                                                   size_t nbytes, int mode, float *cost,
+                                                   int num_algo, int num_proto, int *nchannels,
+                                                   struct pt_choice *out) {
+  struct pt_hot forced;
+  uint32_t chunk;
+  if (!pt__control_forced(&forced, &chunk)) return 0; /* released meanwhile */
+  int k = pt_table_apply_packed(&forced, cost, num_algo, num_proto, nchannels);
+  pt__control_count(k >= 0);
+  struct pt_choice c = {.algo = forced.algo[0], .proto = forced.proto[0],
+                        .channels = forced.channels[0], .chunk = chunk};
+  return report(ctx, coll, nbytes, mode, k, &c,
+                k >= 0 ? "forced by pcie-tune" : "forced choice disabled by NCCL", out);
+}
+
 int pt_core_decide(const struct pt_ctx *ctx, int coll, size_t nbytes, int reg_buff, float *cost,
                    int num_algo, int num_proto, int *nchannels, struct pt_choice *out) {
   static const char *const rank_names[PT_MAX_RANKED] = {"rank 1", "rank 2", "rank 3", "rank 4"};
-  const struct pt_interval *iv = NULL;
-  struct pt_hot forced;
-  uint32_t chunk;
-  int mode = reg_buff ? PT_MODE_GRAPH : PT_MODE_EAGER, k, is_forced;
+  const struct pt_interval *iv;
+  int mode = reg_buff ? PT_MODE_GRAPH : PT_MODE_EAGER;
   if (!ctx) return 0;
-  is_forced = pt__control_active() && pt__control_forced(&forced, &chunk);
-  if (is_forced) {
-    /* The profiler measures one candidate: the profile is out of the way,
-     * and a combination NCCL disabled is reported, never revived. */
-    k = pt_table_apply_packed(&forced, cost, num_algo, num_proto, nchannels);
-    pt__control_count(k >= 0);
-  } else {
-    if (!ctx->loaded) return 0;
-    k = pt_table_decide(&ctx->loaded->table, coll, mode, nbytes, cost, num_algo, num_proto,
-                        nchannels, &iv);
-  }
-  if (!out && !ctx->trace) return k >= 0; /* the default path ends here */
-  struct pt_choice c = {0};
-  const char *why;
-  if (is_forced) {
-    c = (struct pt_choice){.algo = forced.algo[0], .proto = forced.proto[0],
-                           .channels = forced.channels[0], .chunk = chunk};
-    why = k >= 0 ? "forced by pcie-tune" : "forced choice disabled by NCCL";
-  } else {
-    if (k >= 0) c = iv->c[k];
-    why = k >= 0 ? (c.from_rule ? "rule" : rank_names[k]) : "no usable candidate";
-  }
-  if (ctx->trace) trace(ctx, coll, nbytes, mode, k >= 0 ? &c : NULL, why);
-  if (k >= 0 && out) *out = c;
-  return k >= 0;
+  if (__builtin_expect(pt__control_active(), 0))
+    return decide_forced(ctx, coll, nbytes, mode, cost, num_algo, num_proto, nchannels, out);
+  if (!ctx->loaded) return 0;
+  int k = pt_table_decide(&ctx->loaded->table, coll, mode, nbytes, cost, num_algo, num_proto,
+                          nchannels, &iv);
+  if (__builtin_expect(!out && !ctx->trace, 1)) return k >= 0; /* the default path ends here */
+  static const struct pt_choice none;
+  const struct pt_choice *c = k >= 0 ? &iv->c[k] : &none;
+  return report(ctx, coll, nbytes, mode, k, c,
+                k < 0 ? "no usable candidate" : c->from_rule ? "rule" : rank_names[k], out);
 }
 
 void pt_core_chunk(const struct pt_ctx *ctx, int coll, size_t nbytes, int algo, int proto,

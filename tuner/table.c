@@ -354,7 +354,8 @@ static uint64_t key_lo(unsigned key) {
  * the same number of steps for every size of a set (set->top sets it), so
  * the loop exit is always predicted; his[] is padded with UINT64_MAX so the
  * steps never overrun. */
-static size_t find(const struct pt_ivset *set, uint64_t nbytes) {
+static inline __attribute__((always_inline)) size_t find(const struct pt_ivset *set,
+                                                        uint64_t nbytes) {
   const uint64_t *b = set->his + set->start[key_of(nbytes)];
   for (size_t step = set->top; step > 0; step >>= 1) b = b[step - 1] < nbytes ? b + step : b;
   return (size_t)(b - set->his);
@@ -372,8 +373,9 @@ const struct pt_interval *pt_table_lookup(const struct pt_table *t, int coll, in
 }
 
 /* The one apply rule, over a packed ranked list. */
-static int apply_hot(const struct pt_hot *h, float *cost, int num_algo, int num_proto,
-                     int *nchannels) {
+static inline __attribute__((always_inline)) int apply_hot(const struct pt_hot *h, float *cost,
+                                                          int num_algo, int num_proto,
+                                                          int *nchannels) {
   if (!cost || !nchannels || num_algo <= 0 || num_proto <= 0) return -1;
   for (int k = 0; k < h->n; k++) {
     if (h->algo[k] >= num_algo || h->proto[k] >= num_proto) continue;
