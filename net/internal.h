@@ -219,6 +219,11 @@ struct pt_stream {
   int rbuf;
   char *dst;
   size_t left;
+  /* published for test's dead-peer check (written by the owner only):
+   * (1 << 32) | seq while parked on a message not posted yet, else 0;
+   * ended once the peer closed this stream at a chunk boundary */
+  _Atomic uint64_t parked;
+  atomic_int ended;
 };
 
 struct pt_comm {

@@ -267,7 +267,12 @@ static int recv_step(struct pt_stream *s, size_t budget, uint32_t fired)
       s->phase = PT_RX_PARKED;
     }
     if (s->phase == PT_RX_PARKED) {
-      if (place(s) <= 0)
+      int placed = place(s);
+      if (placed == 0)
+        atomic_store_explicit(&s->parked, (1ULL << 32) | s->hdr.seq, memory_order_relaxed);
+      else if (atomic_load_explicit(&s->parked, memory_order_relaxed))
+        atomic_store_explicit(&s->parked, 0, memory_order_relaxed);
+      if (placed <= 0)
         break;
       s->phase = PT_RX_DATA;
     }
@@ -306,6 +311,7 @@ static int recv_step(struct pt_stream *s, size_t budget, uint32_t fired)
       /* A clean end: the peer closed between chunks. Only an error for
        * requests that can no longer complete (test decides). */
       s->phase = PT_RX_DEAD;
+      atomic_store(&s->ended, 1);
       atomic_fetch_add(&c->eof_streams, 1);
     } else {
       pt__comm_fail(c, ncclRemoteError, PT_WHY_TRUNCATED_STREAM, 0);

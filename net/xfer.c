@@ -218,6 +218,26 @@ static int complete(struct pt_req_head *h, int *sizes)
   return 1;
 }
 
+/* 1 when every stream either ended (the peer closed it between chunks) or
+ * is parked on a message that is not posted yet. A stream carries chunks in
+ * increasing message order (the send cursor only moves forward), so one
+ * parked beyond every posted receive can bring nothing for them, and a
+ * posted receive still short then never completes: waiting would hang on a
+ * dead peer whose last chunks went to a stream that is parked. Called by
+ * the progress thread, which alone advances recv_next_seq. */
+static int recv_stuck(const struct pt_comm *c)
+{
+  for (int i = 0; i < c->nstreams; i++) {
+    const struct pt_stream *s = &c->streams[i];
+    if (atomic_load(&s->ended))
+      continue;
+    uint64_t p = atomic_load_explicit(&s->parked, memory_order_relaxed);
+    if (!p || (int32_t)((uint32_t)p - c->recv_next_seq) < 0)
+      return 0;
+  }
+  return 1;
+}
+
 ncclResult_t pt_net_test(void *request, int *done, int *sizes)
 {
   struct pt_req_head *h = request;
@@ -236,9 +256,10 @@ ncclResult_t pt_net_test(void *request, int *done, int *sizes)
   poll_some(c, h);
   if ((*done = complete(h, sizes)))
     return ncclSuccess;
-  /* Every stream ended cleanly and this request is still short: the peer
-   * closed its side and nothing more can come. */
-  if (h->magic == PT_MAGIC_RREQ && atomic_load(&c->eof_streams) == c->nstreams) {
+  /* The peer closed its side and this request is still short: fail once
+   * no stream can bring it anything more. */
+  if (h->magic == PT_MAGIC_RREQ && atomic_load_explicit(&c->eof_streams, memory_order_relaxed) &&
+      recv_stuck(c)) {
     pt__comm_fail(c, ncclRemoteError, PT_WHY_PEER_CLOSED, 0);
     return pt__comm_report(c);
   }

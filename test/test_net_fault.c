@@ -331,6 +331,50 @@ static void raw_peer_case(int truncate)
   nh_finalize(&net, ctx);
 }
 
+/* A sender dies after one stream already carried a chunk of a later
+ * message (seq 1) while the chunk of the posted receive (seq 0) was never
+ * sent: that stream stays parked, the others end cleanly. The receive can
+ * never complete, so test must fail instead of waiting forever. */
+START_TEST(peer_death_with_a_parked_stream_fails_receive)
+{
+  char handle[NCCL_NET_HANDLE_MAXSIZE], buf[4096];
+  void *lc, *rc = NULL, *req = NULL, *d = buf;
+  size_t cap = sizeof(buf);
+  int tag = 1, fds[3], timed_out = 0;
+  open_version(4);
+  ck_assert_int_eq(nh_listen(&net, ctx, 0, handle, &lc), ncclSuccess);
+  const struct nw_handle *h = (const struct nw_handle *)handle;
+  pid_t pid = fork();
+  if (pid == 0) {
+    for (int i = 0; i < h->nstreams; i++)
+      if ((fds[i] = nw_dial(h)) < 0 || nw_send_hello(fds[i], h, NW_VERSION, (uint16_t)i, 9))
+        _exit(1);
+    for (int i = 0; i < h->nstreams; i++)
+      if (nw_read_ack(fds[i]) != 0)
+        _exit(1);
+    struct nw_chunk c = {.magic = NW_CHUNK_MAGIC, .seq = 1, .tag = 1, .len = 10, .total = 10};
+    if (send(fds[0], &c, sizeof(c), MSG_NOSIGNAL) != (ssize_t)sizeof(c) ||
+        send(fds[0], buf, 10, MSG_NOSIGNAL) != 10)
+      _exit(1);
+    _exit(0); /* closes every stream at a chunk boundary */
+  }
+  rc = accept_until(lc, handle, NULL, 5000);
+  ck_assert_ptr_nonnull(rc);
+  ck_assert_int_eq(nh_irecv(&net, rc, 1, &d, &cap, &tag, NULL, &req), ncclSuccess);
+  ck_assert_ptr_nonnull(req);
+  ncclResult_t r = nh_wait(&net, req, NULL, 5000, &timed_out);
+  ck_assert_msg(!timed_out, "the receive waited for a dead peer");
+  ck_assert_int_eq(r, ncclRemoteError);
+  ck_assert_msg(strstr(nh_last_warn(), "closed by the peer"), "WARN: %s", nh_last_warn());
+  int status;
+  waitpid(pid, &status, 0);
+  ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  nh_close_recv(&net, rc);
+  nh_close_listen(&net, lc);
+  nh_finalize(&net, ctx);
+}
+END_TEST
+
 START_TEST(bad_chunk_magic_fails_receive)
 {
   raw_peer_case(0);
@@ -429,6 +473,7 @@ static Suite *fault_suite(void)
   tcase_add_test(tc, version_and_nonce_mismatch_refused);
   tcase_add_test(tc, bad_chunk_magic_fails_receive);
   tcase_add_test(tc, truncated_stream_fails_receive);
+  tcase_add_test(tc, peer_death_with_a_parked_stream_fails_receive);
   tcase_add_loop_test(tc, two_threads_many_comms, 3, NH_NVERSIONS);
   suite_add_tcase(s, tc);
   return s;
