@@ -15,6 +15,9 @@
 /* A connector that opened a socket but sent no hello in this time is a
  * stranger (a port scanner, a dead peer). */
 #define PT_HELLO_TIMEOUT_NS (10LL * 1000 * 1000 * 1000)
+/* With every pending slot taken, the oldest is given up after this long to
+ * make room (a real connector says hello as soon as its socket connects). */
+#define PT_PENDING_EVICT_NS (1000LL * 1000 * 1000)
 #define PT_LISTEN_BACKLOG 16384
 
 struct pt_pending {
@@ -159,9 +162,28 @@ static int admit(struct pt_listen *l, int fd, const struct pt_hello *h)
   return 1;
 }
 
+/* When the pending table is full, makes room by dropping its oldest entry
+ * if that one has been silent long enough; 0 when there is no room. */
+static int make_room(struct pt_listen *l)
+{
+  if (l->npending < PT_PENDING_MAX)
+    return 1;
+  int oldest = 0;
+  for (int i = 1; i < l->npending; i++)
+    if (l->pending[i].since_ns < l->pending[oldest].since_ns)
+      oldest = i;
+  if (now_ns() - l->pending[oldest].since_ns < PT_PENDING_EVICT_NS)
+    return 0;
+  drop_pending(l, oldest);
+  return 1;
+}
+
 static ncclResult_t accept_new(struct pt_listen *l)
 {
-  for (;;) {
+  /* Connections beyond the pending table stay in the kernel's backlog
+   * (accepting and closing them would also close a real connector's
+   * streams queued behind a flood of silent strangers). */
+  while (make_room(l)) {
     int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED)
@@ -171,12 +193,9 @@ static ncclResult_t accept_new(struct pt_listen *l)
       PT_WARN(l->ctx->log, "accept on %s failed: %s", l->addr, strerror(errno));
       return ncclSystemError;
     }
-    if (l->npending == PT_PENDING_MAX) {
-      close(fd); /* flooded by strangers: the real peer retries nothing, */
-      continue;  /* but its sockets are already queued ahead of these */
-    }
     l->pending[l->npending++] = (struct pt_pending){.fd = fd, .since_ns = now_ns()};
   }
+  return ncclSuccess;
 }
 
 static void read_hellos(struct pt_listen *l)
@@ -210,6 +229,8 @@ ncclResult_t pt_net_accept(void *listen_comm, void **recv_comm)
   if (!recv_comm || !l || l->magic != PT_MAGIC_LISTEN)
     return ncclInternalError;
   *recv_comm = NULL;
+  /* Hellos first: admitted sockets free pending slots for the backlog. */
+  read_hellos(l);
   ncclResult_t res = accept_new(l);
   if (res != ncclSuccess)
     return res;

@@ -247,6 +247,50 @@ START_TEST(strangers_do_not_disturb)
 }
 END_TEST
 
+/* More silent strangers than the listener keeps pending (slowloris): the
+ * real connector's streams must neither be closed on arrival nor wait for
+ * the strangers' 10 s hello timeout, and no accept call may block. */
+START_TEST(silent_flood_does_not_exhaust_listener)
+{
+  enum { FLOOD = 48 };
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void *lc, *sc = NULL, *rc = NULL;
+  int fds[FLOOD], got;
+  open_version(4);
+  ck_assert_int_eq(nh_listen(&net, ctx, 0, handle, &lc), ncclSuccess);
+  const struct nw_handle *h = (const struct nw_handle *)handle;
+  for (int i = 0; i < FLOOD; i++)
+    ck_assert_int_ge(fds[i] = nw_dial(h), 0);
+  for (int i = 0; i < 4; i++)
+    ck_assert_int_eq(nh_accept(&net, lc, &rc), ncclSuccess);
+  ck_assert_ptr_null(rc);
+  double t0 = nh_now_ms(), slowest = 0;
+  while ((!rc || !sc) && nh_now_ms() - t0 < 8000) {
+    double c0 = nh_now_ms();
+    if (!rc)
+      ck_assert_int_eq(nh_accept(&net, lc, &rc), ncclSuccess);
+    if (!sc)
+      ck_assert_msg(nh_connect(&net, ctx, 0, handle, &sc) == ncclSuccess,
+                    "the real connector was dropped: %s", nh_last_warn());
+    if (nh_now_ms() - c0 > slowest)
+      slowest = nh_now_ms() - c0;
+  }
+  ck_assert_msg(sc && rc, "the real peer connects despite %d silent strangers", FLOOD);
+  ck_assert_msg(nh_now_ms() - t0 < 5000, "connecting took %.0f ms", nh_now_ms() - t0);
+  ck_assert_msg(slowest < 100, "an accept/connect call took %.0f ms", slowest);
+  char s[4096], r[4096];
+  nh_fill(s, sizeof(s), 11);
+  ck_assert_int_eq(nh_xfer(&net, sc, rc, s, sizeof(s), r, sizeof(r), &got), ncclSuccess);
+  ck_assert(nh_check(r, sizeof(r), 11) < 0);
+  for (int i = 0; i < FLOOD; i++)
+    close(fds[i]);
+  nh_close_send(&net, sc);
+  nh_close_recv(&net, rc);
+  nh_close_listen(&net, lc);
+  nh_finalize(&net, ctx);
+}
+END_TEST
+
 START_TEST(version_and_nonce_mismatch_refused)
 {
   char handle[NCCL_NET_HANDLE_MAXSIZE], copy[NCCL_NET_HANDLE_MAXSIZE];
@@ -470,6 +514,7 @@ static Suite *fault_suite(void)
   tcase_add_loop_test(tc, receiver_killed_mid_transfer, 0, NH_NVERSIONS);
   tcase_add_test(tc, close_with_stopped_peer);
   tcase_add_test(tc, strangers_do_not_disturb);
+  tcase_add_test(tc, silent_flood_does_not_exhaust_listener);
   tcase_add_test(tc, version_and_nonce_mismatch_refused);
   tcase_add_test(tc, bad_chunk_magic_fails_receive);
   tcase_add_test(tc, truncated_stream_fails_receive);
