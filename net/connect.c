@@ -16,6 +16,8 @@ enum pt_conn_phase { PT_C_CONNECTING, PT_C_HELLO, PT_C_ACK, PT_C_DONE };
 
 struct pt_connect {
   uint32_t magic;
+  struct pt_net_ctx *ctx;
+  struct pt_connect *next, **pprev; /* ctx->connects, under connects_mu */
   int n;
   int64_t deadline_ns;
   char peer[80];
@@ -33,8 +35,33 @@ static int64_t now_ns(void)
   return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+static void track(struct pt_net_ctx *ctx, struct pt_connect *st)
+{
+  pthread_mutex_lock(&ctx->connects_mu);
+  st->ctx = ctx;
+  st->next = ctx->connects;
+  if (st->next)
+    st->next->pprev = &st->next;
+  st->pprev = &ctx->connects;
+  ctx->connects = st;
+  pthread_mutex_unlock(&ctx->connects_mu);
+}
+
+static void untrack(struct pt_connect *st)
+{
+  if (!st->ctx)
+    return;
+  pthread_mutex_lock(&st->ctx->connects_mu);
+  *st->pprev = st->next;
+  if (st->next)
+    st->next->pprev = st->pprev;
+  pthread_mutex_unlock(&st->ctx->connects_mu);
+  st->ctx = NULL;
+}
+
 static void connect_free(struct pt_connect *st)
 {
+  untrack(st);
   for (int i = 0; i < st->n; i++)
     if (st->fds[i] >= 0)
       close(st->fds[i]);
@@ -196,6 +223,7 @@ ncclResult_t pt_net_connect(struct pt_net_ctx *ctx, int dev, int traffic_class, 
     if (res != ncclSuccess)
       return res;
     h->connect_state = (uint64_t)(uintptr_t)st;
+    track(ctx, st);
   } else if (st->magic != PT_MAGIC_CONNECT) {
     PT_WARN(ctx->log, "connect: corrupt handle (bad progress object)");
     return ncclInternalError;
@@ -223,4 +251,18 @@ ncclResult_t pt_net_connect(struct pt_net_ctx *ctx, int dev, int traffic_class, 
   }
   connect_free(st);
   return res;
+}
+
+void pt__connects_abandon(struct pt_net_ctx *ctx)
+{
+  pthread_mutex_lock(&ctx->connects_mu);
+  struct pt_connect *st = ctx->connects;
+  ctx->connects = NULL;
+  pthread_mutex_unlock(&ctx->connects_mu);
+  while (st) {
+    struct pt_connect *next = st->next;
+    st->ctx = NULL; /* already unlinked */
+    connect_free(st);
+    st = next;
+  }
 }

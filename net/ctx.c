@@ -146,6 +146,7 @@ ncclResult_t pt_net_init(struct pt_net_ctx **ctx, uint64_t comm_id, int traffic_
     return res;
   }
   c->magic = PT_MAGIC_CTX;
+  pthread_mutex_init(&c->connects_mu, NULL);
   atomic_init(&c->refs, 1);
   c->comm_id = comm_id;
   c->traffic_class = traffic_class;
@@ -162,6 +163,8 @@ ncclResult_t pt_net_legacy_init(ncclDebugLogger_t log, struct pt_net_ctx **ctx)
     res = ensure_state(log);
     if (res == ncclSuccess) {
       g_legacy.magic = PT_MAGIC_CTX;
+      pthread_mutex_init(&g_legacy.connects_mu, NULL);
+      g_legacy.connects = NULL;
       atomic_init(&g_legacy.refs, 1);
       g_legacy.legacy = 1;
       g_legacy.traffic_class = NCCL_NET_TRAFFIC_CLASS_UNDEF;
@@ -197,6 +200,7 @@ void pt__ctx_unref(struct pt_net_ctx *ctx)
     atomic_store(&g_ndevs, 0);
   pthread_mutex_unlock(&g_mu);
   ctx->magic = 0;
+  pthread_mutex_destroy(&ctx->connects_mu);
   free(ctx);
 }
 
@@ -204,6 +208,9 @@ ncclResult_t pt_net_finalize(struct pt_net_ctx *ctx)
 {
   if (!ctx || ctx->magic != PT_MAGIC_CTX || ctx->legacy)
     return ncclInternalError;
+  /* NCCL finalizes after closing every comm; a connect it never finished
+   * would otherwise keep its sockets after the library is unloaded. */
+  pt__connects_abandon(ctx);
   pt__ctx_unref(ctx);
   return ncclSuccess;
 }

@@ -144,6 +144,8 @@ int pt__ifname_match(const char *spec, const char *name);
 const struct pt_cfg *pt__cfg(void);
 const struct pt_dev *pt__dev(int dev);
 
+struct pt_connect;
+
 struct pt_net_ctx {
   uint32_t magic;
   atomic_int refs; /* the owner's plus one per live comm or listen comm */
@@ -151,9 +153,15 @@ struct pt_net_ctx {
   uint64_t comm_id;
   int traffic_class;
   ncclDebugLogger_t log;
+  /* connects in progress (their state lives behind NCCL's handle): the
+   * ones NCCL abandons (an abort during setup) are freed by finalize */
+  pthread_mutex_t connects_mu;
+  struct pt_connect *connects;
 };
 void pt__ctx_ref(struct pt_net_ctx *ctx);
 void pt__ctx_unref(struct pt_net_ctx *ctx);
+/* Closes and frees every connect of ctx still in progress (connect.c). */
+void pt__connects_abandon(struct pt_net_ctx *ctx);
 
 /* ---- comms, streams, requests */
 

@@ -518,6 +518,27 @@ START_TEST(finalize_unload_reload)
 }
 END_TEST
 
+/* An abort during setup: NCCL stops calling connect for a handle it will
+ * never finish, closes the listen comm and finalizes. The half-open
+ * connect's sockets must not outlive finalize (the library is unloaded). */
+START_TEST(finalize_frees_abandoned_connect)
+{
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void *lc, *sc = NULL;
+  int fds = nh_count_fds();
+  open_version(_i + 3); /* v11, v12: the versions with finalize */
+  ck_assert_int_eq(nh_listen(&net, ctx, 0, handle, &lc), ncclSuccess);
+  ck_assert_int_eq(nh_connect(&net, ctx, 0, handle, &sc), ncclSuccess);
+  ck_assert_int_eq(nh_connect(&net, ctx, 0, handle, &sc), ncclSuccess);
+  ck_assert_ptr_null(sc); /* never accepted: still in progress */
+  ck_assert_int_gt(nh_count_fds(), fds + 4);
+  ck_assert_int_eq(nh_close_listen(&net, lc), ncclSuccess);
+  ck_assert_int_eq(nh_finalize(&net, ctx), ncclSuccess);
+  nh_close(&net);
+  ck_assert_int_eq(nh_count_fds(), fds);
+}
+END_TEST
+
 START_TEST(interface_selection)
 {
   struct nh_props p;
@@ -571,6 +592,7 @@ static Suite *net_suite(void)
   tcase_add_loop_test(tc, connect_to_closed_listener_fails, 0, NH_NVERSIONS);
   tcase_add_loop_test(tc, churn_without_leaks, 0, NH_NVERSIONS);
   tcase_add_loop_test(tc, finalize_unload_reload, 0, 2);
+  tcase_add_loop_test(tc, finalize_frees_abandoned_connect, 0, 2);
   tcase_add_test(tc, interface_selection);
   suite_add_tcase(s, tc);
   return s;
