@@ -5,8 +5,10 @@
  * --resume continues. Owns option handling only; what to measure is the
  * engine's business and how to measure the backend's.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,9 +81,14 @@ struct opts {
   int full, force, resume, quiet;
 };
 
-static int bad(const char *fmt, const char *arg) {
+/* Reports a usage error; returns its exit status, 2. */
+static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int bad(const char *fmt, ...) {
+  va_list ap;
   fprintf(stderr, "pcie-tune profile: ");
-  fprintf(stderr, fmt, arg);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
   fprintf(stderr, "\n(see 'pcie-tune profile --help')\n");
   return 2;
 }
@@ -119,6 +126,7 @@ static int parse_list(const char *s, int (*parse)(const char *), unsigned all, u
     *mask = all;
     return 0;
   }
+  if (strlen(s) >= sizeof buf) return -1; /* truncating would drop names silently */
   snprintf(buf, sizeof buf, "%s", s);
   *mask = 0;
   for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
@@ -131,6 +139,7 @@ static int parse_list(const char *s, int (*parse)(const char *), unsigned all, u
 
 static int parse_channels(const char *s, struct opts *o) {
   char buf[256];
+  if (strlen(s) >= sizeof buf) return -1;
   snprintf(buf, sizeof buf, "%s", s);
   o->nch = 0;
   for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
@@ -144,6 +153,17 @@ static int parse_channels(const char *s, struct opts *o) {
 static int proto_parse(const char *s) { return pt_proto_parse(s); }
 static int algo_parse(const char *s) { return pt_algo_parse(s); }
 static int coll_parse(const char *s) { return pt_coll_parse(s); }
+
+/* The sweep record (canonical()) is one space-separated string that
+ * --resume splits again, so a value stored there must be one non-empty
+ * word: "my box.cfg" would come back as two arguments. Returns 0 or 2. */
+static int record_word(const char *opt, const char *v) {
+  const char *c = v;
+  while (*c && !isspace((unsigned char)*c)) c++;
+  if (*v && !*c) return 0;
+  return bad("%s '%s' %s; the resume record stores it as one word (rename the file or use a symlink)",
+             opt, v, *v ? "contains whitespace" : "is empty");
+}
 
 /* Returns 0, or the exit status for a usage error / --help (-1 = help). */
 static int parse(int argc, char **argv, struct opts *o) {
@@ -162,20 +182,25 @@ static int parse(int argc, char **argv, struct opts *o) {
     else if (!strcmp(a, "--resume")) o->resume = 1;
     else if (!strcmp(a, "--quiet")) o->quiet = 1;
     else if (!strcmp(a, "--isolate")) o->isolate = 1;
-    else if (!strcmp(a, "--gpus")) { NEED_ARG o->gpus = v; }
+    else if (!strcmp(a, "--gpus")) {
+      NEED_ARG
+      if (record_word(a, v)) return 2;
+      o->gpus = v;
+    }
     else if (!strcmp(a, "--inject")) {
       NEED_ARG
       struct pt_fault f;
       char why[256];
-      if (o->ninject == MAX_INJECT) return bad("more than 8 --inject%s", "");
+      if (o->ninject == MAX_INJECT) return bad("more than %d --inject", MAX_INJECT);
+      if (record_word(a, v)) return 2;
       if (pt_fault_parse(v, &f, why, sizeof why)) return bad("bad --inject: %s", why);
       o->inject[o->ninject++] = v;
     } else if (!strcmp(a, "--ops")) {
       NEED_ARG
-      if (parse_ull(v, 1, 10000, &o->ops)) return bad("bad --ops '%s' (1..10000)", v);
+      if (parse_ull(v, 1, 1000, &o->ops)) return bad("bad --ops '%s' (1..1000)", v);
     } else if (!strcmp(a, "--warmup")) {
       NEED_ARG
-      if (parse_ull(v, 0, 10000, &o->warmup)) return bad("bad --warmup '%s' (0..10000)", v);
+      if (parse_ull(v, 0, 1000, &o->warmup)) return bad("bad --warmup '%s' (0..1000)", v);
     } else if (!strcmp(a, "--timeout")) {
       NEED_ARG
       if (parse_ull(v, 1, 86400, &o->timeout_s)) return bad("bad --timeout '%s' (seconds, 1..86400)", v);
@@ -184,14 +209,22 @@ static int parse(int argc, char **argv, struct opts *o) {
       if (parse_ull(v, 0, 86400, &o->checkpoint_s)) return bad("bad --checkpoint '%s' (seconds, 0..86400)", v);
     }
     else if (!strcmp(a, "--backend")) { NEED_ARG o->backend = v; }
-    else if (!strcmp(a, "--box")) { NEED_ARG o->box = v; }
+    else if (!strcmp(a, "--box")) {
+      NEED_ARG
+      if (record_word(a, v)) return 2;
+      o->box = v;
+    } else if (!strcmp(a, "--name")) {
+      NEED_ARG
+      if (record_word(a, v)) return 2;
+      o->name = v;
+    }
     else if (!strcmp(a, "--out")) { NEED_ARG o->out = v; }
-    else if (!strcmp(a, "--name")) { NEED_ARG o->name = v; }
     else if (!strcmp(a, "--sizes")) {
       NEED_ARG
       char lo[64], *colon = strchr(v, ':');
-      snprintf(lo, sizeof lo, "%.*s", colon ? (int)(colon - v) : (int)strlen(v), v);
-      if (parse_bytes(lo, &o->min_bytes) || parse_bytes(colon ? colon + 1 : v, &o->max_bytes) ||
+      size_t lolen = colon ? (size_t)(colon - v) : strlen(v);
+      snprintf(lo, sizeof lo, "%.*s", (int)(lolen < sizeof lo ? lolen : 0), v);
+      if (lolen >= sizeof lo || parse_bytes(lo, &o->min_bytes) || parse_bytes(colon ? colon + 1 : v, &o->max_bytes) ||
           o->max_bytes < o->min_bytes)
         return bad("bad --sizes '%s' (expected MIN:MAX in bytes, e.g. 8:256M)", v);
     } else if (!strcmp(a, "--collectives")) {
@@ -230,36 +263,58 @@ static int parse(int argc, char **argv, struct opts *o) {
   return 0;
 }
 
+/* Appends to a fixed buffer, remembering an overflow instead of cutting
+ * the record short in silence. */
+struct rec {
+  char *buf;
+  size_t len, k;
+  int full;
+};
+
+static void rec_add(struct rec *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void rec_add(struct rec *r, const char *fmt, ...) {
+  va_list ap;
+  if (r->full) return;
+  va_start(ap, fmt);
+  int n = vsnprintf(r->buf + r->k, r->len - r->k, fmt, ap);
+  va_end(ap);
+  if (n < 0 || (size_t)n >= r->len - r->k) r->full = 1;
+  else r->k += (size_t)n;
+}
+
 /* The options that define a sweep, in one canonical string (stored in the
- * profile, re-read by --resume). */
-static void canonical(const struct opts *o, char *buf, size_t len) {
-  char ch[400] = "", colls[128] = "", algos[32] = "", protos[32] = "";
-  size_t k = 0;
-  for (size_t i = 0; i < o->nch; i++) k += (size_t)snprintf(ch + k, sizeof ch - k, "%s%d", i ? "," : "", o->channels[i]);
-  for (int c = 0; c < PT_NCOLL; c++)
-    if (o->coll_mask & (1u << c)) snprintf(colls + strlen(colls), sizeof colls - strlen(colls), "%s%s", colls[0] ? "," : "", pt_coll_name(c));
-  for (int a = 0; a < 2; a++)
-    if (o->algo_mask & (1u << a)) snprintf(algos + strlen(algos), sizeof algos - strlen(algos), "%s%s", algos[0] ? "," : "", pt_algo_name(a));
-  for (int p = 0; p < 3; p++)
-    if (o->proto_mask & (1u << p)) snprintf(protos + strlen(protos), sizeof protos - strlen(protos), "%s%s", protos[0] ? "," : "", pt_proto_name(p));
-  char target[600] = "";
-  size_t t = 0;
+ * profile, re-read by --resume). Returns -1 when it does not fit in len. */
+static int canonical(const struct opts *o, char *buf, size_t len) {
+  struct rec r = {buf, len, 0, 0};
+  const char *sep = "";
+  buf[0] = 0;
+  rec_add(&r, "--backend %s", o->backend);
   if (!strcmp(o->backend, "nccl")) {
-    t += (size_t)snprintf(target + t, sizeof target - t, "--gpus %s --ops %llu --warmup %llu --timeout %llu",
-                          o->gpus, o->ops, o->warmup, o->timeout_s);
+    rec_add(&r, " --gpus %s --ops %llu --warmup %llu --timeout %llu", o->gpus, o->ops, o->warmup,
+            o->timeout_s);
   } else {
-    t += (size_t)snprintf(target + t, sizeof target - t, "--box %s --seed %llu", o->box, o->seed);
-    if (o->isolate) t += (size_t)snprintf(target + t, sizeof target - t, " --isolate --timeout %llu", o->timeout_s);
-    for (size_t i = 0; i < o->ninject && t < sizeof target; i++)
-      t += (size_t)snprintf(target + t, sizeof target - t, " --inject %s", o->inject[i]);
+    rec_add(&r, " --box %s --seed %llu", o->box, o->seed);
+    if (o->isolate) rec_add(&r, " --isolate --timeout %llu", o->timeout_s);
+    for (size_t i = 0; i < o->ninject; i++) rec_add(&r, " --inject %s", o->inject[i]);
   }
-  snprintf(buf, len,
-           "--backend %s %s --sizes %llu:%llu --%s --collectives %s --algos %s --protos %s "
-           "--channels %s --reps %u --screen-reps %u --checkpoint %llu --name %s%s",
-           o->backend, target, (unsigned long long)o->min_bytes, (unsigned long long)o->max_bytes,
-           o->mode_mask == 3u ? "both" : o->mode_mask == (1u << PT_MODE_GRAPH) ? "graph" : "eager",
-           colls, algos, protos, ch, o->reps, o->screen_reps, o->checkpoint_s, o->name,
-           o->full ? " --full" : "");
+  rec_add(&r, " --sizes %llu:%llu --%s --collectives ", (unsigned long long)o->min_bytes,
+          (unsigned long long)o->max_bytes,
+          o->mode_mask == 3u ? "both" : o->mode_mask == (1u << PT_MODE_GRAPH) ? "graph" : "eager");
+  for (int c = 0; c < PT_NCOLL; c++)
+    if (o->coll_mask & (1u << c)) rec_add(&r, "%s%s", sep, pt_coll_name(c)), sep = ",";
+  rec_add(&r, " --algos ");
+  sep = "";
+  for (int a = 0; a < 2; a++)
+    if (o->algo_mask & (1u << a)) rec_add(&r, "%s%s", sep, pt_algo_name(a)), sep = ",";
+  rec_add(&r, " --protos ");
+  sep = "";
+  for (int p = 0; p < 3; p++)
+    if (o->proto_mask & (1u << p)) rec_add(&r, "%s%s", sep, pt_proto_name(p)), sep = ",";
+  rec_add(&r, " --channels ");
+  for (size_t i = 0; i < o->nch; i++) rec_add(&r, "%s%d", i ? "," : "", o->channels[i]);
+  rec_add(&r, " --reps %u --screen-reps %u --checkpoint %llu --name %s%s", o->reps, o->screen_reps,
+          o->checkpoint_s, o->name, o->full ? " --full" : "");
+  return r.full ? -1 : 0;
 }
 
 static void defaults(struct opts *o) {
@@ -279,14 +334,18 @@ static void defaults(struct opts *o) {
   o->checkpoint_s = 30;
 }
 
-/* Splits the stored canonical string into argv and parses it. */
-static int parse_stored(const char *args, struct opts *o, char *storage, size_t len) {
+/* Splits the stored canonical string into argv and parses it. storage
+ * must hold strlen(args) + 1 bytes; the parsed options point into it.
+ * Returns 0, or non-zero when the record does not parse. */
+static int parse_stored(const char *args, struct opts *o, char *storage) {
   char *argv[64];
   int argc = 0;
-  snprintf(storage, len, "%s", args);
+  strcpy(storage, args);
   argv[argc++] = (char *)"profile";
-  for (char *save = NULL, *t = strtok_r(storage, " ", &save); t && argc < 64; t = strtok_r(NULL, " ", &save))
+  for (char *save = NULL, *t = strtok_r(storage, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+    if (argc == 64) return -1; /* more words than any record we write */
     argv[argc++] = t;
+  }
   return parse(argc, argv, o);
 }
 
@@ -479,7 +538,7 @@ out:
 int cmd_profile(int argc, char **argv) {
   struct opts o, given;
   struct stat st;
-  char args[1024], stored_buf[1024];
+  char args[sizeof ((struct pt_sweepfile_state *)0)->args];
   defaults(&o);
   int rc = parse(argc, argv, &o);
   if (rc < 0) {
@@ -487,10 +546,11 @@ int cmd_profile(int argc, char **argv) {
     return 0;
   }
   if (rc) return rc;
-  if (!o.out) return bad("missing --out FILE%s", "");
+  if (!o.out) return bad("missing --out FILE");
   if (o.resume) {
     struct pt_sweepfile_state fs;
     struct pt_error_rec e;
+    char stored[sizeof fs.args]; /* the resumed options point into it */
     given = o;
     /* Everything but --out, --budget and --quiet comes from the file. */
     if (given.backend || given.box || given.gpus || given.full || given.force || given.name)
@@ -508,7 +568,7 @@ int cmd_profile(int argc, char **argv) {
       return 1;
     }
     defaults(&o);
-    if (parse_stored(fs.args, &o, stored_buf, sizeof stored_buf) || !o.backend ||
+    if (parse_stored(fs.args, &o, stored) || !o.backend ||
         (!o.box && !o.gpus)) {
       fprintf(stderr, "pcie-tune profile: %s: unusable sweep record '%s'\n", given.out, fs.args);
       return 1;
@@ -519,14 +579,14 @@ int cmd_profile(int argc, char **argv) {
     snprintf(args, sizeof args, "%s", fs.args);
     return run(&o, args, 1);
   }
-  if (!o.backend) return bad("missing --backend (nccl or sim)%s", "");
+  if (!o.backend) return bad("missing --backend (nccl or sim)");
   if (!strcmp(o.backend, "nccl")) {
-    if (!o.gpus) return bad("missing --gpus LIST for the nccl backend (e.g. --gpus 0-7)%s", "");
-    if (o.box || o.isolate || o.ninject) return bad("--box, --isolate and --inject are for --backend sim%s", "");
+    if (!o.gpus) return bad("missing --gpus LIST for the nccl backend (e.g. --gpus 0-7)");
+    if (o.box || o.isolate || o.ninject) return bad("--box, --isolate and --inject are for --backend sim");
   } else if (!strcmp(o.backend, "sim")) {
-    if (!o.box) return bad("missing --box NAME|FILE for the sim backend%s", "");
-    if (o.gpus) return bad("--gpus is for --backend nccl%s", "");
-    if (o.ninject && !o.isolate) return bad("--inject needs --isolate (faults happen in workers)%s", "");
+    if (!o.box) return bad("missing --box NAME|FILE for the sim backend");
+    if (o.gpus) return bad("--gpus is for --backend nccl");
+    if (o.ninject && !o.isolate) return bad("--inject needs --isolate (faults happen in workers)");
   } else {
     return bad("unknown backend '%s' (nccl or sim)", o.backend);
   }
@@ -546,6 +606,8 @@ int cmd_profile(int argc, char **argv) {
     snprintf(gpu_name, sizeof gpu_name, "nccl-gpus-%s", o.gpus);
     o.name = gpu_name;
   }
-  canonical(&o, args, sizeof args);
+  if (canonical(&o, args, sizeof args))
+    return bad("the options do not fit in the %zu-byte resume record; shorten --box, --name or --inject",
+               sizeof args);
   return run(&o, args, 0);
 }

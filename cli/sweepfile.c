@@ -92,6 +92,15 @@ int pt_sweepfile_state(const char *path, struct pt_sweepfile_state *st, struct p
   config_lookup_int64(&cfg, "provenance.extra.sweep.samples", &samples);
   st->complete = !strcmp(state, "complete");
   st->samples = (unsigned long long)(samples > 0 ? samples : 0);
+  if (strlen(args) >= sizeof st->args) {
+    /* Cut short, the record could still parse, as a different sweep. */
+    const config_setting_t *set = config_lookup(&cfg, "provenance.extra.sweep.args");
+    snprintf(err->file, sizeof err->file, "%s", path);
+    err->line = set ? config_setting_source_line(set) : 0;
+    snprintf(err->msg, sizeof err->msg, "sweep record args longer than %zu bytes", sizeof st->args - 1);
+    rc = PT_EINVAL;
+    goto out;
+  }
   snprintf(st->args, sizeof st->args, "%s", args);
 out:
   config_destroy(&cfg);

@@ -64,6 +64,26 @@ START_TEST(bad_arguments_exit_2_with_a_clear_message) {
   expect(2, "unknown collective 'allsum'", "show p.cfg --collective allsum");
   expect(2, "missing --box", "simulate p.cfg");
   expect(2, "bad --tokens", "simulate p.cfg --box gen5-8x-p2p --tokens 1,x");
+  /* --ops/--warmup take what the nccl backend accepts, not more. */
+  expect(2, "bad --ops '5000' (1..1000)", "profile --backend nccl --gpus 0 --out p.cfg --ops 5000");
+  expect(2, "bad --warmup '1001' (0..1000)", "profile --backend nccl --gpus 0 --out p.cfg --warmup 1001");
+  /* The resume record is a list of words: a value with a space, or an
+   * empty one, would come back as a different sweep. */
+  expect(2, "--box 'my box.cfg' contains whitespace", "profile --backend sim --box 'my box.cfg' --out p.cfg");
+  expect(2, "--name 'a b' contains whitespace", "profile --backend sim --box gen5-8x-p2p --name 'a b' --out p.cfg");
+  expect(2, "--name '' is empty", "profile --backend sim --box gen5-8x-p2p --name '' --out p.cfg");
+  expect(2, "--gpus '0 1' contains whitespace", "profile --backend nccl --gpus '0 1' --out p.cfg");
+  /* Too long for the record: refused, never cut short. */
+  char longbox[1200], cmd[1400];
+  memset(longbox, 'b', sizeof longbox - 1);
+  longbox[sizeof longbox - 1] = 0;
+  snprintf(cmd, sizeof cmd, "profile --backend sim --box %s --out p.cfg", longbox);
+  expect(2, "do not fit in the 1024-byte resume record", cmd);
+  /* Lists longer than the parser's buffer are refused, not truncated. */
+  char longch[400] = "1";
+  for (size_t k = strlen(longch); k + 2 < sizeof longch; k += 2) strcat(longch, ",1");
+  snprintf(cmd, sizeof cmd, "profile --backend sim --box gen5-8x-p2p --out p.cfg --channels %s", longch);
+  expect(2, "bad --channels", cmd);
   struct stat st;
   ck_assert_int_ne(stat("p.cfg", &st), 0); /* nothing was written */
 }
@@ -179,6 +199,22 @@ START_TEST(resume_continues_an_interrupted_sweep) {
   ck_assert_int_eq(run(&out, &err, "profile --resume --out p.cfg"), 0);
   free(out), free(err);
   expect(1, "is complete; nothing to resume", "profile --resume --out p.cfg");
+  /* A record longer than the reader holds is an error naming file:line,
+   * never a shortened sweep (here: one without its --name). */
+  ck_assert_int_eq(run(&out, &err, "profile %s --out long.cfg --budget 150", opts), 1);
+  free(out), free(err);
+  char *l = slurp("long.cfg"), *at = strstr(l, " --name ");
+  ck_assert_ptr_nonnull(at);
+  char *edited = calloc(1, strlen(l) + 1200);
+  memcpy(edited, l, (size_t)(at - l));
+  memset(edited + (at - l), ' ', 1100);
+  strcat(edited, at);
+  char *w = pt_test_write(dir, "long.cfg", edited);
+  ck_assert_ptr_nonnull(w);
+  free(w), free(edited), free(l);
+  ck_assert_int_eq(run(&out, &err, "profile --resume --out long.cfg"), 1);
+  ck_assert_msg(strstr(err, "long.cfg:") && strstr(err, "sweep record args longer than 1023 bytes"), "%s", err);
+  free(out), free(err);
   /* The resumed sweep measured the same grid and takes the same decisions. */
   char *a = slurp("p.cfg"), *b = slurp("ref.cfg");
   ck_assert_ptr_nonnull(strstr(a, "state = \"complete\""));
