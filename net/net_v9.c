@@ -1,12 +1,7 @@
 /* ABI v9 shim (NCCL 2.24, 2.25): one process-wide context, size_t message
- * sizes; only translates to the engine. */
+ * sizes; only translates to the engine (shared bodies in shim.c). */
 #include "nccl/net_v9.h"
-#include "pcie/net.h"
-
-static ncclResult_t init_v9(ncclDebugLogger_t log)
-{
-  return pt_net_legacy_init(log, NULL);
-}
+#include "shim.h"
 
 static ncclResult_t get_properties_v9(int dev, ncclNetProperties_v9_t *props)
 {
@@ -14,74 +9,24 @@ static ncclResult_t get_properties_v9(int dev, ncclNetProperties_v9_t *props)
   ncclResult_t res = pt_net_get_props(dev, &p);
   if (res != ncclSuccess || !props)
     return res != ncclSuccess ? res : ncclInternalError;
-  *props = (ncclNetProperties_v9_t){
-      .name = (char *)p.name,
-      .pciPath = (char *)p.pci_path,
-      .guid = p.guid,
-      .ptrSupport = NCCL_PTR_HOST,
-      .regIsGlobal = 1,
-      .forceFlush = 0,
-      .speed = p.speed_mbps,
-      .port = 0,
-      .latency = p.latency_us,
-      .maxComms = p.max_comms,
-      .maxRecvs = p.max_recvs,
-      .netDeviceType = NCCL_NET_DEVICE_HOST,
-      .netDeviceVersion = NCCL_NET_DEVICE_INVALID_VERSION,
-      .vProps = {.ndevs = 1, .devs = {dev}},
-      .maxP2pBytes = p.max_p2p_bytes,
-      .maxCollBytes = p.max_coll_bytes,
-  };
+  *props = (ncclNetProperties_v9_t){PT_NETSHIM_PROPS_V9(p, dev)};
   return ncclSuccess;
-}
-
-static ncclResult_t listen_v9(int dev, void *handle, void **listenComm)
-{
-  return pt_net_listen(pt_net_legacy_ctx(), dev, handle, listenComm);
-}
-
-static ncclResult_t connect_v9(int dev, void *handle, void **sendComm,
-                               ncclNetDeviceHandle_v9_t **sendDevComm)
-{
-  (void)sendDevComm;
-  return pt_net_connect(pt_net_legacy_ctx(), dev, NCCL_NET_TRAFFIC_CLASS_UNDEF, handle,
-                        sendComm);
-}
-
-static ncclResult_t accept_v9(void *listenComm, void **recvComm,
-                              ncclNetDeviceHandle_v9_t **recvDevComm)
-{
-  (void)recvDevComm;
-  return pt_net_accept(listenComm, recvComm);
-}
-
-static ncclResult_t irecv_v9(void *recvComm, int n, void **data, size_t *sizes, int *tags,
-                             void **mhandles, void **request)
-{
-  return pt_net_irecv(recvComm, n, data, sizes, tags, mhandles, request);
-}
-
-static ncclResult_t iflush_v9(void *recvComm, int n, void **data, int *sizes, void **mhandles,
-                              void **request)
-{
-  (void)n, (void)data, (void)sizes, (void)mhandles;
-  return pt_net_iflush(recvComm, request);
 }
 
 PCIE_EXPORT const ncclNet_v9_t ncclNetPlugin_v9 = {
     .name = PT_NET_NAME,
-    .init = init_v9,
+    .init = pt_netshim_legacy_init,
     .devices = pt_net_devices,
     .getProperties = get_properties_v9,
-    .listen = listen_v9,
-    .connect = connect_v9,
-    .accept = accept_v9,
+    .listen = pt_netshim_legacy_listen,
+    .connect = pt_netshim_legacy_connect,
+    .accept = pt_netshim_accept,
     .regMr = pt_net_reg_mr,
     .regMrDmaBuf = NULL,
     .deregMr = pt_net_dereg_mr,
     .isend = pt_net_isend,
-    .irecv = irecv_v9,
-    .iflush = iflush_v9,
+    .irecv = pt_netshim_irecv_v9,
+    .iflush = pt_netshim_iflush,
     .test = pt_net_test,
     .closeSend = pt_net_close_send,
     .closeRecv = pt_net_close_recv,
