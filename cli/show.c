@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cmds.h"
 #include "pcie/table.h"
@@ -16,7 +17,7 @@
 
 static const char usage_text[] =
     "usage: pcie-tune show PROFILE [--nranks N] [--collective C] [--graph|--eager]\n"
-    "                      [--svg FILE] [--json]\n"
+    "                      [--svg FILE [--force]] [--json]\n"
     "\n"
     "Prints, per message-size interval, the candidate the plugin ranks first\n"
     "(algo/proto/channels), its expected latency, NCCL default's and the speed-up.\n"
@@ -25,7 +26,9 @@ static const char usage_text[] =
     "  --collective C    allreduce (default), allgather, reducescatter, broadcast, reduce\n"
     "  --graph|--eager   launch mode (default graph: CUDA-graph capture, regBuff=1)\n"
     "  --svg FILE        also draw latency against size for every candidate, the\n"
-    "                    chosen envelope and NCCL's default\n"
+    "                    chosen envelope and NCCL's default (never overwritten\n"
+    "                    without --force)\n"
+    "  --force           replace an existing --svg FILE\n"
     "  --json            print the table as JSON instead of text\n";
 
 static int bad(const char *fmt, const char *arg) {
@@ -122,7 +125,7 @@ static void print_json(const struct pt_profile *p, const struct pt_ivset *set, i
 
 int cmd_show(int argc, char **argv) {
   const char *path = NULL, *svg = NULL;
-  int coll = PT_ALLREDUCE, mode = PT_MODE_GRAPH, json = 0, status = 1;
+  int coll = PT_ALLREDUCE, mode = PT_MODE_GRAPH, json = 0, force = 0, status = 1;
   long nranks = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -132,6 +135,7 @@ int cmd_show(int argc, char **argv) {
     } else if (!strcmp(a, "--graph")) mode = PT_MODE_GRAPH;
     else if (!strcmp(a, "--eager")) mode = PT_MODE_EAGER;
     else if (!strcmp(a, "--json")) json = 1;
+    else if (!strcmp(a, "--force")) force = 1;
     else if (!strcmp(a, "--svg") || !strcmp(a, "--collective") || !strcmp(a, "--nranks")) {
       if (!v) return bad("option '%s' needs a value", a);
       i++;
@@ -154,6 +158,14 @@ int cmd_show(int argc, char **argv) {
     }
   }
   if (!path) return bad("missing PROFILE%s", "");
+  if (force && !svg) return bad("--force only applies to --svg FILE%s", "");
+  struct stat st;
+  /* Refuse before printing anything; the write itself also refuses (link),
+   * should the file appear meanwhile. */
+  if (svg && !force && lstat(svg, &st) == 0) {
+    fprintf(stderr, "pcie-tune show: %s: already exists; pass --force to overwrite it\n", svg);
+    return 1;
+  }
 
   struct pt_profile p;
   struct pt_table t;
@@ -187,7 +199,7 @@ int cmd_show(int argc, char **argv) {
     const struct pt_series *s = p.series[coll][mode] ? p.series[coll][mode] : p.series[coll][!mode];
     char title[300];
     snprintf(title, sizeof title, "%s: %s, %s mode", p.name, pt_coll_name(coll), pt_mode_name(mode));
-    if (pt_svg_write(svg, title, s, set)) {
+    if (pt_svg_write(svg, title, s, set, force)) {
       fprintf(stderr, "pcie-tune show: cannot write %s: %s\n", svg, strerror(errno));
       goto out;
     }

@@ -3,8 +3,10 @@
  * dependency; written to a temporary file and renamed so a reader never sees
  * half a chart.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -145,7 +147,7 @@ static void legend(FILE *f) {
 }
 
 int pt_svg_write(const char *path, const char *title, const struct pt_series *s,
-                 const struct pt_ivset *set) {
+                 const struct pt_ivset *set, int force) {
   struct axes a = {log10((double)s->sizes[0]), log10((double)s->sizes[s->nsizes - 1]), 1e9, -1e9};
   char tmp[4200];
   if (a.x1 <= a.x0) a.x1 = a.x0 + 1;
@@ -160,9 +162,24 @@ int pt_svg_write(const char *path, const char *title, const struct pt_series *s,
   if (a.y1 < a.y0) a.y0 = 0, a.y1 = 1;
   a.y0 = floor(a.y0 * 10) / 10 - 0.05;
   a.y1 = ceil(a.y1 * 10) / 10 + 0.05;
-  snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-  FILE *f = fopen(tmp, "w");
-  if (!f) return -1;
+  /* A fresh temporary beside path (mkstemp: never an existing file or a
+   * planted symlink), renamed or linked into place below. */
+  const char *slash = strrchr(path, '/');
+  int dirlen = slash ? (int)(slash - path) + 1 : 0;
+  if (snprintf(tmp, sizeof tmp, "%.*s.%s.XXXXXX", dirlen, path, path + dirlen) >= (int)sizeof tmp) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  int fd = mkstemp(tmp);
+  if (fd < 0) return -1;
+  FILE *f = fchmod(fd, 0644) == 0 ? fdopen(fd, "w") : NULL;
+  if (!f) {
+    int saved = errno;
+    close(fd);
+    unlink(tmp);
+    errno = saved;
+    return -1;
+  }
   fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\">\n", W, H);
   frame(f, &a, title);
   for (size_t c = 0; c < s->ncand; c++) {
@@ -180,9 +197,11 @@ int pt_svg_write(const char *path, const char *title, const struct pt_series *s,
   fputs("</svg>\n", f);
   int bad = fflush(f) != 0 || fsync(fileno(f)) != 0;
   bad |= fclose(f) != 0;
-  if (bad || rename(tmp, path)) {
-    unlink(tmp);
-    return -1;
-  }
-  return 0;
+  /* Without force, link() fails with EEXIST if path appeared meanwhile:
+   * nothing is clobbered. With force, rename() replaces atomically. */
+  if (!bad) bad = force ? rename(tmp, path) : link(tmp, path);
+  int saved = errno;
+  unlink(tmp); /* after rename it is gone; after link it is the spare name */
+  errno = saved;
+  return bad ? -1 : 0;
 }

@@ -42,6 +42,17 @@ static void expect(int want, const char *needle_err, const char *args) {
   free(err);
 }
 
+static char *slurp(const char *name) {
+  char path[1100];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  char *buf = calloc(1, 1 << 20);
+  fread(buf, 1, (1 << 20) - 1, f);
+  fclose(f);
+  return buf;
+}
+
 START_TEST(bad_arguments_exit_2_with_a_clear_message) {
   expect(2, "missing --out", "profile --backend sim --box gen5-8x-p2p");
   expect(2, "unknown option '--bogus'", "profile --bogus");
@@ -128,6 +139,18 @@ START_TEST(profile_show_simulate) {
   ck_assert_ptr_nonnull(strstr(svg, "NCCL default"));
   ck_assert_ptr_nonnull(strstr(svg, "latency (us, log scale)"));
   ck_assert_ptr_nonnull(strstr(svg, "</svg>"));
+  /* The chart obeys --force like every other output; refused means untouched. */
+  char *keep = pt_test_write(dir, "keep.svg", "mine\n");
+  ck_assert_ptr_nonnull(keep);
+  expect(1, "keep.svg: already exists; pass --force", "show p.cfg --svg keep.svg");
+  char *mine = slurp("keep.svg");
+  ck_assert_str_eq(mine, "mine\n");
+  free(mine);
+  expect(0, NULL, "show p.cfg --svg keep.svg --force");
+  mine = slurp("keep.svg");
+  ck_assert_ptr_nonnull(strstr(mine, "</svg>"));
+  free(mine), free(keep);
+  expect(2, "--force only applies to --svg", "show p.cfg --force");
 
   ck_assert_int_eq(run(&out, &err, "show p.cfg --json"), 0);
   ck_assert_ptr_nonnull(strstr(out, "\"intervals\": ["));
@@ -166,16 +189,6 @@ START_TEST(profile_show_simulate) {
 }
 END_TEST
 
-static char *slurp(const char *name) {
-  char path[1100];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  FILE *f = fopen(path, "r");
-  ck_assert_ptr_nonnull(f);
-  char *buf = calloc(1, 1 << 20);
-  fread(buf, 1, (1 << 20) - 1, f);
-  fclose(f);
-  return buf;
-}
 
 START_TEST(resume_continues_an_interrupted_sweep) {
   char *out = NULL, *err = NULL;
