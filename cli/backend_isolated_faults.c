@@ -2,6 +2,7 @@
  * Fault injection for the isolated backend's tests
  * (cli/backend_isolated_faults.h). Only `pcie-tune worker --inject` uses it.
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,8 +36,9 @@ static int parse_field(const char *s, int (*name)(const char *), int max, int *o
 int pt_fault_parse(const char *spec, struct pt_fault *out, char *why, size_t whylen) {
   char buf[128], *parts[3], *save = NULL, *at, *colon;
   size_t k;
-  snprintf(buf, sizeof buf, "%s", spec);
   memset(out, 0, sizeof *out);
+  if (strlen(spec) >= sizeof buf) goto bad; /* cut short, it could name another fault */
+  snprintf(buf, sizeof buf, "%s", spec);
   if (!(colon = strchr(buf, ':'))) goto bad;
   *colon = 0;
   for (k = 0; k < sizeof kind_names / sizeof kind_names[0]; k++)
@@ -49,8 +51,10 @@ int pt_fault_parse(const char *spec, struct pt_fault *out, char *why, size_t why
   if ((at = strchr(colon + 1, '@'))) {
     char *end;
     *at = 0;
-    unsigned long long v = strtoull(at + 1, &end, 10);
-    if (end == at + 1 || *end) goto bad;
+    errno = 0;
+    /* strtoull() would take "-1" as 2^64-1: only digits. */
+    unsigned long long v = at[1] >= '0' && at[1] <= '9' ? strtoull(at + 1, &end, 10) : 0;
+    if (at[1] < '0' || at[1] > '9' || *end || errno) goto bad;
     out->min_bytes = v;
   }
   k = 0;

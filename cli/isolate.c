@@ -158,10 +158,10 @@ static int spawn(struct iso *w, struct pt_error_rec *err) {
     return iso_err(err, PT_EIO, "worker not ready after %.1f s; killed", (double)w->start_ms / 1000);
   }
   if (rc) {
-    int eio = rc == PT_PROTO_EIO;
+    /* Before stop_worker(), whose close/kill/waitpid reset errno. */
+    if (rc == PT_PROTO_EIO) snprintf(why, sizeof why, "%s", strerror(errno));
     stop_worker(w, 0, NULL);
-    return iso_err(err, PT_EIO, "worker protocol error at start-up: %s",
-                   eio ? strerror(errno) : why);
+    return iso_err(err, PT_EIO, "worker protocol error at start-up: %s", why);
   }
   if (w->have_info && !same_info(&w->info, &bi)) {
     free(prov);
@@ -203,13 +203,15 @@ static void failed(struct iso *w, struct pt_measure_res *res, int state, const c
 static int send_req(struct iso *w, const struct pt_measure_req *req, struct pt_error_rec *err) {
   unsigned char out[64];
   size_t len = pt_proto_enc_req(out, sizeof out, req);
+  int werr = 0;
   for (int attempt = 0; attempt < 2; attempt++) {
     int rc = w->fd < 0 ? spawn(w, err) : 0;
     if (rc) return rc;
     if (pt_proto_write(w->fd, PT_MSG_REQ, out, (uint32_t)len) == 0) return 0;
+    werr = errno; /* stop_worker() resets it */
     stop_worker(w, GRACE_MS, NULL);
   }
-  return iso_err(err, PT_EIO, "cannot send a request to a fresh worker (%s)", strerror(errno));
+  return iso_err(err, PT_EIO, "cannot send a request to a fresh worker (%s)", strerror(werr));
 }
 
 static int iso_measure(void *self, const struct pt_measure_req *req, double *samples,

@@ -217,6 +217,13 @@ START_TEST(command_line_errors) {
   expect_cli(2, "--backend sim --box gen5-8x-p2p --inject melt:ring/ll/2", "unknown fault 'melt'");
   expect_cli(2, "--backend sim --box gen5-8x-p2p --inject crash:ring/ll", "bad fault");
   expect_cli(2, "--backend sim --box gen5-8x-p2p --inject crash:ring/ll/2@x", "bad fault");
+  expect_cli(2, "--backend sim --box gen5-8x-p2p --inject crash:ring/ll/2@-1", "bad fault");
+  expect_cli(2, "--backend sim --box gen5-8x-p2p --inject crash:ring/ll/2@99999999999999999999", "bad fault");
+  /* Longer than the parser's 128-byte buffer: refused, not cut to "@000...0". */
+  expect_cli(2, "--backend sim --box gen5-8x-p2p --inject crash:ring/ll/2@"
+                "000000000000000000000000000000000000000000000000000000000000000000000000000000000000"
+                "000000000000000000000000000000000000000000000001",
+             "bad fault");
   expect_cli(2, "--backend sim --box gen5-8x-p2p --seed", "needs a value");
   expect_cli(2, "--backend nccl --gpus 0 --ops 0", "bad --ops");
   expect_cli(1, "--backend sim --box no-such-box", "no-such-box");
