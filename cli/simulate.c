@@ -73,6 +73,15 @@ static int read_workload(const char *path, struct item *it, size_t max) {
     char step[64], coll[32], bytes[32], count[32], extra[8];
     uint64_t b, c;
     lineno++;
+    int next = strchr(line, '\n') ? EOF : getc(f);
+    if (next != EOF) {
+      /* The rest would be read as a line of its own (a long comment's
+       * tail as a workload line). */
+      fprintf(stderr, "pcie-tune simulate: %s:%d: line longer than %zu bytes\n", path, lineno,
+              sizeof line - 2);
+      fclose(f);
+      return -1;
+    }
     char *hash = strchr(line, '#');
     if (hash) *hash = 0;
     int k = sscanf(line, "%63s %31s %31s %31s %7s", step, coll, bytes, count, extra);
@@ -163,6 +172,7 @@ int cmd_simulate(int argc, char **argv) {
     if ((nitems = read_workload(workload, items, MAX_ITEMS)) < 0) return 1;
   } else {
     char buf[256];
+    if (strlen(tokens) >= sizeof buf) return bad("bad --tokens '%s' (too long)", tokens);
     snprintf(buf, sizeof buf, "%s", tokens);
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
       uint64_t tok;

@@ -185,6 +185,15 @@ START_TEST(profile_show_simulate) {
   ck_assert_ptr_nonnull(w);
   free(w);
   expect(1, "bad.txt:2: unknown collective", "simulate p.cfg --box gen5-8x-dual-misdetect --workload bad.txt");
+  /* A line longer than the reader's buffer is named, not split in two:
+   * here the split would turn the comment's tail into a workload line. */
+  char longline[700] = "step1 allreduce 65536 10 #";
+  memset(longline + strlen(longline), 'x', 600);
+  strcpy(longline + 626, " step2 allreduce 8 1\n");
+  w = pt_test_write(dir, "long.txt", longline);
+  ck_assert_ptr_nonnull(w);
+  free(w);
+  expect(1, "long.txt:1: line longer than 510 bytes", "simulate p.cfg --box gen5-8x-dual-misdetect --workload long.txt");
   expect(1, "cannot load the plugin", "simulate p.cfg --box gen5-8x-dual-misdetect --plugin /nonexistent.so");
 }
 END_TEST
