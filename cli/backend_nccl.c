@@ -91,6 +91,6 @@ int pt_backend_nccl_open(struct pt_backend *b, const struct pt_nccl_opts *o,
     args[k++] = o->nccl_lib;
   }
   args[k] = NULL;
-  struct pt_isolate_opts io = {o->exe, args, o->timeout_s, o->start_timeout_s, o->stderr_fd};
+  struct pt_isolate_opts io = {o->exe, args, o->timeout_s, o->start_timeout_s, o->stderr_fd, o->stop};
   return pt_backend_isolated_open(b, &io, err);
 }

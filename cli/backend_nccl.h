@@ -8,6 +8,8 @@
 #ifndef PCIE_CLI_BACKEND_NCCL_H
 #define PCIE_CLI_BACKEND_NCCL_H
 
+#include <signal.h>
+
 #include "pcie/sweep.h"
 
 struct pt_nccl_opts {
@@ -20,6 +22,7 @@ struct pt_nccl_opts {
   double start_timeout_s; /* NCCL initialisation of a fresh worker */
   const char *exe;        /* the pcie-tune binary; NULL = /proc/self/exe */
   int stderr_fd;          /* workers' stderr; -1 = the profiler's */
+  volatile sig_atomic_t *stop; /* abandons a measurement in progress (isolate.h) */
 };
 
 /* ops 20, warmup 5, timeout 60 s, start 120 s, everything else NULL/-1. */

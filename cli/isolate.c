@@ -4,6 +4,7 @@
  * processes; the frames themselves are cli/proto.c's.
  */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@ struct iso {
   char **argv; /* exe, "worker", args..., NULL */
   int64_t timeout_ms, start_ms;
   int stderr_fd;
+  volatile sig_atomic_t *stop;
   pid_t parent; /* the profiler, as its workers see it */
   pid_t pid;    /* 0: no worker */
   int fd;    /* -1: no worker */
@@ -214,6 +216,21 @@ static int send_req(struct iso *w, const struct pt_measure_req *req, struct pt_e
   return iso_err(err, PT_EIO, "cannot send a request to a fresh worker (%s)", strerror(werr));
 }
 
+/* Waits until the worker's answer starts to arrive or the deadline passes
+ * (the read that follows reports the timeout), waking every 100 ms to see
+ * whether the profiler was asked to stop. Returns 1 when it was. Nothing is
+ * read here, so no frame can be cut in half. */
+static int wait_readable(const struct iso *w, int64_t deadline) {
+  for (;;) {
+    if (w->stop && *w->stop) return 1;
+    int64_t left = deadline - pt_proto_now_ms();
+    if (left <= 0) return 0;
+    struct pollfd pfd = {w->fd, POLLIN, 0};
+    int r = poll(&pfd, 1, left < 100 ? (int)left : 100);
+    if (r > 0 || (r < 0 && errno != EINTR)) return 0;
+  }
+}
+
 static int iso_measure(void *self, const struct pt_measure_req *req, double *samples,
                        struct pt_measure_res *res, struct pt_error_rec *err) {
   struct iso *w = self;
@@ -227,8 +244,15 @@ static int iso_measure(void *self, const struct pt_measure_req *req, double *sam
     return iso_err(err, PT_EINVAL, "request for %u repetitions", req->reps);
   int rc = send_req(w, req, err);
   if (rc) return rc;
-  rc = pt_proto_read(w->fd, pt_proto_now_ms() + w->timeout_ms, w->buf, sizeof w->buf, &f, why,
-                     sizeof why);
+  int64_t deadline = pt_proto_now_ms() + w->timeout_ms;
+  if (wait_readable(w, deadline)) {
+    /* Interrupted: not the candidate's fault, so no state but "not yet". */
+    stop_worker(w, 0, NULL);
+    res->state = PT_PT_MISSING;
+    snprintf(res->detail, sizeof res->detail, "interrupted");
+    return 0;
+  }
+  rc = pt_proto_read(w->fd, deadline, w->buf, sizeof w->buf, &f, why, sizeof why);
   if (rc == 0 && f.type == PT_MSG_FAIL) {
     if (pt_proto_dec_fail(&f, &code, msg, sizeof msg, why, sizeof why) == 0) {
       stop_worker(w, GRACE_MS, NULL);
@@ -297,6 +321,7 @@ int pt_backend_isolated_open(struct pt_backend *b, const struct pt_isolate_opts 
   w->fd = -1;
   w->stderr_fd = o->stderr_fd;
   w->timeout_ms = (int64_t)(o->timeout_s * 1000 + 0.5);
+  w->stop = o->stop;
   w->start_ms = (int64_t)(o->start_timeout_s * 1000 + 0.5);
   w->argv = calloc(nargs + 3, sizeof *w->argv);
   if (!w->argv) goto fail;

@@ -23,6 +23,7 @@
 #ifndef PCIE_CLI_ISOLATE_H
 #define PCIE_CLI_ISOLATE_H
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include "pcie/sweep.h"
@@ -33,6 +34,10 @@ struct pt_isolate_opts {
   double timeout_s;             /* per request, > 0 */
   double start_timeout_s;       /* from exec to HELLO (GPU/NCCL init is slow), > 0 */
   int stderr_fd;                /* the worker's stderr; -1 = inherit ours */
+  /* When set (asynchronously, e.g. by SIGINT), a measurement in progress is
+   * abandoned: the worker is killed and the point stays PT_PT_MISSING, so
+   * the sweep stops at once and --resume measures it again. May be NULL. */
+  volatile sig_atomic_t *stop;
 };
 
 struct pt_isolate_stats {

@@ -366,6 +366,7 @@ static int open_backend(const struct opts *o, struct pt_backend *be) {
     no.ops = (unsigned)o->ops;
     no.warmup = (unsigned)o->warmup;
     no.timeout_s = (double)o->timeout_s;
+    no.stop = &interrupted;
     rc = pt_backend_nccl_open(be, &no, &e);
   } else {
     struct pt_box box;
@@ -390,7 +391,7 @@ static int open_backend(const struct opts *o, struct pt_backend *be) {
     for (size_t i = 0; i < o->ninject; i++) args[n++] = "--inject", args[n++] = o->inject[i];
     args[n] = NULL;
     struct pt_isolate_opts io = {.args = args, .timeout_s = (double)o->timeout_s,
-                                 .start_timeout_s = 30, .stderr_fd = -1};
+                                 .start_timeout_s = 30, .stderr_fd = -1, .stop = &interrupted};
     rc = pt_backend_isolated_open(be, &io, &e);
   }
   if (!rc) return 0;

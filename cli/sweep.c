@@ -250,7 +250,9 @@ static int measure(struct pt_sweep *s, struct pt_sweep_series *se, size_t idx,
     p->med = pt_median(tmp, n);
     p->spread = pt_rel_iqr(tmp, n);
   } else {
-    if (res.state != PT_PT_UNSUPPORTED) s->samples += req.reps;
+    /* Nothing ran for an unsupported point, nor for one abandoned on
+     * interruption (it stays missing and is measured on --resume). */
+    if (res.state != PT_PT_UNSUPPORTED && res.state != PT_PT_MISSING) s->samples += req.reps;
     p->state = res.state;
     p->nreps = 0;
     if (fatal(res.state)) se->dead[row] = 1;

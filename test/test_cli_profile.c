@@ -348,6 +348,60 @@ START_TEST(checkpoint_survives_sigkill) {
 }
 END_TEST
 
+/* Ctrl-C while a worker is busy stops at once: the measurement in progress
+ * is abandoned (never recorded as a hang), the partial profile is written
+ * and the exit status is 130. */
+START_TEST(sigint_interrupts_a_measurement) {
+  char cmd[4096], *path = NULL;
+  ck_assert(asprintf(&path, "%s/i.cfg", dir) > 0);
+  snprintf(cmd, sizeof cmd,
+           "cd %s && exec %s profile --backend sim --box gen5-8x-p2p --isolate --timeout 60 --seed 9138 "
+           "--sizes 8:4M --algos ring --protos ll,simple --channels 1,2,4 --checkpoint 0 --quiet "
+           "--inject hang:*/*/*@1048576 --out i.cfg",
+           dir, pt_test_cli());
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+    _exit(127);
+  }
+  /* Wait until a worker sits in the injected hang (the checkpoint after
+   * every measurement shows progress; the hang starts at 1 MiB). */
+  struct stat st;
+  int seen = 0;
+  for (int i = 0; i < 400 && !seen; i++) {
+    struct timespec ts = {0, 50 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    seen = stat(path, &st) == 0 && workers_alive("9138");
+  }
+  ck_assert_msg(seen, "no checkpoint appeared");
+  struct timespec pause = {1, 0};
+  nanosleep(&pause, NULL); /* well inside the 60 s timeout */
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  ck_assert_int_eq(kill(pid, SIGINT), 0);
+  int status;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 130, "status %d", status);
+  ck_assert_msg(t1.tv_sec - t0.tv_sec < 5, "took %ld s to stop", (long)(t1.tv_sec - t0.tv_sec));
+  ck_assert(!workers_alive("9138"));
+  char *out = NULL, *err = NULL, *text = NULL;
+  ck_assert_int_eq(run(&out, &err, "check i.cfg"), 0);
+  free(out);
+  free(err);
+  FILE *f = fopen(path, "r");
+  size_t len = 0;
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_ne(getdelim(&text, &len, '\0', f), -1);
+  fclose(f);
+  ck_assert_ptr_null(strstr(text, "\"hang\""));
+  ck_assert_ptr_nonnull(strstr(text, "state = \"partial\""));
+  free(text);
+  free(path);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("cli_profile");
   TCase *tc = tcase_create("core");
@@ -359,6 +413,7 @@ int main(void) {
   tcase_add_test(tc, resume_continues_an_interrupted_sweep);
   tcase_add_test(tc, isolated_faults_are_recorded);
   tcase_add_test(tc, checkpoint_survives_sigkill);
+  tcase_add_test(tc, sigint_interrupts_a_measurement);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }
