@@ -57,7 +57,10 @@ static int parse_args(int argc, char **argv, struct args *a) {
   char msg[256];
   a->path = calloc((size_t)argc, sizeof *a->path);
   a->cli = calloc((size_t)argc, sizeof *a->cli);
-  if (!a->path || !a->cli) return usage_error("%s", "out of memory");
+  if (!a->path || !a->cli) {
+    fprintf(stderr, "pcie-tune import: out of memory\n");
+    return 1;
+  }
   for (int i = 1; i < argc; i++) {
     const char *s = argv[i];
     int has_value = i + 1 < argc;
@@ -88,6 +91,8 @@ static int parse_args(int argc, char **argv, struct args *a) {
     } else if (s[0] == '-' && s[1]) {
       return usage_error("unknown option '%s'", s);
     } else {
+      for (size_t k = 0; k < a->nlogs && !strcmp(s, "-"); k++)
+        if (!strcmp(a->path[k], "-")) return usage_error("%s", "'-' (stdin) can be given only once");
       a->path[a->nlogs] = s;
       a->cli[a->nlogs++] = pending;
       pending = IMP_SETTING_NONE;

@@ -264,6 +264,16 @@ START_TEST(stdin_log) {
   ck_assert_ptr_nonnull(strstr(p.prov.note, "<stdin> (ring/ll/4)"));
   pt_profile_release(&p);
   free(se);
+  se = NULL;
+  /* stdin holds one log: naming it twice is a usage error, nothing written. */
+  char *out2 = outpath("stdin2.cfg");
+  snprintf(cmd, sizeof cmd, "cd '%s/test/data/nccltests' && '%s' import --out '%s' - - < /dev/null",
+           pt_test_srcdir(), pt_test_cli(), out2);
+  ck_assert_int_eq(pt_test_run(cmd, NULL, &se), 2);
+  ck_assert_ptr_nonnull(strstr(se, "'-' (stdin) can be given only once"));
+  ck_assert_int_ne(access(out2, F_OK), 0);
+  free(se);
+  free(out2);
   free(out);
 }
 END_TEST
