@@ -52,10 +52,8 @@ static int gerr(struct pt_error_rec *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static int gerr(struct pt_error_rec *err, int code, const char *fmt, ...) {
   va_list ap;
-  snprintf(err->file, sizeof err->file, "nccl backend");
-  err->line = 0;
   va_start(ap, fmt);
-  vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+  pt_error_vset(err, code, "nccl backend", 0, fmt, ap);
   va_end(ap);
   return code;
 }

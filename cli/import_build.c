@@ -39,18 +39,14 @@ struct build {
 __attribute__((format(printf, 4, 5))) static int fail(struct build *b, const char *file, int line,
                                                       const char *fmt, ...) {
   va_list ap;
-  snprintf(b->err->file, sizeof b->err->file, "%s", file);
-  b->err->line = line;
   va_start(ap, fmt);
-  vsnprintf(b->err->msg, sizeof b->err->msg, fmt, ap);
+  pt_error_vset(b->err, PT_EINVAL, file, line, fmt, ap);
   va_end(ap);
   return PT_EINVAL;
 }
 
 static int oom(struct build *b) {
-  snprintf(b->err->file, sizeof b->err->file, "pcie-tune import");
-  b->err->line = 0;
-  snprintf(b->err->msg, sizeof b->err->msg, "out of memory");
+  pt_error_set(b->err, 0, "pcie-tune import", 0, "out of memory");
   return PT_ENOMEM;
 }
 

@@ -28,9 +28,7 @@ static const struct {
 };
 
 static int fail(struct pt_error_rec *e, const char *file, int line, const char *msg, const char *subj) {
-  snprintf(e->file, sizeof e->file, "%s", file);
-  e->line = line;
-  snprintf(e->msg, sizeof e->msg, "%s ('%s')", msg, subj);
+  pt_error_set(e, 0, file, line, "%s ('%s')", msg, subj);
   return PT_EINVAL;
 }
 

@@ -42,10 +42,8 @@ static int iso_err(struct pt_error_rec *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static int iso_err(struct pt_error_rec *err, int code, const char *fmt, ...) {
   va_list ap;
-  snprintf(err->file, sizeof err->file, "worker");
-  err->line = 0;
   va_start(ap, fmt);
-  vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+  pt_error_vset(err, code, "worker", 0, fmt, ap);
   va_end(ap);
   return code;
 }

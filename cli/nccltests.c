@@ -47,18 +47,14 @@ const char *nt_env_name(int v) { return v >= 0 && v < NT_NENV ? env_names[v] : N
 __attribute__((format(printf, 3, 4))) static int fail(struct ctx *c, int line, const char *fmt,
                                                       ...) {
   va_list ap;
-  snprintf(c->err->file, sizeof c->err->file, "%s", c->name);
-  c->err->line = line;
   va_start(ap, fmt);
-  vsnprintf(c->err->msg, sizeof c->err->msg, fmt, ap);
+  pt_error_vset(c->err, PT_EINVAL, c->name, line, fmt, ap);
   va_end(ap);
   return PT_EINVAL;
 }
 
 static int oom(struct ctx *c) {
-  snprintf(c->err->file, sizeof c->err->file, "%s", c->name);
-  c->err->line = 0;
-  snprintf(c->err->msg, sizeof c->err->msg, "out of memory");
+  pt_error_set(c->err, 0, c->name, 0, "out of memory");
   return PT_ENOMEM;
 }
 

@@ -66,9 +66,8 @@ static int cfg_open(config_t *cfg, const char *path, struct pt_error_rec *err) {
   config_init(cfg);
   if (config_read_file(cfg, path) == CONFIG_TRUE) return 0;
   int io = config_error_type(cfg) == CONFIG_ERR_FILE_IO;
-  snprintf(err->file, sizeof err->file, "%s", path);
-  err->line = config_error_line(cfg);
-  snprintf(err->msg, sizeof err->msg, "%s", io ? "cannot read the profile" : config_error_text(cfg));
+  pt_error_set(err, 0, path, config_error_line(cfg), "%s",
+               io ? "cannot read the profile" : config_error_text(cfg));
   config_destroy(cfg);
   return io ? PT_EIO : PT_ESYNTAX;
 }
@@ -95,9 +94,8 @@ int pt_sweepfile_state(const char *path, struct pt_sweepfile_state *st, struct p
   if (strlen(args) >= sizeof st->args) {
     /* Cut short, the record could still parse, as a different sweep. */
     const config_setting_t *set = config_lookup(&cfg, "provenance.extra.sweep.args");
-    snprintf(err->file, sizeof err->file, "%s", path);
-    err->line = set ? config_setting_source_line(set) : 0;
-    snprintf(err->msg, sizeof err->msg, "sweep record args longer than %zu bytes", sizeof st->args - 1);
+    pt_error_set(err, 0, path, set ? config_setting_source_line(set) : 0,
+                 "sweep record args longer than %zu bytes", sizeof st->args - 1);
     rc = PT_EINVAL;
     goto out;
   }
@@ -111,10 +109,9 @@ static int seed_series(struct pt_sweep *s, const struct pt_series *ps, int coll,
                        const config_setting_t *arr, const char *path, struct pt_error_rec *err) {
   size_t n = (ps->ncand + 1) * ps->nsizes;
   if (!config_setting_is_array(arr) || (size_t)config_setting_length(arr) != n) {
-    snprintf(err->file, sizeof err->file, "%s", path);
-    err->line = config_setting_source_line(arr);
-    snprintf(err->msg, sizeof err->msg, "nreps for %s/%s must hold %zu counts", pt_coll_name(coll),
-             pt_mode_name(mode), n);
+    pt_error_set(err, 0, path, config_setting_source_line(arr),
+                 "nreps for %s/%s must hold %zu counts", pt_coll_name(coll),
+                 pt_mode_name(mode), n);
     return PT_EINVAL;
   }
   for (size_t r = 0; r <= ps->ncand; r++) {
@@ -140,8 +137,7 @@ int pt_sweepfile_seed(struct pt_sweep *s, const char *path, struct pt_error_rec 
   if ((rc = cfg_open(&cfg, path, err))) goto out_prof;
   const config_setting_t *list = config_lookup(&cfg, "provenance.extra.nreps");
   if (!list || !config_setting_is_list(list)) {
-    snprintf(err->file, sizeof err->file, "%s", path);
-    snprintf(err->msg, sizeof err->msg, "no provenance.extra.nreps list: cannot resume");
+    pt_error_set(err, 0, path, 0, "no provenance.extra.nreps list: cannot resume");
     rc = PT_EINVAL;
     goto out;
   }
@@ -154,9 +150,8 @@ int pt_sweepfile_seed(struct pt_sweep *s, const char *path, struct pt_error_rec 
     int mode = !mn ? -1 : !strcmp(mn, "graph") ? PT_MODE_GRAPH : !strcmp(mn, "eager") ? PT_MODE_EAGER : -1;
     const config_setting_t *arr = config_setting_get_member(g, "nreps");
     if (coll < 0 || mode < 0 || !arr) {
-      snprintf(err->file, sizeof err->file, "%s", path);
-      err->line = config_setting_source_line(g);
-      snprintf(err->msg, sizeof err->msg, "bad nreps entry (needs collective, mode and nreps)");
+      pt_error_set(err, 0, path, config_setting_source_line(g),
+                   "bad nreps entry (needs collective, mode and nreps)");
       rc = PT_EINVAL;
       break;
     }

@@ -7,7 +7,7 @@ FUZZ_CC ?= clang
 FUZZ_TIME ?= 60
 FUZZ_BUILD = build-fuzz
 FUZZ_SRCS = fuzz/fuzz_nccltests.c cli/nccltests.c cli/import_lex.c cli/import_coll.c \
-            cli/import_setting.c tuner/names.c
+            cli/import_setting.c tuner/names.c tuner/profile_model.c
 FUZZ_BIN = $(FUZZ_BUILD)/fuzz_nccltests
 FUZZ_REGRESS = test/data/nccltests/fuzz-regressions
 

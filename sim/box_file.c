@@ -22,10 +22,8 @@ static int fail(struct ctx *c, const config_setting_t *s, int code, const char *
     __attribute__((format(printf, 4, 5)));
 static int fail(struct ctx *c, const config_setting_t *s, int code, const char *fmt, ...) {
   va_list ap;
-  snprintf(c->err->file, sizeof c->err->file, "%s", c->path);
-  c->err->line = s ? config_setting_source_line(s) : 0;
   va_start(ap, fmt);
-  vsnprintf(c->err->msg, sizeof c->err->msg, fmt, ap);
+  pt_error_vset(c->err, code, c->path, s ? config_setting_source_line(s) : 0, fmt, ap);
   va_end(ap);
   return code;
 }
@@ -338,9 +336,7 @@ int pt_box_load(struct pt_box *b, const char *path, struct pt_error_rec *err) {
   config_init(&cfg);
   if (config_read_file(&cfg, path) != CONFIG_TRUE) {
     rc = config_error_type(&cfg) == CONFIG_ERR_FILE_IO ? PT_EIO : PT_ESYNTAX;
-    snprintf(err->file, sizeof err->file, "%s", path);
-    err->line = config_error_line(&cfg);
-    snprintf(err->msg, sizeof err->msg, "%s",
+    pt_error_set(err, 0, path, config_error_line(&cfg), "%s",
              rc == PT_EIO ? "cannot read box file" : config_error_text(&cfg));
     goto out;
   }

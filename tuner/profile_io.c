@@ -16,10 +16,7 @@
 #include "profile_internal.h"
 
 static int io_fail(struct pt_error_rec *e, const char *path, const char *what, int code) {
-  snprintf(e->file, sizeof e->file, "%s", path);
-  e->line = 0;
-  snprintf(e->msg, sizeof e->msg, "%s: %s", what, code ? strerror(code) : "failed");
-  return PT_EIO;
+  return pt_error_set(e, PT_EIO, path, 0, "%s: %s", what, code ? strerror(code) : "failed");
 }
 
 int pt__read_file(const char *path, char **text, size_t *len, struct pt_error_rec *err) {
@@ -117,8 +114,7 @@ out:
   free(dircopy);
   free(text);
   if (rc == PT_ENOMEM && !err->msg[0]) {
-    snprintf(err->file, sizeof err->file, "%s", path);
-    snprintf(err->msg, sizeof err->msg, "out of memory");
+    pt_error_set(err, 0, path, 0, "out of memory");
   }
   return rc;
 }

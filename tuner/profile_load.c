@@ -24,10 +24,8 @@ struct loader {
 __attribute__((format(printf, 3, 4))) static int fail(struct loader *L, const config_setting_t *s,
                                                       const char *fmt, ...) {
   va_list ap;
-  snprintf(L->err->file, sizeof L->err->file, "%s", L->file);
-  L->err->line = s ? config_setting_source_line(s) : 0;
   va_start(ap, fmt);
-  vsnprintf(L->err->msg, sizeof L->err->msg, fmt, ap);
+  pt_error_vset(L->err, PT_EINVAL, L->file, s ? config_setting_source_line(s) : 0, fmt, ap);
   va_end(ap);
   return PT_EINVAL;
 }
@@ -339,17 +337,14 @@ int pt_profile_load_string(struct pt_profile *p, const char *text, const char *n
   memset(err, 0, sizeof *err);
   config_init(&cfg);
   if (config_read_string(&cfg, text) != CONFIG_TRUE) {
-    snprintf(err->file, sizeof err->file, "%s", name);
-    err->line = config_error_line(&cfg);
-    snprintf(err->msg, sizeof err->msg, "%s", config_error_text(&cfg));
+    pt_error_set(err, 0, name, config_error_line(&cfg), "%s", config_error_text(&cfg));
     rc = PT_ESYNTAX;
   } else {
     rc = load_root(&L, config_root_setting(&cfg), p);
   }
   config_destroy(&cfg);
   if (rc == PT_ENOMEM && !err->msg[0]) {
-    snprintf(err->file, sizeof err->file, "%s", name);
-    snprintf(err->msg, sizeof err->msg, "out of memory");
+    pt_error_set(err, 0, name, 0, "out of memory");
   }
   if (rc) {
     pt_profile_release(p);

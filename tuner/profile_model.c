@@ -3,6 +3,7 @@
  * error formatting. Parsing lives in profile_load.c, rendering in
  * profile_write.c, the format's rules in profile_validate.c.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,23 @@ uint64_t pt_hash_bytes(const void *data, size_t len) {
     h *= 0x100000001b3ULL;
   }
   return h;
+}
+
+int pt_error_vset(struct pt_error_rec *e, int code, const char *file, int line, const char *fmt,
+                  va_list ap) {
+  snprintf(e->file, sizeof e->file, "%s", file);
+  e->line = line;
+  vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+  return code;
+}
+
+int pt_error_set(struct pt_error_rec *e, int code, const char *file, int line, const char *fmt,
+                 ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  pt_error_vset(e, code, file, line, fmt, ap);
+  va_end(ap);
+  return code;
 }
 
 void pt_error_format(const struct pt_error_rec *e, char *buf, size_t len) {

@@ -15,10 +15,8 @@
 __attribute__((format(printf, 4, 5))) static int fail(struct pt_error_rec *e, const char *file,
                                                       int line, const char *fmt, ...) {
   va_list ap;
-  snprintf(e->file, sizeof e->file, "%s", file);
-  e->line = line;
   va_start(ap, fmt);
-  vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+  pt_error_vset(e, PT_EINVAL, file, line, fmt, ap);
   va_end(ap);
   return PT_EINVAL;
 }

@@ -38,8 +38,7 @@ int pt_registry_acquire(const char *path, const struct pt_loaded **out, struct p
   memset(err, 0, sizeof *err);
   pthread_mutex_lock(&lock);
   if (stat(path, &st) != 0) {
-    snprintf(err->file, sizeof err->file, "%s", path);
-    snprintf(err->msg, sizeof err->msg, "cannot open: no such file");
+    pt_error_set(err, 0, path, 0, "cannot open: no such file");
     rc = PT_EIO;
     goto out;
   }
@@ -70,8 +69,7 @@ int pt_registry_acquire(const char *path, const struct pt_loaded **out, struct p
 out:
   pthread_mutex_unlock(&lock);
   if (rc == PT_ENOMEM && !err->msg[0]) {
-    snprintf(err->file, sizeof err->file, "%s", path);
-    snprintf(err->msg, sizeof err->msg, "out of memory");
+    pt_error_set(err, 0, path, 0, "out of memory");
   }
   return rc;
 }

@@ -11,6 +11,7 @@
 #ifndef PCIE_PROFILE_H
 #define PCIE_PROFILE_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,6 +36,13 @@ struct pt_error_rec {
   int line; /* 0 when no line applies */
   char msg[512];
 };
+/* Fills *e (file, line, printf-style message) and returns code, so that a
+ * report-and-return is one statement. The v form is for wrappers that add
+ * their own context. */
+int pt_error_set(struct pt_error_rec *e, int code, const char *file, int line, const char *fmt,
+                 ...) __attribute__((format(printf, 5, 6)));
+int pt_error_vset(struct pt_error_rec *e, int code, const char *file, int line, const char *fmt,
+                  va_list ap) __attribute__((format(printf, 5, 0)));
 /* Formats "file:line: msg" (or "file: msg") into buf. */
 void pt_error_format(const struct pt_error_rec *e, char *buf, size_t len);
 
