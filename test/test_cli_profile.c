@@ -297,17 +297,17 @@ static int workers_alive(const char *seed) {
   return system(cmd) == 0;
 }
 
-/* A profiler killed outright (SIGKILL: no handler runs) leaves the last
- * checkpoint, a valid partial profile, and no worker behind; --resume
- * finishes it. */
-START_TEST(checkpoint_survives_sigkill) {
+/* Starts an isolated sim sweep (checkpoint after every measurement) whose
+ * workers hang from 1 MiB on, and waits until a checkpoint exists and a
+ * worker is alive. Returns the profiler's pid. */
+static pid_t start_hanging_sweep(const char *seed, unsigned timeout_s, const char *out) {
   char cmd[4096], *path = NULL;
-  ck_assert(asprintf(&path, "%s/k.cfg", dir) > 0);
   snprintf(cmd, sizeof cmd,
-           "cd %s && exec %s profile --backend sim --box gen5-8x-p2p --isolate --timeout 3 --seed 9137 "
+           "cd %s && exec %s profile --backend sim --box gen5-8x-p2p --isolate --timeout %u --seed %s "
            "--sizes 8:4M --algos ring --protos ll,simple --channels 1,2,4 --checkpoint 0 --quiet "
-           "--inject hang:*/*/*@1048576 --out k.cfg",
-           dir, pt_test_cli());
+           "--inject hang:*/*/*@1048576 --out %s",
+           dir, pt_test_cli(), timeout_s, seed, out);
+  ck_assert(asprintf(&path, "%s/%s", dir, out) > 0);
   pid_t pid = fork();
   ck_assert_int_ge(pid, 0);
   if (pid == 0) {
@@ -319,9 +319,18 @@ START_TEST(checkpoint_survives_sigkill) {
   for (int i = 0; i < 400 && !seen; i++) { /* up to 20 s for the first checkpoint */
     struct timespec ts = {0, 50 * 1000 * 1000};
     nanosleep(&ts, NULL);
-    seen = stat(path, &st) == 0 && workers_alive("9137");
+    seen = stat(path, &st) == 0 && workers_alive(seed);
   }
+  free(path);
   ck_assert_msg(seen, "no checkpoint appeared");
+  return pid;
+}
+
+/* A profiler killed outright (SIGKILL: no handler runs) leaves the last
+ * checkpoint, a valid partial profile, and no worker behind; --resume
+ * finishes it. */
+START_TEST(checkpoint_survives_sigkill) {
+  pid_t pid = start_hanging_sweep("9137", 3, "k.cfg");
   ck_assert_int_eq(kill(pid, SIGKILL), 0);
   int status;
   ck_assert_int_eq(waitpid(pid, &status, 0), pid);
@@ -344,7 +353,6 @@ START_TEST(checkpoint_survives_sigkill) {
   ck_assert_ptr_nonnull(strstr(err, "is complete; nothing to resume"));
   free(out);
   free(err);
-  free(path);
 }
 END_TEST
 
@@ -352,29 +360,9 @@ END_TEST
  * is abandoned (never recorded as a hang), the partial profile is written
  * and the exit status is 130. */
 START_TEST(sigint_interrupts_a_measurement) {
-  char cmd[4096], *path = NULL;
+  char *path = NULL;
   ck_assert(asprintf(&path, "%s/i.cfg", dir) > 0);
-  snprintf(cmd, sizeof cmd,
-           "cd %s && exec %s profile --backend sim --box gen5-8x-p2p --isolate --timeout 60 --seed 9138 "
-           "--sizes 8:4M --algos ring --protos ll,simple --channels 1,2,4 --checkpoint 0 --quiet "
-           "--inject hang:*/*/*@1048576 --out i.cfg",
-           dir, pt_test_cli());
-  pid_t pid = fork();
-  ck_assert_int_ge(pid, 0);
-  if (pid == 0) {
-    execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-    _exit(127);
-  }
-  /* Wait until a worker sits in the injected hang (the checkpoint after
-   * every measurement shows progress; the hang starts at 1 MiB). */
-  struct stat st;
-  int seen = 0;
-  for (int i = 0; i < 400 && !seen; i++) {
-    struct timespec ts = {0, 50 * 1000 * 1000};
-    nanosleep(&ts, NULL);
-    seen = stat(path, &st) == 0 && workers_alive("9138");
-  }
-  ck_assert_msg(seen, "no checkpoint appeared");
+  pid_t pid = start_hanging_sweep("9138", 60, "i.cfg");
   struct timespec pause = {1, 0};
   nanosleep(&pause, NULL); /* well inside the 60 s timeout */
   struct timespec t0, t1;
