@@ -13,63 +13,25 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backends.h"
-#include "simeval.h"
-#include "sweepfile.h"
+#include "simjudge.h"
 
-static double quality(const struct pt_box *box, const char *profile, const char *so) {
-  struct ph_plugin pl;
-  struct ph_comm comm;
-  char err[512];
-  double logsum = 0;
-  int n = 0;
-  setenv("PCIE_TUNER_PROFILE", profile, 1);
-  if (ph_plugin_open(&pl, so, 0, err, sizeof err)) {
-    fprintf(stderr, "bench/sweep: %s\n", err);
-    exit(1);
-  }
-  if (ph_comm_init(&comm, &pl, (size_t)box->nranks, 1, 1)) exit(1);
-  for (int k = 12; k <= 28 * 4; k++) {
-    struct pt_sim_eval ev;
-    pt_sim_eval(&comm, box, PT_ALLREDUCE, PT_MODE_GRAPH, (uint64_t)llround(pow(2.0, k / 4.0)), &ev);
-    logsum += log(ev.tuned.us / ev.oracle.us);
-    n++;
-  }
-  ph_comm_finalize(&comm);
-  ph_plugin_close(&pl);
-  return exp(logsum / n);
-}
-
-/* Sweeps box and writes path; returns the repetitions measured. */
-static uint64_t sweep(const struct pt_box *box, int full, uint64_t seed, const char *path) {
-  static const int chans[] = {1, 2, 3, 4, 5, 6, 7, 8};
-  struct pt_cand_spec cands[64];
-  struct pt_sweep_opts o;
-  struct pt_backend be;
-  struct pt_backend_info bi;
-  struct pt_sweep sw;
+/* Sweeps box into path (full grid or adaptive) and returns the repetitions;
+ * *q gets the plugin's tuned/oracle geometric mean with that profile. */
+static uint64_t sweep_and_judge(const struct pt_box *box, int full, uint64_t seed,
+                                const char *path, const char *so, double *q) {
   struct pt_error_rec e;
-  struct pt_profile p;
-  pt_sweep_opts_default(&o);
-  o.full = full;
-  if (pt_backend_sim_open(&be, box, seed)) exit(1);
-  be.info(be.self, &bi);
-  o.cands = cands;
-  o.ncand = pt_sweep_cands(3u, 7u, chans, 8, bi.max_channels, cands, 64);
-  if (pt_sweep_init(&sw, &o, &e) || pt_sweep_run(&sw, &be, &e)) {
-    fprintf(stderr, "bench/sweep: %s\n", e.msg);
-    exit(1);
-  }
-  memset(&p, 0, sizeof p);
-  if (pt_sweepfile_build(&sw, &bi, box->name, "bench", 1, &p) ||
-      pt_profile_write(&p, path, PT_WRITE_FORCE, &e)) {
+  struct pt_sim_quality sq;
+  char err[512];
+  uint64_t samples = 0;
+  if (pt_sim_sweep_box(box, PT_MODE_GRAPH, full, seed, path, PT_WRITE_FORCE, &samples, &e)) {
     fprintf(stderr, "bench/sweep: %s:%d: %s\n", e.file, e.line, e.msg);
     exit(1);
   }
-  uint64_t samples = sw.samples;
-  pt_profile_release(&p);
-  pt_sweep_release(&sw);
-  be.close(be.self);
+  if (pt_sim_judge(so, path, box, PT_MODE_GRAPH, &sq, err, sizeof err)) {
+    fprintf(stderr, "bench/sweep: %s\n", err);
+    exit(1);
+  }
+  *q = sq.geo;
   return samples;
 }
 
@@ -89,12 +51,12 @@ int main(void) {
   for (size_t i = 0; i < pt_box_builtin_count(); i++) {
     const struct pt_box *b = pt_box_builtin_at(i);
     uint64_t sf = 0, sa = 0;
-    double qf = 0, qa = 0;
+    double qf = 0, qa = 0, q;
     for (uint64_t seed = 1; seed <= 3; seed++) {
-      sf += sweep(b, 1, seed, path);
-      qf += log(quality(b, path, so));
-      sa += sweep(b, 0, seed, path);
-      qa += log(quality(b, path, so));
+      sf += sweep_and_judge(b, 1, seed, path, so, &q);
+      qf += log(q);
+      sa += sweep_and_judge(b, 0, seed, path, so, &q);
+      qa += log(q);
     }
     printf("%-24s %10llu %10llu %6.1f%% %12.4f %12.4f\n", b->name, (unsigned long long)sf,
            (unsigned long long)sa, 100.0 * (double)sa / (double)sf, exp(qf / 3), exp(qa / 3));

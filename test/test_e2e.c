@@ -11,92 +11,33 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends.h"
 #include "nccl/common.h"
-#include "pcie/host.h"
-#include "simeval.h"
+#include "simjudge.h"
 #include "support/pt_test.h"
-#include "sweepfile.h"
-
-struct quality {
-  double geo, worst, worst_at;
-  double speedup_32k_256k; /* geometric mean of default/tuned */
-  double min_speedup_32k_256k;
-  int bad_state;
-};
 
 /* Sweeps box into dir/<name>.cfg and returns the malloc'ed path. */
 static char *sweep_box(const struct pt_box *box, const char *dir, int mode, uint64_t seed) {
-  static const int chans[] = {1, 2, 3, 4, 5, 6, 7, 8};
-  struct pt_cand_spec cands[64];
-  struct pt_sweep_opts o;
-  struct pt_backend be;
-  struct pt_backend_info bi;
-  struct pt_sweep sw;
   struct pt_error_rec e;
-  struct pt_profile p;
-  pt_sweep_opts_default(&o);
-  o.mode_mask = 1u << mode;
-  ck_assert_int_eq(pt_backend_sim_open(&be, box, seed), 0);
-  be.info(be.self, &bi);
-  o.cands = cands;
-  o.ncand = pt_sweep_cands(3u, 7u, chans, 8, bi.max_channels, cands, 64);
-  ck_assert_int_eq(pt_sweep_init(&sw, &o, &e), 0);
-  ck_assert_msg(pt_sweep_run(&sw, &be, &e) == 0, "%s", e.msg);
-  ck_assert_int_eq(sw.stopped, 0);
-  memset(&p, 0, sizeof p);
-  ck_assert_int_eq(pt_sweepfile_build(&sw, &bi, box->name, "test", 1, &p), 0);
-  char *path = malloc(1024);
-  snprintf(path, 1024, "%s/%s.cfg", dir, box->name);
-  ck_assert_msg(pt_profile_write(&p, path, 0, &e) == 0, "%s:%d: %s", e.file, e.line, e.msg);
-  pt_profile_release(&p);
-  pt_sweep_release(&sw);
-  be.close(be.self);
+  uint64_t samples;
+  char *path = NULL;
+  ck_assert(asprintf(&path, "%s/%s.cfg", dir, box->name) > 0);
+  ck_assert_msg(pt_sim_sweep_box(box, mode, 0, seed, path, 0, &samples, &e) == 0, "%s:%d: %s",
+                e.file, e.line, e.msg);
+  ck_assert_uint_gt(samples, 0);
   return path;
 }
 
-static void judge(const struct pt_box *box, const char *profile, int mode, struct quality *q) {
-  struct ph_plugin pl;
-  struct ph_comm comm;
+static void judge(const struct pt_box *box, const char *profile, int mode,
+                  struct pt_sim_quality *q) {
   char err[512];
-  memset(q, 0, sizeof *q);
-  setenv("PCIE_TUNER_PROFILE", profile, 1);
-  ck_assert_msg(ph_plugin_open(&pl, pt_test_so(), 0, err, sizeof err) == 0, "%s", err);
-  ck_assert_int_eq(ph_comm_init(&comm, &pl, (size_t)box->nranks, 1, 1), 0);
-  double logsum = 0, sp_log = 0;
-  int n = 0, nsp = 0;
-  q->min_speedup_32k_256k = INFINITY;
-  /* Four sizes per octave: most of them fall between measured points. */
-  for (int k = 12; k <= 28 * 4; k++) {
-    uint64_t bytes = (uint64_t)llround(pow(2.0, k / 4.0));
-    struct pt_sim_eval ev;
-    pt_sim_eval(&comm, box, PT_ALLREDUCE, mode, bytes, &ev);
-    ck_assert_int_eq(ev.plugin_rc, 0);
-    if (ev.tuned.state != PT_PT_OK) q->bad_state++;
-    double r = ev.tuned.us / ev.oracle.us;
-    logsum += log(r);
-    n++;
-    if (r > q->worst) {
-      q->worst = r;
-      q->worst_at = (double)bytes;
-    }
-    if (bytes >= 32768 && bytes <= 262144) {
-      double sp = ev.nccl.us / ev.tuned.us;
-      sp_log += log(sp);
-      nsp++;
-      if (sp < q->min_speedup_32k_256k) q->min_speedup_32k_256k = sp;
-    }
-  }
-  q->geo = exp(logsum / n);
-  q->speedup_32k_256k = exp(sp_log / nsp);
-  ph_comm_finalize(&comm);
-  ph_plugin_close(&pl);
+  ck_assert_msg(pt_sim_judge(pt_test_so(), profile, box, mode, q, err, sizeof err) == 0, "%s", err);
+  ck_assert_int_eq(q->plugin_errors, 0);
 }
 
 static void check_box(const struct pt_box *box, int mode) {
   char *dir = pt_test_tmpdir();
   char *path = sweep_box(box, dir, mode, 1);
-  struct quality q;
+  struct pt_sim_quality q;
   judge(box, path, mode, &q);
   printf("e2e %-24s %s tuned/oracle geomean %.4f worst %.4f at %.0f B; "
          "default/tuned 32-256KB geomean %.2f min %.2f\n",
