@@ -45,10 +45,8 @@ static void *hammer(void *arg) {
 }
 
 START_TEST(sixteen_threads_eight_comms) {
-  char *p = NULL;
   char err[256];
-  ck_assert(asprintf(&p, "%s/profiles/example-8x-pcie.cfg", pt_test_srcdir()) > 0);
-  setenv("PCIE_TUNER_PROFILE", p, 1);
+  pt_test_use_example_profile();
   ck_assert_msg(ph_plugin_open(&pl, pt_test_so(), 0, err, sizeof err) == 0, "%s", err);
   for (int i = 0; i < NCOMM; i++) ck_assert_int_eq(ph_comm_init(&comms[i], &pl, 8, 1, (uint64_t)i), 0);
   unsigned seed = 99;
@@ -75,7 +73,6 @@ START_TEST(sixteen_threads_eight_comms) {
   ck_assert_msg(bad == 0, "%d threads saw a decision differ from the single-threaded one", bad);
   for (int i = 0; i < NCOMM; i++) ck_assert_int_eq(ph_comm_finalize(&comms[i]), 0);
   ph_plugin_close(&pl);
-  free(p);
 }
 END_TEST
 
@@ -93,10 +90,8 @@ static void *churn(void *arg) {
 }
 
 START_TEST(concurrent_init_and_finalize) {
-  char *p = NULL;
   char err[256];
-  ck_assert(asprintf(&p, "%s/profiles/example-8x-pcie.cfg", pt_test_srcdir()) > 0);
-  setenv("PCIE_TUNER_PROFILE", p, 1);
+  pt_test_use_example_profile();
   ck_assert_msg(ph_plugin_open(&pl, pt_test_so(), 0, err, sizeof err) == 0, "%s", err);
   pthread_t th[8];
   for (int i = 0; i < 8; i++) ck_assert_int_eq(pthread_create(&th[i], NULL, churn, NULL), 0);
@@ -109,7 +104,6 @@ START_TEST(concurrent_init_and_finalize) {
   ck_assert_int_eq(bad, 0);
   ck_assert_uint_eq(ph_log_find(NCCL_LOG_INFO, "example-8x-pcie"), 8 * 200);
   ph_plugin_close(&pl);
-  free(p);
 }
 END_TEST
 

@@ -46,6 +46,13 @@ void pt_test_rmtree(const char *dir) {
   free(cmd);
 }
 
+void pt_test_use_example_profile(void) {
+  char *p = NULL;
+  ck_assert(asprintf(&p, "%s/profiles/example-8x-pcie.cfg", pt_test_srcdir()) > 0);
+  setenv("PCIE_TUNER_PROFILE", p, 1);
+  free(p);
+}
+
 void pt_test_nccl_table(float t[7][3], int coll, size_t nbytes, int nranks, int ll128) {
   struct pt_nccl_params p;
   pt_nccl_params_default(&p, nranks);

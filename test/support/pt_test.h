@@ -15,6 +15,8 @@ char *pt_test_tmpdir(void);
 char *pt_test_write(const char *dir, const char *name, const char *text);
 /* Removes dir and everything below it. */
 void pt_test_rmtree(const char *dir);
+/* Points PCIE_TUNER_PROFILE at the shipped example profile. */
+void pt_test_use_example_profile(void);
 /* NCCL's cost table on an nranks-GPU PCIe node (sim/nccl_model.c). */
 void pt_test_nccl_table(float t[7][3], int coll, size_t nbytes, int nranks, int ll128);
 /* Runs a shell command, capturing stdout and stderr (malloc'ed, NUL-ended);
