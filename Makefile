@@ -1,5 +1,5 @@
 # nccl-pcie-tuner build. One Makefile; each component adds its sources in its
-# own module.mk (tuner/, sim/, net/, cli/, test/, bench/).
+# own module.mk (tuner/, sim/, net/, measure/, import/, cli/, test/, bench/).
 #
 #   make            build/libnccl-tuner-pcie.so and build/pcie-tune
 #   make test       the Check suites
@@ -32,7 +32,9 @@ WARN = -Wall -Wextra -Werror -Wstrict-prototypes -Wvla -Wwrite-strings -Wpointer
 PKG_CFLAGS = $(shell pkg-config --cflags libconfig check 2>/dev/null)
 LIBCONFIG_LIBS = $(shell pkg-config --libs libconfig 2>/dev/null)
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
-CPPFLAGS += -Iinclude -D_GNU_SOURCE -DPT_DATADIR='"$(DATADIR)/profiles"'
+# -I.: a header from another folder is named with its folder
+# ("measure/isolate.h"), so every include shows which way it points.
+CPPFLAGS += -Iinclude -I. -D_GNU_SOURCE -DPT_DATADIR='"$(DATADIR)/profiles"'
 CFLAGS += -std=c11 $(OPT) -g -fPIC -fvisibility=hidden $(WARN) $(SANFLAGS)
 LDFLAGS += $(SANFLAGS)
 LDLIBS_CORE = $(LIBCONFIG_LIBS) -lm -lpthread -ldl
@@ -40,12 +42,16 @@ LDLIBS_CORE = $(LIBCONFIG_LIBS) -lm -lpthread -ldl
 SO = $(BUILD)/libnccl-tuner-pcie.so
 CORE_LIB = $(BUILD)/libpcie-core.a
 SIM_LIB = $(BUILD)/libpcie-sim.a
+MEASURE_LIB = $(BUILD)/libpcie-measure.a
+IMPORT_LIB = $(BUILD)/libpcie-import.a
 CLI = $(BUILD)/pcie-tune
 DEPS_STAMP = $(BUILD)/.deps-ok
 
 CORE_SRCS :=
 PLUGIN_SRCS :=
 SIM_SRCS :=
+MEASURE_SRCS :=
+IMPORT_SRCS :=
 CLI_SRCS :=
 TEST_SUPPORT_SRCS :=
 TESTS :=
@@ -56,6 +62,8 @@ EXTRA_ALL :=
 include tuner/module.mk
 include sim/module.mk
 -include net/module.mk
+include measure/module.mk
+include import/module.mk
 include cli/module.mk
 -include mk/gpu.mk
 include test/module.mk
@@ -66,6 +74,8 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 CORE_OBJS = $(call obj,$(CORE_SRCS))
 PLUGIN_OBJS = $(call obj,$(PLUGIN_SRCS))
 SIM_OBJS = $(call obj,$(SIM_SRCS))
+MEASURE_OBJS = $(call obj,$(MEASURE_SRCS))
+IMPORT_OBJS = $(call obj,$(IMPORT_SRCS))
 CLI_MAIN_OBJ = $(BUILD)/obj/cli/main.o
 CLI_LIB_OBJS = $(call obj,$(filter-out cli/main.c,$(CLI_SRCS)))
 CLI_LIB = $(BUILD)/libpcie-cli.a
@@ -74,7 +84,7 @@ TEST_BINS = $(addprefix $(BUILD)/test/,$(TESTS))
 BENCH_BINS = $(addprefix $(BUILD)/bench/,$(BENCHES))
 
 .SECONDARY:
-.PHONY: all deps test asan tsan check-build install demo clean bench fuzz
+.PHONY: layout-check all deps test asan tsan check-build install demo clean bench fuzz
 all: $(SO) $(CLI) $(EXTRA_ALL)
 
 deps: $(DEPS_STAMP)
@@ -95,6 +105,15 @@ $(CLI_LIB): $(CLI_LIB_OBJS)
 $(SIM_LIB): $(SIM_OBJS)
 	@mkdir -p $(@D)
 	$(AR) rcs $@ $^
+$(MEASURE_LIB): $(MEASURE_OBJS)
+	@mkdir -p $(@D)
+	$(AR) rcs $@ $^
+$(IMPORT_LIB): $(IMPORT_OBJS)
+	@mkdir -p $(@D)
+	$(AR) rcs $@ $^
+
+# Link order follows the layout's arrows: cli -> measure, import -> sim -> tuner.
+APP_LIBS = $(CLI_LIB) $(MEASURE_LIB) $(IMPORT_LIB) $(SIM_LIB) $(CORE_LIB)
 
 # Only the plugin structs leave the .so: -fvisibility=hidden hides the code,
 # mk/plugin.map is the second lock (test_exports compares nm -D with it).
@@ -103,21 +122,20 @@ $(SO): $(PLUGIN_OBJS) $(CORE_LIB) mk/plugin.map
 	  -Wl,-z,defs -Wl,--no-undefined $(LDLIBS_CORE)
 	ln -sf $(notdir $@) $(BUILD)/libnccl-net-pcie.so
 
-$(CLI): $(CLI_MAIN_OBJ) $(CLI_LIB) $(SIM_LIB) $(CORE_LIB)
-	$(CC) -o $@ $(CLI_MAIN_OBJ) $(CLI_LIB) $(SIM_LIB) $(CORE_LIB) $(LDFLAGS) $(LDLIBS_CORE) $(CLI_LIBS)
+$(CLI): $(CLI_MAIN_OBJ) $(APP_LIBS)
+	$(CC) -o $@ $(CLI_MAIN_OBJ) $(APP_LIBS) $(LDFLAGS) $(LDLIBS_CORE) $(CLI_LIBS)
 
-$(BUILD)/test/%: test/%.c $(TEST_SUPPORT_OBJS) $(CLI_LIB) $(SIM_LIB) $(CORE_LIB) | $(DEPS_STAMP)
+$(BUILD)/test/%: test/%.c $(TEST_SUPPORT_OBJS) $(APP_LIBS) | $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -Itest -Icli $(PKG_CFLAGS) $(CFLAGS) -MMD -MP -o $@ $< $(TEST_SUPPORT_OBJS) \
-	  $(CLI_LIB) $(SIM_LIB) $(CORE_LIB) $(LDFLAGS) $(CHECK_LIBS) $(LDLIBS_CORE) $(CLI_LIBS)
+	$(CC) $(CPPFLAGS) -Itest $(PKG_CFLAGS) $(CFLAGS) -MMD -MP -o $@ $< $(TEST_SUPPORT_OBJS) \
+	  $(APP_LIBS) $(LDFLAGS) $(CHECK_LIBS) $(LDLIBS_CORE) $(CLI_LIBS)
 
-$(BUILD)/bench/%: bench/%.c $(CLI_LIB) $(SIM_LIB) $(CORE_LIB) | $(DEPS_STAMP)
+$(BUILD)/bench/%: bench/%.c $(APP_LIBS) | $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -Icli $(PKG_CFLAGS) $(CFLAGS) -o $@ $< $(CLI_LIB) $(SIM_LIB) $(CORE_LIB) \
-	  $(LDFLAGS) $(LDLIBS_CORE) $(CLI_LIBS)
+	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) $(CFLAGS) -o $@ $< $(APP_LIBS) $(LDFLAGS) $(LDLIBS_CORE) $(CLI_LIBS)
 
 # Every suite runs even when one fails; the target fails if any did.
-test: all $(TEST_BINS)
+test: all $(TEST_BINS) layout-check
 	@fail=0; for t in $(TESTS); do \
 	  echo "== $$t"; \
 	  PCIE_TUNER_SO=$(abspath $(SO)) PCIE_TUNE=$(abspath $(CLI)) PT_SRCDIR=$(CURDIR) \

@@ -4,7 +4,7 @@
 # the GPU backend, starts `pcie-tune worker --backend nccl --gpus 0` (NCCL
 # loads our plugin as its tuner; a single-rank communicator, since one GPU
 # cannot form more ranks in one process), and drives it over the worker
-# protocol (cli/proto.h) with a small Python client: NCCL's default in
+# protocol (measure/proto.h) with a small Python client: NCCL's default in
 # graph and eager mode (captured all-reduces, replayed, timed, every output
 # checked) and one forced candidate, which a single rank must report as
 # unsupported because NCCL never asks the tuner when nRanks == 1. Prints
@@ -30,7 +30,7 @@ cat "$BUILD/gpu-config"
 case "$(cat "$BUILD/gpu-config")" in 1:*) ;; *) say "SMOKE FAIL: mk/gpu.mk found no CUDA/NCCL"; exit 1 ;; esac
 say "== GPU suites that need no GPU, built in this configuration"
 # shellcheck disable=SC2086
-make $MK BUILD="$BUILD" test TESTS="test_gpu test_worker test_isolate" 2>&1 | grep -E '^==|Checks|:F:|:E:'
+make $MK BUILD="$BUILD" test TESTS="test_measure_gpu test_measure_proto test_measure_isolate" 2>&1 | grep -E '^==|Checks|:F:|:E:'
 
 say "== worker on GPU 0 (single rank)"
 PCIE_TUNE="$PWD/$BUILD/pcie-tune" timeout 300 python3 - <<'EOF'

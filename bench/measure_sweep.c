@@ -1,5 +1,5 @@
 /*
- * bench/sweep: what the adaptive sweep costs against the full grid for the
+ * bench/measure_sweep: what the adaptive sweep costs against the full grid for the
  * same decision quality. For every built-in box and three noise seeds it
  * sweeps all-reduce in graph mode both ways (same candidates, grid 8 B ..
  * 256 MB, 7 repetitions), compiles each profile through the built plugin
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "simjudge.h"
+#include "measure/simjudge.h"
 
 /* Sweeps box into path (full grid or adaptive) and returns the repetitions;
  * *q gets the plugin's tuned/oracle geometric mean with that profile. */
@@ -24,11 +24,11 @@ static uint64_t sweep_and_judge(const struct pt_box *box, int full, uint64_t see
   char err[512];
   uint64_t samples = 0;
   if (pt_sim_sweep_box(box, PT_MODE_GRAPH, full, seed, path, PT_WRITE_FORCE, &samples, &e)) {
-    fprintf(stderr, "bench/sweep: %s:%d: %s\n", e.file, e.line, e.msg);
+    fprintf(stderr, "bench/measure_sweep: %s:%d: %s\n", e.file, e.line, e.msg);
     exit(1);
   }
   if (pt_sim_judge(so, path, box, PT_MODE_GRAPH, &sq, err, sizeof err)) {
-    fprintf(stderr, "bench/sweep: %s\n", err);
+    fprintf(stderr, "bench/measure_sweep: %s\n", err);
     exit(1);
   }
   *q = sq.geo;
@@ -39,11 +39,11 @@ int main(void) {
   const char *so = getenv("PCIE_TUNER_SO");
   char path[256];
   if (!so) {
-    fprintf(stderr, "bench/sweep: set PCIE_TUNER_SO (make bench does)\n");
+    fprintf(stderr, "bench/measure_sweep: set PCIE_TUNER_SO (make bench does)\n");
     return 1;
   }
   snprintf(path, sizeof path, "/tmp/pt-bench-sweep-%d.cfg", (int)getpid());
-  printf("bench/sweep: adaptive vs full grid, allreduce graph, 8 B..256 MB, 7 reps, seeds 1-3\n");
+  printf("bench/measure_sweep: adaptive vs full grid, allreduce graph, 8 B..256 MB, 7 reps, seeds 1-3\n");
   printf("%-24s %10s %10s %7s %12s %12s\n", "box", "full reps", "adapt reps", "ratio", "full q", "adapt q");
   uint64_t tf = 0, ta = 0;
   double lqf = 0, lqa = 0;

@@ -1,11 +1,11 @@
 /*
- * bench/hotpath: ns per getCollInfo call through the built plugin (dlopen,
+ * bench/tuner_hotpath: ns per getCollInfo call through the built plugin (dlopen,
  * ABI v6) for profiles with 10, 100 and 1000 measured sizes, against a
  * getCollInfo that decides nothing, called the same way in the same run.
  * Prints medians over repetitions and the added ns / ratio. Not a test.
  *
- *   make bench   (or build/bench/hotpath after `make`)
- *   build/bench/hotpath [NSIZES] runs one profile size only; HOTPATH_CALLS
+ *   make bench   (or build/bench/tuner_hotpath after `make`)
+ *   build/bench/tuner_hotpath [NSIZES] runs one profile size only; HOTPATH_CALLS
  *   sets the calls per run (for instruction counts under callgrind).
  */
 #include <stdio.h>
@@ -110,7 +110,7 @@ int main(int argc, char **argv) {
   char dir[] = "/tmp/pt-bench-XXXXXX", path[64], err[256];
   struct ph_plugin pl;
   if (!mkdtemp(dir) || ph_plugin_open(&pl, so, 6, err, sizeof err)) {
-    fprintf(stderr, "hotpath: %s\n", err);
+    fprintf(stderr, "bench/tuner_hotpath: %s\n", err);
     return 1;
   }
   /* Two call patterns: what NCCL sees in a verify step (the all-reduce
@@ -122,7 +122,7 @@ int main(int argc, char **argv) {
   const ncclTuner_v6_t *t = pl.sym;
   double base_v = time_calls(decide_nothing, NULL, verify, 4096);
   double base_r = time_calls(decide_nothing, NULL, sizes, 4096);
-  printf("bench/hotpath: median of %d runs x %ld getCollInfo calls (ABI v6, dlopen)\n", REPS, CALLS);
+  printf("bench/tuner_hotpath: median of %d runs x %ld getCollInfo calls (ABI v6, dlopen)\n", REPS, CALLS);
   printf("%-24s %6s | %-27s | %-27s\n", "", "", "verify-step sizes", "random sizes 8 B..512 MB");
   printf("%-24s %6s | %8s %9s %8s | %8s %9s %8s\n", "plugin", "ivals", "ns/call", "added ns",
          "ratio", "ns/call", "added ns", "ratio");
@@ -136,7 +136,7 @@ int main(int argc, char **argv) {
     setenv("PCIE_TUNER_PROFILE", path, 1);
     ph_comm_init(&c, &pl, 8, 1, 1);
     if (ph_log_find(NCCL_LOG_WARN, NULL)) {
-      fprintf(stderr, "hotpath: the plugin did not load %s\n", path);
+      fprintf(stderr, "bench/tuner_hotpath: the plugin did not load %s\n", path);
       return 1;
     }
     struct ph_log_entry e;

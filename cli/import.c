@@ -1,7 +1,7 @@
 /*
  * pcie-tune import: reads nccl-tests logs (one setting each), builds a
  * profile and writes it atomically. Owns option parsing, file reading and
- * printing; parsing is cli/nccltests.c, the profile is cli/import_build.c.
+ * printing; parsing is import/nccltests.c, the profile is import/import_build.c.
  * docs/cli-import.md is the manual.
  */
 #include <errno.h>
@@ -11,7 +11,7 @@
 #include <time.h>
 
 #include "cmds.h"
-#include "import_build.h"
+#include "import/import_build.h"
 
 /* Far above any nccl-tests log; keeps a wrong file (a core dump) out. */
 #define IMP_MAX_LOG (64u << 20)

@@ -1,6 +1,6 @@
 /*
  * pcie-tune profile: parses options, opens a measurement backend, runs the
- * sweep engine (cli/sweep.c) and writes the profile atomically. Ctrl-C (or
+ * sweep engine (measure/sweep.c) and writes the profile atomically. Ctrl-C (or
  * --budget) stops between measurements and leaves a partial profile that
  * --resume continues. Owns option handling only; what to measure is the
  * engine's business and how to measure the backend's.
@@ -15,15 +15,15 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "backend_isolated_faults.h"
-#include "backend_nccl.h"
-#include "backends.h"
+#include "measure/backend_isolated_faults.h"
+#include "measure/backend_nccl.h"
+#include "measure/backends.h"
 #include "cmds.h"
-#include "isolate.h"
+#include "measure/isolate.h"
 #include "nccl/common.h"
 #include "pcie/sim_box.h"
 #include "progress.h"
-#include "sweepfile.h"
+#include "measure/sweepfile.h"
 
 static const char usage_text[] =
     "usage: pcie-tune profile --backend nccl --gpus LIST --out FILE [options]\n"

@@ -3,7 +3,7 @@
  * through the simulated host), points it at a profile, and runs a workload
  * on a simulated box, printing the time per step for NCCL's default, the
  * tuned choice and the oracle. Owns the workload and the report; the
- * judging of one collective is cli/simeval.c.
+ * judging of one collective is sim/simeval.c.
  */
 #include <errno.h>
 #include <limits.h>
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "cmds.h"
-#include "simeval.h"
+#include "sim/simeval.h"
 
 #define MAX_ITEMS 256
 

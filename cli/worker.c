@@ -1,9 +1,9 @@
 /*
  * pcie-tune worker (hidden): the measuring process that `pcie-tune
- * profile` starts through cli/isolate.c. Serves the protocol of
- * cli/proto.h on stdin/stdout: HELLO once, then one RES per REQ until the
+ * profile` starts through measure/isolate.c. Serves the protocol of
+ * measure/proto.h on stdin/stdout: HELLO once, then one RES per REQ until the
  * parent closes the stream. The backend is the simulated box (for tests,
- * with --inject faults) or the GPUs (cli/gpu_nccl.h).
+ * with --inject faults) or the GPUs (measure/gpu_nccl.h).
  *
  * stdout carries only frames: the protocol descriptors are moved aside at
  * start and fd 1 is pointed at stderr, so printf, NCCL_DEBUG output and any
@@ -16,12 +16,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend_isolated_faults.h"
-#include "backend_nccl.h"
-#include "backends.h"
+#include "measure/backend_isolated_faults.h"
+#include "measure/backend_nccl.h"
+#include "measure/backends.h"
 #include "cmds.h"
-#include "gpu_nccl.h"
-#include "proto.h"
+#include "measure/gpu_nccl.h"
+#include "measure/proto.h"
 
 static const char usage_text[] =
     "usage: pcie-tune worker --backend sim --box NAME|FILE [--seed N] [--inject FAULT ...]\n"

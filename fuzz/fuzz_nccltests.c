@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for the nccl-tests parser (cli/nccltests.c) and the
+ * libFuzzer target for the nccl-tests parser (import/nccltests.c) and the
  * setting/collective rules that read its output. Built and run by
  * `make fuzz` (mk/fuzz.mk) with ASan and UBSan; a crash is a bug, an error
  * record is the expected answer to garbage, so only its shape is checked.
@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "import_coll.h"
-#include "import_setting.h"
-#include "nccltests.h"
+#include "import/import_coll.h"
+#include "import/import_setting.h"
+#include "import/nccltests.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -3,7 +3,7 @@
  * all_gather_perf, reduce_scatter_perf, broadcast_perf or reduce_perf (2.x)
  * printed into runs of rows, plus the NCCL settings and version found in the
  * log. It reads a memory buffer only: no files, no printing, no exit, and it
- * knows nothing of profiles (cli/import_build.c turns a log into one).
+ * knows nothing of profiles (import/import_build.c turns a log into one).
  *
  * What it accepts (docs/cli-import.md has the user's view):
  *  - any number of runs; a run starts at "# nThread N nGpus N ... graph: N",

@@ -1,6 +1,6 @@
 /*
  * Fault injection for the isolated backend's tests
- * (cli/backend_isolated_faults.h). Only `pcie-tune worker --inject` uses it.
+ * (measure/backend_isolated_faults.h). Only `pcie-tune worker --inject` uses it.
  */
 #include <errno.h>
 #include <signal.h>

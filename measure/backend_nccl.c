@@ -1,5 +1,5 @@
 /*
- * The nccl backend as the profiler opens it (cli/backend_nccl.h): option
+ * The nccl backend as the profiler opens it (measure/backend_nccl.h): option
  * checks and the worker's command line. Nothing here touches CUDA.
  */
 #include <stdio.h>

@@ -2,8 +2,8 @@
  * `pcie-tune profile --backend nccl`: the real GPUs, measured in isolated
  * worker processes. This is the constructor cli/profile.c calls; it builds
  * the worker's command line (`pcie-tune worker --backend nccl ...`) and
- * opens a cli/isolate.h backend over it, so the sweep engine sees a plain
- * struct pt_backend. What a worker does on the GPUs is cli/gpu_nccl.h.
+ * opens a measure/isolate.h backend over it, so the sweep engine sees a plain
+ * struct pt_backend. What a worker does on the GPUs is measure/gpu_nccl.h.
  */
 #ifndef PCIE_CLI_BACKEND_NCCL_H
 #define PCIE_CLI_BACKEND_NCCL_H
@@ -40,7 +40,7 @@ int pt_backend_nccl_built(void);
  * PT_ENOENT when built without CUDA (err->msg says how to enable it);
  * PT_EIO when the worker could not start (err->msg is the worker's reason,
  * e.g. "no CUDA device: ..."). The provenance group body for the profile's
- * provenance.extra is pt_isolate_provenance(b) (cli/isolate.h). */
+ * provenance.extra is pt_isolate_provenance(b) (measure/isolate.h). */
 int pt_backend_nccl_open(struct pt_backend *b, const struct pt_nccl_opts *o,
                          struct pt_error_rec *err);
 

@@ -1,5 +1,5 @@
 /* Constructors of the measurement backends `pcie-tune profile` can use; each
- * lives in cli/backend_<name>.c and fills a struct pt_backend
+ * lives in measure/backend_<name>.c and fills a struct pt_backend
  * (include/pcie/sweep.h). The caller releases it with b->close(b->self). */
 #ifndef PCIE_CLI_BACKENDS_H
 #define PCIE_CLI_BACKENDS_H

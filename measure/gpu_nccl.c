@@ -1,9 +1,9 @@
 /*
- * The GPU measurement backend (cli/gpu_nccl.h): NCCL set-up with the
+ * The GPU measurement backend (measure/gpu_nccl.h): NCCL set-up with the
  * plugin as tuner, one measurement per request (force, probe, capture or
  * launch, time, check), tear-down. Provenance text is assembled here from
- * CUDA/NCCL facts; quoting and the environment are cli/gpu_prov.c's.
- * Compiled only with PT_HAVE_GPU (mk/gpu.mk); cli/gpu_absent.c otherwise.
+ * CUDA/NCCL facts; quoting and the environment are measure/gpu_prov.c's.
+ * Compiled only with PT_HAVE_GPU (mk/gpu.mk); measure/gpu_absent.c otherwise.
  */
 #ifdef PT_HAVE_GPU
 #include <dlfcn.h>

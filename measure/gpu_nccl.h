@@ -1,6 +1,6 @@
 /*
  * The GPU measurement backend, run inside `pcie-tune worker --backend nccl`
- * (never in the profiler itself: cli/isolate.c keeps it in a worker so a
+ * (never in the profiler itself: measure/isolate.c keeps it in a worker so a
  * crash or hang costs one candidate, not the sweep).
  *
  * One process drives one communicator over the chosen GPUs
@@ -13,7 +13,7 @@
  * never run), captures `ops` all-reduces per rank into a CUDA graph (graph
  * mode) or launches them directly (eager), warms up, times repetitions
  * with CUDA events, and checks every output against the exact pattern of
- * cli/gpu_pattern.h (a mismatch is PT_PT_WRONG). A CUDA or NCCL error is
+ * measure/gpu_pattern.h (a mismatch is PT_PT_WRONG). A CUDA or NCCL error is
  * PT_PT_CRASH and poisons the backend: the worker leaves after reporting.
  *
  * Only all-reduce is measured; other collectives come back unsupported.

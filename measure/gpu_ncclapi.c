@@ -1,4 +1,4 @@
-/* dlopen of libnccl for the GPU backend (cli/gpu_ncclapi.h). */
+/* dlopen of libnccl for the GPU backend (measure/gpu_ncclapi.h). */
 #ifdef PT_HAVE_GPU
 #include <dlfcn.h>
 #include <stdio.h>

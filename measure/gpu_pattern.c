@@ -1,4 +1,4 @@
-/* Input pattern and output check of the GPU backend (cli/gpu_pattern.h). */
+/* Input pattern and output check of the GPU backend (measure/gpu_pattern.h). */
 #include "gpu_pattern.h"
 
 #define PERIOD 1021u

@@ -1,4 +1,4 @@
-/* Provenance text that needs no GPU (cli/gpu_prov.h). */
+/* Provenance text that needs no GPU (measure/gpu_prov.h). */
 #include <stdlib.h>
 #include <string.h>
 

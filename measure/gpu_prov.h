@@ -1,7 +1,7 @@
 /*
  * Provenance text of the GPU backend: a libconfig group body that
  * `pcie-tune profile` stores under provenance.extra, so a profile says what
- * it was measured on. The GPU facts are gathered by cli/gpu_nccl.c; this
+ * it was measured on. The GPU facts are gathered by measure/gpu_nccl.c; this
  * file owns the parts that need no GPU (quoting, the NCCL_* environment),
  * so they are tested anywhere. Writes to a FILE (open_memstream).
  */

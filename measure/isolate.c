@@ -1,7 +1,7 @@
 /*
- * The isolated backend (cli/isolate.h): worker start-up, request/response,
+ * The isolated backend (measure/isolate.h): worker start-up, request/response,
  * timeout, and turning a dead worker into a point state. Owns the worker
- * processes; the frames themselves are cli/proto.c's.
+ * processes; the frames themselves are measure/proto.c's.
  */
 #include <errno.h>
 #include <poll.h>

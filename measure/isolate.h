@@ -1,7 +1,7 @@
 /*
  * The isolated backend: a struct pt_backend (include/pcie/sweep.h) whose
  * measure() forwards each request to a worker process, `pcie-tune worker
- * ARGS...` (cli/worker.c), over the protocol of cli/proto.h. It does not
+ * ARGS...` (cli/worker.c), over the protocol of measure/proto.h. It does not
  * know what the worker measures with (simulated box or GPUs).
  *
  * Outcomes the worker cannot report itself are decided here, from facts

@@ -1,6 +1,6 @@
 /*
- * Worker protocol framing and payload codecs (cli/proto.h). Knows nothing
- * about processes: cli/isolate.c and cli/worker.c own those.
+ * Worker protocol framing and payload codecs (measure/proto.h). Knows nothing
+ * about processes: measure/isolate.c and cli/worker.c own those.
  */
 #include <errno.h>
 #include <poll.h>

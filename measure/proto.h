@@ -1,5 +1,5 @@
 /*
- * The worker protocol: how `pcie-tune profile` (the parent, cli/isolate.c)
+ * The worker protocol: how `pcie-tune profile` (the parent, measure/isolate.c)
  * and `pcie-tune worker` (cli/worker.c) talk over one stream socket that the
  * worker sees as its stdin and stdout.
  *

@@ -1,4 +1,4 @@
-/* The sweep-then-judge loop on a simulated box (cli/simjudge.h). */
+/* The sweep-then-judge loop on a simulated box (measure/simjudge.h). */
 #include "simjudge.h"
 
 #include <math.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "backends.h"
-#include "simeval.h"
+#include "sim/simeval.h"
 #include "sweepfile.h"
 
 int pt_sim_sweep_box(const struct pt_box *box, int mode, int full, uint64_t seed,

@@ -1,6 +1,6 @@
 /*
  * The acceptance loop on a simulated box, shared by the end-to-end suite
- * and bench/sweep so they measure the same thing: sweep the box into a
+ * and bench/measure_sweep so they measure the same thing: sweep the box into a
  * profile, then judge the built plugin (dlopen, simulated host) with that
  * profile at four sizes per octave from 8 B to 256 MB, most of them between
  * measured points.

@@ -1,5 +1,5 @@
 /*
- * Sweep <-> profile file (cli/sweepfile.h). Owns the sweep record inside
+ * Sweep <-> profile file (measure/sweepfile.h). Owns the sweep record inside
  * provenance.extra; the profile format itself belongs to the tuner core.
  */
 #include <libconfig.h>

@@ -1,19 +1,19 @@
 # `make fuzz`: the nccl-tests parser under libFuzzer (clang, ASan, UBSan)
 # for FUZZ_TIME seconds over fuzz/corpus/ (seeded from the importer's
 # fixtures). Inputs that crash are copied into
-# test/data/nccltests/fuzz-regressions/, which test_nccltests replays, and
+# test/data/nccltests/fuzz-regressions/, which test_import_nccltests replays, and
 # the target fails. Not part of `make test`: it needs clang's libFuzzer.
 FUZZ_CC ?= clang
 FUZZ_TIME ?= 60
 FUZZ_BUILD = build-fuzz
-FUZZ_SRCS = fuzz/fuzz_nccltests.c cli/nccltests.c cli/import_lex.c cli/import_coll.c \
-            cli/import_setting.c tuner/names.c tuner/profile_model.c
+FUZZ_SRCS = fuzz/fuzz_nccltests.c import/nccltests.c import/import_lex.c import/import_coll.c \
+            import/import_setting.c tuner/names.c tuner/profile_model.c
 FUZZ_BIN = $(FUZZ_BUILD)/fuzz_nccltests
 FUZZ_REGRESS = test/data/nccltests/fuzz-regressions
 
-$(FUZZ_BIN): $(FUZZ_SRCS) cli/nccltests.h cli/import_lex.h cli/import_coll.h cli/import_setting.h
+$(FUZZ_BIN): $(FUZZ_SRCS) import/nccltests.h import/import_lex.h import/import_coll.h import/import_setting.h
 	@mkdir -p $(@D)
-	$(FUZZ_CC) -std=c11 -g -O1 -Iinclude -Icli -D_GNU_SOURCE \
+	$(FUZZ_CC) -std=c11 -g -O1 -Iinclude -I. -D_GNU_SOURCE \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -o $@ $(FUZZ_SRCS)
 
 # The seeds are the fixtures themselves, copied so that libFuzzer's additions

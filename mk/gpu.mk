@@ -1,14 +1,14 @@
-# GPU backend of `pcie-tune profile --backend nccl` (cli/gpu_*.c): built only
-# where the CUDA runtime and NCCL are found; otherwise cli/gpu_absent.c says
+# GPU backend of `pcie-tune profile --backend nccl` (measure/gpu_*.c): built only
+# where the CUDA runtime and NCCL are found; otherwise measure/gpu_absent.c says
 # how to get it and everything else builds and tests as before. Include it
-# after cli/module.mk:   -include mk/gpu.mk
+# after measure/module.mk:   -include mk/gpu.mk
 #
 #   CUDA_HOME  toolkit root (cuda_runtime.h, libcudart_static.a)
 #   NCCL_HOME  NCCL root (nccl.h, libnccl.so.2); defaults to CUDA_HOME
 #
 # cudart is linked statically, so pcie-tune starts on machines without the
 # CUDA runtime (it needs the driver only when measuring GPUs). libnccl is
-# dlopen'ed by the worker (cli/gpu_ncclapi.c), never linked: NCCL is only
+# dlopen'ed by the worker (measure/gpu_ncclapi.c), never linked: NCCL is only
 # needed where GPUs are measured, and --nccl-lib can pick the one the
 # inference stack uses; the one found here is the fallback.
 CUDA_HOME ?= /usr/local/cuda
@@ -33,9 +33,9 @@ GPU_BUILT := 0
 GPU_CPPFLAGS :=
 endif
 
-$(BUILD)/obj/cli/gpu_%.o: CPPFLAGS += $(GPU_CPPFLAGS)
-# test_gpu* check that the backend is built exactly when it should be.
-$(patsubst test/%.c,$(BUILD)/test/%,$(wildcard test/test_gpu*.c)): CPPFLAGS += -DPT_GPU_EXPECTED=$(GPU_BUILT)
+$(BUILD)/obj/measure/gpu_%.o: CPPFLAGS += $(GPU_CPPFLAGS)
+# test_measure_gpu* check that the backend is built exactly when it should be.
+$(patsubst test/%.c,$(BUILD)/test/%,$(wildcard test/test_measure_gpu*.c)): CPPFLAGS += -DPT_GPU_EXPECTED=$(GPU_BUILT)
 
 # Objects do not depend on flags, so a changed detection (CUDA installed,
 # CUDA_HOME moved) is recorded in a stamp they depend on; it is rewritten
@@ -44,5 +44,5 @@ GPU_STAMP := $(BUILD)/gpu-config
 GPU_CONFIG := $(GPU_BUILT):$(CUDA_HOME):$(NCCL_HOME):$(GPU_CUDART):$(GPU_NCCL_LIB)
 $(shell mkdir -p $(BUILD) && { [ "$$(cat $(GPU_STAMP) 2>/dev/null)" = "$(GPU_CONFIG)" ] || \
   echo "$(GPU_CONFIG)" > $(GPU_STAMP); })
-$(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard cli/gpu_*.c)): $(GPU_STAMP)
-$(patsubst test/%.c,$(BUILD)/test/%,$(wildcard test/test_gpu*.c)): $(GPU_STAMP)
+$(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard measure/gpu_*.c)): $(GPU_STAMP)
+$(patsubst test/%.c,$(BUILD)/test/%,$(wildcard test/test_measure_gpu*.c)): $(GPU_STAMP)

@@ -11,6 +11,19 @@
  * one is in the kernel, so fast streams carry more) behind a 32-byte
  * header naming its message, offset and length. The receiver places each
  * chunk straight into the posted buffer; there is no control stream.
+ *
+ * Who calls whom. Two loops are left in on purpose:
+ *   comm -> pool -> stream -> comm: a comm registers its streams with the
+ *     pool; the pool's threads run a stream (pt__stream_run); a stream
+ *     that fails must mark its comm failed (pt__comm_fail) so that test()
+ *     reports it, and re-arms itself in the pool (pt__pool_arm). Passing
+ *     pt__comm_fail as a callback would hide the edge, not remove it: a
+ *     stream is a part of its comm and shares its lifetime and lock.
+ *   connect <-> ctx: connect makes comms under a ctx; ctx's finalize
+ *     must free connects NCCL abandoned mid-handshake
+ *     (pt__connects_abandon), which only connect.c knows how to do.
+ * Everything else points one way: ctx/ifaces/sock/listen below, the ABI
+ * shims (net_v*.c, shim.c) above.
  */
 #ifndef PCIE_NET_INTERNAL_H
 #define PCIE_NET_INTERNAL_H

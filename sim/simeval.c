@@ -1,6 +1,6 @@
 /*
  * Judges one collective on a simulated box: NCCL's default, the plugin's
- * choice through the simulated host, and the oracle (cli/simeval.h).
+ * choice through the simulated host, and the oracle (sim/simeval.h).
  */
 #include <string.h>
 

@@ -2,7 +2,7 @@
  * One collective on a simulated box, three ways: what an untuned NCCL job
  * runs, what the loaded tuner plugin makes NCCL run (through the simulated
  * host, include/pcie/host.h), and the best any choice could do. Shared by
- * `pcie-tune simulate`, the end-to-end suites and bench/sweep, so they judge
+ * `pcie-tune simulate`, the end-to-end suites and bench/measure_sweep, so they judge
  * the plugin identically. Pure apart from the plugin call; not thread-safe
  * only as far as the plugin is not.
  */

@@ -2,4 +2,11 @@
 TESTS += $(notdir $(basename $(wildcard test/test_*.c)))
 TEST_SUPPORT_SRCS += $(wildcard test/support/*.c)
 # Suites with threads, also run under TSan by `make tsan`.
-TSAN_TESTS += test_concurrency
+TSAN_TESTS += test_tuner_concurrency
+
+# The layout's one rule (README, "Layout"): nothing outside cli/ includes a
+# cli/ header. Run before the suites by `make test`.
+layout-check:
+	@bad=$$(grep -lE '#include "(cli/|cmds\.h|progress\.h|svg\.h)' \
+	  tuner/* net/* sim/* measure/* import/* include/*/* 2>/dev/null); \
+	if [ -n "$$bad" ]; then echo "layout: these include a cli/ header: $$bad"; exit 1; fi

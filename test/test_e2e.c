@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "nccl/common.h"
-#include "simjudge.h"
+#include "measure/simjudge.h"
 #include "support/pt_test.h"
 
 /* Sweeps box into dir/<name>.cfg and returns the malloc'ed path. */

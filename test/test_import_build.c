@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "import_coll.h"
-#include "import_setting.h"
-#include "nccltests.h"
+#include "import/import_coll.h"
+#include "import/import_setting.h"
+#include "import/nccltests.h"
 #include "support/pt_test.h"
 
 static void parse(struct nt_log *log, const char *text) {

@@ -1,5 +1,5 @@
 /*
- * The nccl-tests parser (cli/nccltests.c): the published logs in
+ * The nccl-tests parser (import/nccltests.c): the published logs in
  * test/data/nccltests/real, hand-made logs in synth/, broken inputs built
  * in memory from them, and the fuzzer's regression inputs.
  */
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nccltests.h"
+#include "import/nccltests.h"
 #include "support/pt_test.h"
 
 static char *slurp(const char *rel, size_t *len) {

@@ -11,10 +11,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend_nccl.h"
-#include "gpu_pattern.h"
-#include "gpu_prov.h"
-#include "isolate.h"
+#include "measure/backend_nccl.h"
+#include "measure/gpu_pattern.h"
+#include "measure/gpu_prov.h"
+#include "measure/isolate.h"
 #include "support/pt_test.h"
 
 #ifndef PT_GPU_EXPECTED

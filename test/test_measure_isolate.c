@@ -1,4 +1,4 @@
-/* The isolated backend (cli/isolate.h) over real `pcie-tune worker
+/* The isolated backend (measure/isolate.h) over real `pcie-tune worker
  * --backend sim` processes with injected faults: results identical to the
  * in-process backend, crash / abort / exit / hang / garbage / wrong turned
  * into the right point state with a clear detail, a fresh worker after
@@ -16,11 +16,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "backends.h"
-#include "isolate.h"
+#include "measure/backends.h"
+#include "measure/isolate.h"
 #include "nccl/common.h"
-#include "proto.h"
-#include "sweepfile.h"
+#include "measure/proto.h"
+#include "measure/sweepfile.h"
 #include "support/pt_test.h"
 
 #define BOX "gen5-8x-p2p"

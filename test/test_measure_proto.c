@@ -1,4 +1,4 @@
-/* The worker protocol (cli/proto.h) over a real socketpair: every message
+/* The worker protocol (measure/proto.h) over a real socketpair: every message
  * round-trips, and every malformed input is refused with a reason instead
  * of being half-read or waited on; plus the worker's command line. */
 #include <check.h>
@@ -8,7 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "proto.h"
+#include "measure/proto.h"
 #include "support/pt_test.h"
 
 static int sv[2];
