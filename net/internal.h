@@ -198,6 +198,9 @@ struct pt_send_slot {
   uint32_t seq;
   atomic_uint nchunks;     /* read by claimers that raced a recycle */
   atomic_uint chunks_sent; /* chunks wholly handed to the kernel */
+  /* registration it was posted with, compared (never dereferenced) by
+   * deregMr's fence, which reads it from another thread */
+  _Atomic(const void *) mr;
 };
 
 struct pt_recv_slot {
@@ -212,6 +215,7 @@ struct pt_recv_slot {
   atomic_ullong owner[PT_NET_MAX_RECVS];
   atomic_size_t total[PT_NET_MAX_RECVS];
   atomic_size_t got[PT_NET_MAX_RECVS];
+  _Atomic(const void *) mr[PT_NET_MAX_RECVS]; /* as in pt_send_slot; NULL past n */
 };
 
 enum pt_rx_phase { PT_RX_HDR, PT_RX_PARKED, PT_RX_DATA, PT_RX_DEAD };
@@ -285,6 +289,7 @@ enum pt_why {
   PT_WHY_TRUNCATED_MSG,
   PT_WHY_NO_TAG,
   PT_WHY_UNEXPECTED_DATA,
+  PT_WHY_CANCELLED, /* deregMr of a region with requests in flight */
 };
 
 /* Takes ownership of fds (closed on failure too). */
@@ -293,7 +298,13 @@ ncclResult_t pt__comm_create(struct pt_net_ctx *ctx, uint32_t magic, const int *
 void pt__comm_destroy(struct pt_comm *comm);
 /* Records the first failure of a comm (cheap, lock-free, no logging). */
 void pt__comm_fail(struct pt_comm *comm, ncclResult_t res, enum pt_why why, int err);
-/* Logs a comm's failure once and returns its code. */
+/* The fence behind deregMr and every reported failure: once the comm has
+ * failed, waits until no thread is inside a step of its streams. Every
+ * later step sees the failure before touching a buffer, so on return no
+ * thread will read or write a request's memory again. */
+void pt__comm_quiesce(struct pt_comm *comm);
+/* Logs a comm's failure once, fences it (pt__comm_quiesce) and returns
+ * its code: whoever gets an error may free the buffers at once. */
 ncclResult_t pt__comm_report(struct pt_comm *comm);
 
 /* Progresses a stream if no other thread owns it, else leaves a note for

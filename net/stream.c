@@ -11,6 +11,15 @@
 #include <sys/uio.h>
 #include "internal.h"
 
+/* Checked before every step that touches a request's memory. Sequentially
+ * consistent on purpose: with the busy flag's exchange it forms the
+ * handshake pt__comm_quiesce relies on (a step that took a stream after
+ * the fence looked at busy sees the failure and touches nothing). */
+static int failed(struct pt_comm *c)
+{
+  return atomic_load(&c->err) != 0;
+}
+
 static void fail_errno(struct pt_comm *c, int err)
 {
   if (err == ECONNRESET || err == EPIPE || err == ETIMEDOUT)
@@ -90,7 +99,7 @@ static uint32_t send_step(struct pt_stream *s, size_t budget, uint32_t fired)
   int want_out = 0;
   if (fired & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
     check_hangup(s);
-  while (!atomic_load_explicit(&c->err, memory_order_relaxed)) {
+  while (!failed(c)) {
     if (moved >= budget) {
       want_out = s->cur || send_pending(c);
       break;
@@ -235,7 +244,7 @@ static int recv_step(struct pt_stream *s, size_t budget, uint32_t fired)
   int eof = 0, drained = 0, empty = 0;
   int to_end = (fired & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0;
   ssize_t n;
-  while (!atomic_load_explicit(&c->err, memory_order_relaxed) && s->phase != PT_RX_DEAD) {
+  while (!failed(c) && s->phase != PT_RX_DEAD) {
     size_t avail = s->rx_have - s->rx_off;
     if (s->phase == PT_RX_HDR) {
       if (avail < sizeof(s->hdr)) {
