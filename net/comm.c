@@ -49,7 +49,7 @@ ncclResult_t pt__comm_create(struct pt_net_ctx *ctx, uint32_t magic, const int *
     goto fail;
   pooled = 1;
   for (; added < n; added++) {
-    uint32_t interest = magic == PT_MAGIC_SEND ? PT_SEND_IDLE : PT_RECV_EDGE;
+    uint32_t interest = magic == PT_MAGIC_SEND ? PT_SEND_IDLE : PT_RECV_IDLE;
     if (pt__pool_add(&c->streams[added], interest) != 0) {
       PT_WARN(ctx->log, "cannot watch a stream to %s: %s", peer, strerror(errno));
       res = ncclSystemError;

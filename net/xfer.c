@@ -6,11 +6,6 @@
 #include <stdlib.h>
 #include "internal.h"
 
-/* Bytes a stream may move inside one isend/irecv/test call: small messages
- * go out (and come in) on the caller's thread without a helper wake-up;
- * anything larger is left to the helpers. */
-#define PT_INLINE_BUDGET (64 * 1024)
-
 /* Registrations belong to the comm they were made on (regIsGlobal = 0, as
  * NCCL's own socket transport): deregMr then knows which requests to fence. */
 struct pt_mr {
@@ -117,11 +112,23 @@ static void push(struct pt_comm *c)
   }
 }
 
+/* 1 when a chunk of the request's message has arrived (it is in progress,
+ * possibly on several streams). */
+static int started(const struct pt_recv_slot *r)
+{
+  for (int i = 0; i < r->n; i++)
+    if (atomic_load_explicit(&r->owner[i], memory_order_relaxed))
+      return 1;
+  return 0;
+}
+
 /* test's turn is cheaper still, since NCCL calls it in a tight loop: the
- * stream that delivered last (where the next small message most likely
- * is) and, unless that completed the request, one other in rotation, so
- * a poll costs at most two syscalls (one on the poll that delivers) and
- * the helpers' edge-triggered wake-ups cover the rest. */
+ * stream that delivered last, where the next message most likely starts
+ * (isend's inline push hands a small message to stream 0 every time), and
+ * one other in rotation: on every call once the message is in progress
+ * (its other chunks travel elsewhere), else on every 4th call only. A
+ * wasted recv on another stream is a syscall during which the reply that
+ * lands on the hint stream waits: on the 8 B round trip that showed. */
 static void poll_some(struct pt_comm *c, const struct pt_req_head *h)
 {
   if (c->magic == PT_MAGIC_SEND) {
@@ -130,11 +137,15 @@ static void poll_some(struct pt_comm *c, const struct pt_req_head *h)
   }
   int hint = atomic_load_explicit(&c->rx_hint, memory_order_relaxed);
   pt__stream_run(&c->streams[hint], PT_INLINE_BUDGET);
-  if (atomic_load_explicit(&h->state, memory_order_relaxed) == PT_SLOT_DONE)
+  if (c->nstreams == 1 || atomic_load_explicit(&h->state, memory_order_relaxed) == PT_SLOT_DONE)
     return;
-  int other = (int)(c->poll_rr++ % (unsigned)c->nstreams);
-  if (other != hint)
-    pt__stream_run(&c->streams[other], PT_INLINE_BUDGET);
+  unsigned turn = c->poll_rr++;
+  if (!started((const struct pt_recv_slot *)h) && (turn & 3))
+    return;
+  int other = (int)((turn >> 2) % (unsigned)c->nstreams);
+  if (other == hint)
+    other = (other + 1) % c->nstreams;
+  pt__stream_run(&c->streams[other], PT_INLINE_BUDGET);
 }
 
 static size_t chunk_for(const struct pt_comm *c, size_t size)
@@ -235,7 +246,12 @@ ncclResult_t pt_net_irecv(void *recv_comm, int n, void **data, const size_t *siz
   c->recv_next_seq += (uint32_t)n;
   atomic_store_explicit(&c->recv_posted, c->recv_next_seq, memory_order_release);
   *request = r;
-  push(c); /* a stream may be parked on this very message */
+  /* Only a stream parked on a message waits for this post; the others are
+   * polled by test (a stream that parks concurrently is found there too),
+   * so a small receive costs no extra recv here. */
+  for (int i = 0; i < c->nstreams; i++)
+    if (atomic_load(&c->streams[i].parked))
+      pt__stream_run(&c->streams[i], PT_INLINE_BUDGET);
   return ncclSuccess;
 }
 
