@@ -1,25 +1,31 @@
-/* bench/net: the net plugin against a plain multi-stream TCP baseline,
- * measured in the same run over loopback.
+/* bench/net: the net plugin against NCCL's own socket transport and a plain
+ * multi-stream TCP baseline, measured in the same run over loopback.
  *
- *   throughput: 1 MiB .. 256 MiB messages, one sender thread and one
- *     receiver thread driving the plugin (v12, through dlopen, as NCCL's
- *     two proxies would), 4 messages in flight; the baseline splits each
- *     message evenly over the same number of blocking TCP streams, one
- *     thread per stream and side.
- *   round trip: 8-byte ping-pong between two threads. The plugin, like
- *     NCCL, sends on one connection (send comm -> recv comm) and answers on
- *     another. Baselines, TCP_NODELAY: one connection per direction polled
- *     with MSG_DONTWAIT (the like-for-like one: NCCL's proxy polls test,
- *     and NCCL's send/recv comms are one-way connections, so every ACK is
- *     a bare segment); and one socket pair carrying both directions, once
- *     polling and once sleeping in recv (its ACKs ride on the replies,
- *     which no one-way transport can do; in a VM a sleeping receiver pays
- *     the idle-CPU wake-up instead).
+ *   bench/net [--anchor PATH]
  *
- * Prints medians of REPS runs and the ratios plugin/baseline (targets:
- * throughput >= 0.9x, round trip <= 1.2x). PCIE_NET_NSTREAMS (default 4)
- * sets the stream count of both; BENCH_NET_RTT_ONLY=1 skips throughput.
- * Not a test: it never fails on numbers. */
+ * PATH is NCCL's socket transport built as a net plugin
+ * (tools/nccl-socket/build.sh in the shared tools); without it (or when it
+ * cannot be loaded) that comparison is skipped. NCCL's own variables apply
+ * to it (NCCL_SOCKET_NTHREADS, NCCL_NSOCKS_PERTHREAD; NCCL_SOCKET_IFNAME
+ * defaults to lo here).
+ *
+ *   throughput: 64 KiB .. 64 MiB messages, one sender and one receiver
+ *     thread driving a transport (v12, through dlopen, as NCCL's proxies
+ *     would), 4 messages in flight; the TCP baseline splits each message
+ *     evenly over the same number of blocking streams, one thread per
+ *     stream and side.
+ *   round trip: 8-byte ping-pong between two threads, each transport
+ *     sending on one connection and answering on another, as NCCL does;
+ *     the TCP baseline is one TCP_NODELAY connection per direction polled
+ *     with MSG_DONTWAIT (NCCL's proxy polls test).
+ *
+ * Runs are interleaved (plugin, anchor, TCP, rotating which goes first),
+ * BENCH_NET_REPS times (default 7); each line gives the medians and the
+ * median of the per-run ratios plugin/other, so a load spike on the
+ * shared machine hits both sides of a ratio. PCIE_NET_NSTREAMS (default
+ * 2, the plugin's loopback default) sets the plugin's and the baseline's
+ * stream count; BENCH_NET_RTT_ONLY=1 skips throughput. Not a test: it
+ * never fails on numbers. */
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -33,14 +39,21 @@
 #include <unistd.h>
 #include "nccl/net_v12.h"
 
-#define REPS 5
+#define MAX_REPS 31
 #define INFLIGHT 4
 #define RTT_ITERS 2000
 #define MAX_STREAMS 16
 
-static const ncclNet_v12_t *net;
-static void *ctx;
-static int nstreams;
+/* A transport loaded as NCCL loads a net plugin. */
+struct tr {
+  const char *name;
+  void *lib;
+  const ncclNet_v12_t *net;
+  void *ctx;
+  void *sc, *rc, *sc2, *rc2; /* one pair for throughput, two for the ping-pong */
+};
+
+static int nstreams, reps;
 
 static double now_s(void)
 {
@@ -67,26 +80,68 @@ static void die(const char *what)
   exit(1);
 }
 
-/* ---- plugin side */
+static void quiet(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
+                  const char *fmt, ...)
+{
+  (void)flags, (void)file, (void)line, (void)fmt;
+  if (level == NCCL_LOG_WARN)
+    fprintf(stderr, "bench/net: a transport logged a WARN\n");
+}
 
-static void plugin_pair(void **sc, void **rc)
+/* ---- transports through the plugin ABI */
+
+static void tr_pair(const struct tr *t, void **sc, void **rc)
 {
   char handle[NCCL_NET_HANDLE_MAXSIZE];
   void *lc;
   ncclNetDeviceHandle_v12_t *dh = NULL;
   *sc = *rc = NULL;
-  if (net->listen(ctx, 0, handle, &lc) != ncclSuccess)
+  if (t->net->listen(t->ctx, 0, handle, &lc) != ncclSuccess)
     die("listen failed");
   while (!*sc || !*rc) {
-    if (!*sc && net->connect(ctx, 0, handle, sc, &dh) != ncclSuccess)
+    if (!*sc && t->net->connect(t->ctx, 0, handle, sc, &dh) != ncclSuccess)
       die("connect failed");
-    if (!*rc && net->accept(lc, rc, &dh) != ncclSuccess)
+    if (!*rc && t->net->accept(lc, rc, &dh) != ncclSuccess)
       die("accept failed");
   }
-  net->closeListen(lc);
+  t->net->closeListen(lc);
 }
 
-static void wait_req(void *req)
+/* 0 when loaded and connected, -1 when the library is absent or unusable. */
+static int tr_open(struct tr *t, const char *name, const char *path)
+{
+  ncclNetCommConfig_v12_t cfg = {.trafficClass = NCCL_NET_TRAFFIC_CLASS_UNDEF};
+  int ndev = 0;
+  memset(t, 0, sizeof(*t));
+  t->name = name;
+  if (!path || !(t->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL)) ||
+      !(t->net = dlsym(t->lib, "ncclNetPlugin_v12")) ||
+      t->net->init(&t->ctx, 1, &cfg, quiet, NULL) != ncclSuccess ||
+      t->net->devices(&ndev) != ncclSuccess || ndev < 1) {
+    if (t->lib)
+      dlclose(t->lib);
+    t->lib = NULL;
+    return -1;
+  }
+  tr_pair(t, &t->sc, &t->rc);
+  tr_pair(t, &t->sc2, &t->rc2);
+  return 0;
+}
+
+static void tr_close(struct tr *t)
+{
+  if (!t->lib)
+    return;
+  t->net->closeSend(t->sc);
+  t->net->closeRecv(t->rc);
+  t->net->closeSend(t->sc2);
+  t->net->closeRecv(t->rc2);
+  t->net->finalize(t->ctx);
+  dlclose(t->lib);
+  t->lib = NULL;
+}
+
+static void wait_req(const ncclNet_v12_t *net, void *req)
 {
   int done = 0, sizes[64];
   while (!done)
@@ -95,6 +150,7 @@ static void wait_req(void *req)
 }
 
 struct pjob {
+  const ncclNet_v12_t *net;
   void *comm;
   char *buf;
   size_t size;
@@ -106,12 +162,13 @@ struct pjob {
 static void *plugin_stream(void *arg)
 {
   struct pjob *j = arg;
+  const ncclNet_v12_t *net = j->net;
   void *req[INFLIGHT] = {0};
   int tag = 0;
   for (int m = 0; m < j->count + INFLIGHT; m++) {
     int k = m % INFLIGHT;
     if (req[k])
-      wait_req(req[k]);
+      wait_req(net, req[k]);
     req[k] = NULL;
     if (m >= j->count)
       continue;
@@ -127,10 +184,11 @@ static void *plugin_stream(void *arg)
   return NULL;
 }
 
-static double plugin_gbps(void *sc, void *rc, char *sbuf, char *rbuf, size_t size, int count,
-                          int ring)
+static double tr_gbps(const struct tr *t, char *sbuf, char *rbuf, size_t size, int count,
+                      int ring)
 {
-  struct pjob s = {sc, sbuf, size, count, 1, ring}, r = {rc, rbuf, size, count, 0, ring};
+  struct pjob s = {t->net, t->sc, sbuf, size, count, 1, ring},
+              r = {t->net, t->rc, rbuf, size, count, 0, ring};
   pthread_t ts, tr;
   double t0 = now_s();
   pthread_create(&tr, NULL, plugin_stream, &r);
@@ -141,6 +199,7 @@ static double plugin_gbps(void *sc, void *rc, char *sbuf, char *rbuf, size_t siz
 }
 
 struct ppong {
+  const ncclNet_v12_t *net;
   void *sc, *rc;
   int first;
   double *lat;
@@ -149,6 +208,7 @@ struct ppong {
 static void *plugin_pingpong(void *arg)
 {
   struct ppong *p = arg;
+  const ncclNet_v12_t *net = p->net;
   char buf[8] = {0};
   size_t cap = sizeof(buf);
   int tag = 0;
@@ -166,7 +226,7 @@ static void *plugin_pingpong(void *arg)
           if (net->irecv(p->rc, 1, &d, &cap, &tag, NULL, NULL, &req) != ncclSuccess)
             die("irecv failed");
       }
-      wait_req(req);
+      wait_req(net, req);
     }
     if (p->lat)
       p->lat[i] = (now_s() - t0) * 1e6;
@@ -275,119 +335,155 @@ static void *tcp_pingpong(void *arg)
 
 /* ---- driver */
 
-/* plugin: 1 = the plugin; 0 = TCP sleeping in recv; -1 = TCP polling.
- * TCP: side 1 sends on fa[0] and receives on fa[1], side 2 sends on fb[0]
- * and receives on fb[1] (the same socket twice for a two-way pair). */
-static double rtt_us(int plugin, void *a_sc, void *a_rc, void *b_sc, void *b_rc, const int *fa,
-                     const int *fb)
+static double tr_rtt_us(const struct tr *t)
 {
   static double lat[RTT_ITERS];
   pthread_t t1, t2;
-  if (plugin > 0) {
-    struct ppong p1 = {a_sc, b_rc, 1, lat}, p2 = {b_sc, a_rc, 0, NULL};
-    pthread_create(&t2, NULL, plugin_pingpong, &p2);
-    pthread_create(&t1, NULL, plugin_pingpong, &p1);
-    pthread_join(t1, NULL);
-    pthread_join(t2, NULL);
-  } else {
-    struct tpong p1 = {fa[0], fa[1], 1, plugin < 0, lat}, p2 = {fb[0], fb[1], 0, plugin < 0, NULL};
-    pthread_create(&t2, NULL, tcp_pingpong, &p2);
-    pthread_create(&t1, NULL, tcp_pingpong, &p1);
-    pthread_join(t1, NULL);
-    pthread_join(t2, NULL);
-  }
+  struct ppong p1 = {t->net, t->sc, t->rc2, 1, lat}, p2 = {t->net, t->sc2, t->rc, 0, NULL};
+  pthread_create(&t2, NULL, plugin_pingpong, &p2);
+  pthread_create(&t1, NULL, plugin_pingpong, &p1);
+  pthread_join(t1, NULL);
+  pthread_join(t2, NULL);
   return median(lat, RTT_ITERS);
 }
 
-int main(void)
+static double tcp_rtt_us(const int *fa, const int *fb)
 {
-  static const size_t sizes[] = {1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20};
+  static double lat[RTT_ITERS];
+  pthread_t t1, t2;
+  struct tpong p1 = {fa[0], fa[1], 1, 1, lat}, p2 = {fb[0], fb[1], 0, 1, NULL};
+  pthread_create(&t2, NULL, tcp_pingpong, &p2);
+  pthread_create(&t1, NULL, tcp_pingpong, &p1);
+  pthread_join(t1, NULL);
+  pthread_join(t2, NULL);
+  return median(lat, RTT_ITERS);
+}
+
+/* One figure per run for each of plugin (0), anchor (1), TCP (2). */
+struct series {
+  double v[3][MAX_REPS];
+};
+
+static void print_line(const char *label, const char *unit, const struct series *s, int other,
+                       const char *other_name, int lower_is_better)
+{
+  double a[MAX_REPS], b[MAX_REPS], ratio[MAX_REPS];
+  for (int r = 0; r < reps; r++) {
+    a[r] = s->v[0][r];
+    b[r] = s->v[other][r];
+    ratio[r] = a[r] / b[r];
+  }
+  double rm = median(ratio, reps), lo = ratio[0], hi = ratio[reps - 1];
+  printf("%10s  plugin %8.2f %s  %-12s %8.2f %s  plugin/%s %5.2fx (runs %.2f..%.2f)%s\n", label,
+         median(a, reps), unit, other_name, median(b, reps), unit, other == 1 ? "nccl" : "tcp",
+         rm, lo, hi, lower_is_better ? "  lower is better" : "");
+}
+
+int main(int argc, char **argv)
+{
+  static const size_t sizes[] = {64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20};
   const char *only_rtt = getenv("BENCH_NET_RTT_ONLY");
   const char *so = getenv("PCIE_TUNER_SO"), *ns = getenv("PCIE_NET_NSTREAMS");
-  ncclNetCommConfig_v12_t cfg = {.trafficClass = NCCL_NET_TRAFFIC_CLASS_UNDEF};
-  nstreams = ns ? atoi(ns) : 4;
+  const char *nr = getenv("BENCH_NET_REPS"), *anchor_path = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--anchor") == 0 && i + 1 < argc)
+      anchor_path = argv[++i];
+    else
+      die("usage: bench/net [--anchor PATH-to-libnccl-net-ncclsocket.so]");
+  }
+  nstreams = ns ? atoi(ns) : 2;
+  reps = nr ? atoi(nr) : 7;
   if (nstreams < 1 || nstreams > MAX_STREAMS)
     die("PCIE_NET_NSTREAMS out of range");
+  if (reps < 1 || reps > MAX_REPS)
+    die("BENCH_NET_REPS out of range (1..31)");
   char nsbuf[8];
   snprintf(nsbuf, sizeof(nsbuf), "%d", nstreams);
   setenv("PCIE_NET_NSTREAMS", nsbuf, 1);
   if (!getenv("PCIE_NET_IFNAME"))
     setenv("PCIE_NET_IFNAME", "=lo", 1);
-  void *lib = so ? dlopen(so, RTLD_NOW | RTLD_LOCAL) : NULL;
-  if (!lib || !(net = dlsym(lib, "ncclNetPlugin_v12")))
-    die("cannot load ncclNetPlugin_v12 from $PCIE_TUNER_SO");
-  if (net->init(&ctx, 1, &cfg, NULL, NULL) != ncclSuccess)
-    die("init failed (no loopback?)");
+  if (!getenv("NCCL_SOCKET_IFNAME"))
+    setenv("NCCL_SOCKET_IFNAME", "lo", 1);
 
-  void *sc, *rc;
+  struct tr tp, ta;
+  if (tr_open(&tp, "pcie", so) != 0)
+    die("cannot load ncclNetPlugin_v12 from $PCIE_TUNER_SO");
+  int have_anchor = anchor_path && tr_open(&ta, "nccl-socket", anchor_path) == 0;
+  if (anchor_path && !have_anchor)
+    fprintf(stderr, "bench/net: anchor %s not usable; comparing with plain TCP only\n",
+            anchor_path);
   int sfd[MAX_STREAMS], rfd[MAX_STREAMS];
-  plugin_pair(&sc, &rc);
   tcp_pairs(nstreams, sfd, rfd);
   size_t max = sizes[sizeof(sizes) / sizeof(sizes[0]) - 1];
   /* Up to 16 MiB every message in flight has its own buffer; above that
    * they share one (the kernel copies are what is measured). */
-  char *sbuf = malloc(max), *rbuf = malloc(max);
+  size_t bufsize = max > (16u << 20) * INFLIGHT ? max : (16u << 20) * INFLIGHT;
+  char *sbuf = malloc(bufsize), *rbuf = malloc(bufsize);
   if (!sbuf || !rbuf)
     die("out of memory");
-  memset(sbuf, 1, max);
-  memset(rbuf, 0, max);
+  memset(sbuf, 1, bufsize);
+  memset(rbuf, 0, bufsize);
 
-  printf("bench/net: loopback, %d streams, %d messages in flight, median of %d runs\n",
-         nstreams, INFLIGHT, REPS);
-  printf("%10s %14s %14s %8s\n", "size", "plugin GB/s", "baseline GB/s", "ratio");
+  const char *nt = getenv("NCCL_SOCKET_NTHREADS"), *nk = getenv("NCCL_NSOCKS_PERTHREAD");
+  printf("bench/net: loopback, plugin and TCP %d streams, NCCL socket %s (NCCL_SOCKET_NTHREADS=%s "
+         "NCCL_NSOCKS_PERTHREAD=%s), %d in flight, %d interleaved runs, medians\n", nstreams,
+         have_anchor ? "loaded" : "absent", nt ? nt : "default", nk ? nk : "default", INFLIGHT,
+         reps);
   for (size_t k = 0; !only_rtt && k < sizeof(sizes) / sizeof(sizes[0]); k++) {
     size_t size = sizes[k];
-    int ring = size * INFLIGHT <= max ? INFLIGHT : 1;
+    int ring = size * INFLIGHT <= bufsize ? INFLIGHT : 1;
     int count = (int)((256u << 20) / size) < 3 ? 3 : (int)((256u << 20) / size);
-    double p[REPS], b[REPS];
-    for (int r = 0; r < REPS; r++) {
-      p[r] = plugin_gbps(sc, rc, sbuf, rbuf, size, count, ring);
-      b[r] = tcp_gbps(sfd, rfd, sbuf, rbuf, size, count, ring);
-    }
-    double pm = median(p, REPS), bm = median(b, REPS);
-    printf("%7zu MB %14.2f %14.2f %7.2fx\n", size >> 20, pm, bm, pm / bm);
+    struct series s;
+    for (int r = 0; r < reps; r++)
+      for (int j = 0; j < 3; j++) {
+        int who = (r + j) % 3;
+        if (who == 0)
+          s.v[0][r] = tr_gbps(&tp, sbuf, rbuf, size, count, ring);
+        else if (who == 1 && have_anchor)
+          s.v[1][r] = tr_gbps(&ta, sbuf, rbuf, size, count, ring);
+        else if (who == 2)
+          s.v[2][r] = tcp_gbps(sfd, rfd, sbuf, rbuf, size, count, ring);
+      }
+    char label[32];
+    if (size >= (1u << 20))
+      snprintf(label, sizeof(label), "%zu MiB", size >> 20);
+    else
+      snprintf(label, sizeof(label), "%zu KiB", size >> 10);
+    if (have_anchor)
+      print_line(label, "GB/s", &s, 1, "nccl-socket", 0);
+    print_line(label, "GB/s", &s, 2, "tcp", 0);
   }
 
-  void *sc2, *rc2;
-  int ta, tb, ua[2], ub[2]; /* one two-way pair; two one-way connections */
-  plugin_pair(&sc2, &rc2);
-  tcp_pairs(1, &ta, &tb);
+  int ua[2], ub[2]; /* two one-way connections */
   tcp_pairs(1, &ua[0], &ub[1]); /* side 1 -> side 2 */
   tcp_pairs(1, &ub[0], &ua[1]); /* side 2 -> side 1 */
-  int fa[2] = {ta, ta}, fb[2] = {tb, tb};
-  double p[REPS], b[REPS], q[REPS], u[REPS];
-  for (int r = 0; r < REPS; r++) {
-    p[r] = rtt_us(1, sc, rc, sc2, rc2, NULL, NULL);
-    u[r] = rtt_us(-1, NULL, NULL, NULL, NULL, ua, ub);
-    q[r] = rtt_us(-1, NULL, NULL, NULL, NULL, fa, fb);
-    b[r] = rtt_us(0, NULL, NULL, NULL, NULL, fa, fb);
-  }
-  double pm = median(p, REPS), bm = median(b, REPS), qm = median(q, REPS), um = median(u, REPS);
-  printf("%10s %14s %14s %8s\n", "", "plugin us", "baseline us", "ratio");
-  printf("%10s %14.1f %14.1f %7.2fx  (baseline: a polled one-way connection per direction, as "
-         "the plugin)\n", "8 B RTT", pm, um, pm / um);
-  printf("%10s %14.1f %14.1f %7.2fx  (baseline: one two-way socket pair, polling)\n", "8 B RTT",
-         pm, qm, pm / qm);
-  printf("%10s %14.1f %14.1f %7.2fx  (baseline: one two-way socket pair, sleeping in recv)\n",
-         "8 B RTT", pm, bm, pm / bm);
+  struct series s;
+  for (int r = 0; r < reps; r++)
+    for (int j = 0; j < 3; j++) {
+      int who = (r + j) % 3;
+      if (who == 0)
+        s.v[0][r] = tr_rtt_us(&tp);
+      else if (who == 1 && have_anchor)
+        s.v[1][r] = tr_rtt_us(&ta);
+      else if (who == 2)
+        s.v[2][r] = tcp_rtt_us(ua, ub);
+    }
+  if (have_anchor)
+    print_line("8 B RTT", "us  ", &s, 1, "nccl-socket", 1);
+  print_line("8 B RTT", "us  ", &s, 2, "tcp", 1);
 
-  net->closeSend(sc);
-  net->closeRecv(rc);
-  net->closeSend(sc2);
-  net->closeRecv(rc2);
-  net->finalize(ctx);
+  tr_close(&tp);
+  if (have_anchor)
+    tr_close(&ta);
   for (int i = 0; i < nstreams; i++) {
     close(sfd[i]);
     close(rfd[i]);
   }
-  close(ta);
-  close(tb);
   for (int i = 0; i < 2; i++) {
     close(ua[i]);
     close(ub[i]);
   }
   free(sbuf);
   free(rbuf);
-  dlclose(lib);
   return 0;
 }

@@ -2,6 +2,7 @@
  * from handshaken sockets, tearing it down with requests in flight, and
  * the one-shot error record that test turns into a WARN. */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +49,7 @@ ncclResult_t pt__comm_create(struct pt_net_ctx *ctx, uint32_t magic, const int *
     goto fail;
   pooled = 1;
   for (; added < n; added++) {
-    uint32_t interest = magic == PT_MAGIC_SEND ? PT_SEND_IDLE : PT_RECV_EDGE;
+    uint32_t interest = magic == PT_MAGIC_SEND ? PT_SEND_IDLE : PT_RECV_IDLE;
     if (pt__pool_add(&c->streams[added], interest) != 0) {
       PT_WARN(ctx->log, "cannot watch a stream to %s: %s", peer, strerror(errno));
       res = ncclSystemError;
@@ -101,10 +102,27 @@ void pt__comm_fail(struct pt_comm *c, ncclResult_t res, enum pt_why why, int err
   atomic_store_explicit(&c->err, (int)res, memory_order_release);
 }
 
+void pt__comm_quiesce(struct pt_comm *c)
+{
+  /* Called after c->err is set. A step checks err (seq_cst) after taking
+   * busy (seq_cst exchange) and before each buffer access, and each access
+   * is one bounded recv/send/memcpy: so a stream seen idle here once is
+   * done with every buffer for good, and a busy one finishes its current
+   * access and stops. The wait is that one access, never a peer. */
+  for (int i = 0; i < c->nstreams; i++)
+    while (atomic_load(&c->streams[i].busy))
+      sched_yield();
+}
+
 ncclResult_t pt__comm_report(struct pt_comm *c)
 {
   ncclResult_t res = (ncclResult_t)atomic_load_explicit(&c->err, memory_order_acquire);
-  if (res == ncclSuccess || atomic_exchange(&c->err_logged, 1))
+  if (res == ncclSuccess)
+    return res;
+  /* Before the caller hears of the failure: NCCL frees the buffers of a
+   * failed connection right away (net.cc, recvProxyFree/sendProxyFree). */
+  pt__comm_quiesce(c);
+  if (atomic_exchange(&c->err_logged, 1))
     return res;
   ncclDebugLogger_t log = c->ctx->log;
   int e = atomic_load(&c->err_errno);
@@ -136,6 +154,10 @@ ncclResult_t pt__comm_report(struct pt_comm *c)
     break;
   case PT_WHY_UNEXPECTED_DATA:
     PT_WARN(log, "unexpected bytes from %s on a send connection", c->peer);
+    break;
+  case PT_WHY_CANCELLED:
+    PT_WARN(log, "%s connection with %s: requests cancelled, their memory was deregistered "
+                 "while they were in flight", dir, c->peer);
     break;
   case PT_WHY_NONE:
     PT_WARN(log, "%s connection with %s failed", dir, c->peer);

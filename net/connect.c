@@ -2,8 +2,17 @@
  * of TCP streams without waiting, says hello on each and returns a send
  * comm once the acceptor acknowledged all of them. Every call does what it
  * can without blocking and returns NULL until then; the progress object
- * lives in the handle buffer NCCL passes back on each retry. A deadline
- * (PCIE_NET_CONNECT_TIMEOUT_MS) bounds an unreachable or silent peer. */
+ * lives in the handle buffer NCCL passes back on each retry.
+ *
+ * How long to wait. Ranks of one job start minutes apart (model loading),
+ * and NCCL's own transports keep waiting for a peer that is there but not
+ * accepting yet (its socket transport's connect completes once the kernel
+ * took the connection, transport/net_socket.cc; IB's waits for the peer's
+ * answer with no deadline). So the deadline (PCIE_NET_CONNECT_TIMEOUT_MS)
+ * bounds only the TCP handshake, i.e. an address nobody answers; once the
+ * peer's kernel has accepted every stream, connect waits for the receiver's
+ * accept for as long as the connections live. A dead listener is no wait:
+ * its kernel refuses or resets them, and that fails at once. */
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -228,15 +237,17 @@ ncclResult_t pt_net_connect(struct pt_net_ctx *ctx, int dev, int traffic_class, 
     PT_WARN(ctx->log, "connect: corrupt handle (bad progress object)");
     return ncclInternalError;
   }
-  int done = 0;
+  int done = 0, unanswered = 0;
   for (int i = 0; i < st->n && res == ncclSuccess; i++) {
     res = step(ctx->log, st, i);
     done += st->phase[i] == PT_C_DONE;
+    unanswered += st->phase[i] == PT_C_CONNECTING;
   }
   if (res == ncclSuccess && done < st->n) {
-    if (now_ns() < st->deadline_ns)
+    if (!unanswered || now_ns() < st->deadline_ns)
       return ncclSuccess;
-    PT_WARN(ctx->log, "connect to %s timed out after %d ms", st->peer,
+    PT_WARN(ctx->log, "connect to %s: no answer to the TCP handshake after %d ms (address "
+                      "unreachable, or its listen queue stays full)", st->peer,
             pt__cfg()->connect_timeout_ms);
     res = ncclRemoteError;
   }

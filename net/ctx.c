@@ -235,7 +235,16 @@ ncclResult_t pt_net_get_props(int dev, struct pt_net_props *props)
   props->latency_us = g_cfg.latency_us;
   /* Comms cost fds, not threads: the same ceiling as NCCL's Socket. */
   props->max_comms = 65536;
-  props->max_recvs = PT_NET_MAX_RECVS;
+  /* No grouped receives for NCCL. Its rule for them (IB: an isend whose
+   * tag already has a request in the receiver's current group answers
+   * NULL, so each tag may run a step ahead) needs the sender to see the
+   * receiver's posted group, i.e. a receiver-to-sender message per receive
+   * that this transport does not have: it matches by posting order, which
+   * fails when one tag runs ahead. NCCL 2.30 groups receives only for PXN
+   * shared comms (GPUDirect), never for a host-memory transport, so 1 (as
+   * NCCL's own socket transport) loses nothing. The engine still takes up
+   * to PT_NET_MAX_RECVS buffers per irecv, in posting order. */
+  props->max_recvs = 1;
   props->max_p2p_bytes = PT_NET_MAX_BYTES;
   props->max_coll_bytes = PT_NET_MAX_BYTES;
   return ncclSuccess;

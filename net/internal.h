@@ -45,6 +45,10 @@
  * balance (NCCL's NCCL_SOCKET_MIN_TASKSIZE uses the same floor). */
 #define PT_MIN_CHUNK (64 * 1024)
 #define PT_PENDING_MAX 32
+/* Bytes a stream may move inside one isend/irecv/test call: small messages
+ * go out (and come in) on the caller's thread without a helper wake-up;
+ * anything larger is left to the helpers. */
+#define PT_INLINE_BUDGET (64 * 1024)
 #define PT_RX_BOUNCE 4096
 
 #define PT_WIRE_MAGIC 0x7063696574637031ULL /* "pcietcp1" */
@@ -198,6 +202,9 @@ struct pt_send_slot {
   uint32_t seq;
   atomic_uint nchunks;     /* read by claimers that raced a recycle */
   atomic_uint chunks_sent; /* chunks wholly handed to the kernel */
+  /* registration it was posted with, compared (never dereferenced) by
+   * deregMr's fence, which reads it from another thread */
+  _Atomic(const void *) mr;
 };
 
 struct pt_recv_slot {
@@ -212,6 +219,7 @@ struct pt_recv_slot {
   atomic_ullong owner[PT_NET_MAX_RECVS];
   atomic_size_t total[PT_NET_MAX_RECVS];
   atomic_size_t got[PT_NET_MAX_RECVS];
+  _Atomic(const void *) mr[PT_NET_MAX_RECVS]; /* as in pt_send_slot; NULL past n */
 };
 
 enum pt_rx_phase { PT_RX_HDR, PT_RX_PARKED, PT_RX_DATA, PT_RX_DEAD };
@@ -238,6 +246,7 @@ struct pt_stream {
   char rxbuf[PT_RX_BOUNCE];
   struct pt_recv_slot *rreq;
   int rbuf;
+  int bulk; /* the last chunk placed belonged to a message above PT_INLINE_BUDGET */
   char *dst;
   size_t left;
   /* published for test's dead-peer check (written by the owner only):
@@ -285,6 +294,7 @@ enum pt_why {
   PT_WHY_TRUNCATED_MSG,
   PT_WHY_NO_TAG,
   PT_WHY_UNEXPECTED_DATA,
+  PT_WHY_CANCELLED, /* deregMr of a region with requests in flight */
 };
 
 /* Takes ownership of fds (closed on failure too). */
@@ -293,7 +303,13 @@ ncclResult_t pt__comm_create(struct pt_net_ctx *ctx, uint32_t magic, const int *
 void pt__comm_destroy(struct pt_comm *comm);
 /* Records the first failure of a comm (cheap, lock-free, no logging). */
 void pt__comm_fail(struct pt_comm *comm, ncclResult_t res, enum pt_why why, int err);
-/* Logs a comm's failure once and returns its code. */
+/* The fence behind deregMr and every reported failure: once the comm has
+ * failed, waits until no thread is inside a step of its streams. Every
+ * later step sees the failure before touching a buffer, so on return no
+ * thread will read or write a request's memory again. */
+void pt__comm_quiesce(struct pt_comm *comm);
+/* Logs a comm's failure once, fences it (pt__comm_quiesce) and returns
+ * its code: whoever gets an error may free the buffers at once. */
 ncclResult_t pt__comm_report(struct pt_comm *comm);
 
 /* Progresses a stream if no other thread owns it, else leaves a note for
@@ -305,15 +321,21 @@ void pt__stream_run(struct pt_stream *s, size_t budget);
 ncclResult_t pt__pool_acquire(ncclDebugLogger_t log);
 void pt__pool_release(void);
 int pt__pool_add(struct pt_stream *s, uint32_t interest);
-/* Epoll interests. Send streams are one-shot: writable is almost always
- * true, so EPOLLOUT is asked for only while a chunk waits for room, and
- * the owner re-arms after every event. Receive streams are edge-triggered
- * and never re-armed for new data (no syscall per message); the owner
- * re-arms only to get a fresh edge for data it left unread (budget spent,
- * or a stream unparked by irecv). */
+/* Epoll interests, all one-shot (the owner re-arms after every event).
+ * Send streams: writable is almost always true, so EPOLLOUT is asked for
+ * only while a chunk waits for room. Receive streams: a helper watches the
+ * data while the stream carries large messages (its last chunk belonged to
+ * one above PT_INLINE_BUDGET, or one is in progress, or bytes were left
+ * unread); after a small message only a hang-up wakes it, and the caller's
+ * test reads the next header itself. So small messages cost no helper
+ * wake-up (no context switch on the critical path; NCCL's socket
+ * transport by default moves everything on the proxy thread), while
+ * large ones keep the helpers streaming. Arming re-evaluates readiness,
+ * so data that arrived meanwhile is not lost. */
 #define PT_SEND_IDLE (EPOLLIN | EPOLLRDHUP | EPOLLONESHOT)
 #define PT_SEND_BUSY (EPOLLIN | EPOLLRDHUP | EPOLLOUT | EPOLLONESHOT)
-#define PT_RECV_EDGE (EPOLLIN | EPOLLRDHUP | EPOLLET)
+#define PT_RECV_IDLE (EPOLLRDHUP | EPOLLONESHOT)
+#define PT_RECV_BULK (EPOLLIN | EPOLLRDHUP | EPOLLONESHOT)
 /* Changes a stream's epoll interest; only its owner may call it. */
 void pt__pool_arm(struct pt_stream *s, uint32_t interest);
 /* Removes the comm's streams and waits until no helper thread can still

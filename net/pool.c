@@ -37,6 +37,8 @@ static void *worker_main(void *arg)
 {
   struct pt_worker *w = arg;
   struct epoll_event ev[PT_WORKER_EVENTS];
+  /* Named, so a core dump or `top -H` says whose thread it is. */
+  (void)pthread_setname_np(pthread_self(), "pcie-net");
   while (!atomic_load(&w->stop)) {
     int n = epoll_wait(w->epfd, ev, PT_WORKER_EVENTS, -1);
     for (int i = 0; i < n; i++) {
@@ -79,9 +81,14 @@ static int start_worker(struct pt_worker *w)
   w->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (w->epfd < 0 || w->evfd < 0 || epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->evfd, &ev) != 0)
     goto fail;
-  /* Helpers take no signals: they belong to the application's threads. */
+  /* Helpers take no asynchronous signals: those belong to the application's
+   * threads. Faults stay unblocked, so a bad access dies at once with this
+   * thread's stack in the core instead of being hidden or retried. */
   sigset_t all, old;
   sigfillset(&all);
+  static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT};
+  for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++)
+    sigdelset(&all, faults[i]);
   pthread_sigmask(SIG_SETMASK, &all, &old);
   int rc = pthread_create(&w->thread, NULL, worker_main, w);
   pthread_sigmask(SIG_SETMASK, &old, NULL);

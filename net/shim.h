@@ -36,7 +36,7 @@ ncclResult_t pt_netshim_irecv_v10(void *recvComm, int n, void **data, size_t *si
  * that have them (p: a struct pt_net_props). */
 #define PT_NETSHIM_PROPS_V8(p)                                                                  \
   .name = (char *)(p).name, .pciPath = (char *)(p).pci_path, .guid = (p).guid,              \
-  .ptrSupport = NCCL_PTR_HOST, .regIsGlobal = 1, .speed = (p).speed_mbps, .port = 0,        \
+  .ptrSupport = NCCL_PTR_HOST, .regIsGlobal = 0, .speed = (p).speed_mbps, .port = 0,        \
   .latency = (p).latency_us, .maxComms = (p).max_comms, .maxRecvs = (p).max_recvs,          \
   .netDeviceType = NCCL_NET_DEVICE_HOST, .netDeviceVersion = NCCL_NET_DEVICE_INVALID_VERSION
 #define PT_NETSHIM_PROPS_V9(p, dev)                                                             \

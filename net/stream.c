@@ -11,6 +11,15 @@
 #include <sys/uio.h>
 #include "internal.h"
 
+/* Checked before every step that touches a request's memory. Sequentially
+ * consistent on purpose: with the busy flag's exchange it forms the
+ * handshake pt__comm_quiesce relies on (a step that took a stream after
+ * the fence looked at busy sees the failure and touches nothing). */
+static int failed(struct pt_comm *c)
+{
+  return atomic_load(&c->err) != 0;
+}
+
 static void fail_errno(struct pt_comm *c, int err)
 {
   if (err == ECONNRESET || err == EPIPE || err == ETIMEDOUT)
@@ -90,7 +99,7 @@ static uint32_t send_step(struct pt_stream *s, size_t budget, uint32_t fired)
   int want_out = 0;
   if (fired & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
     check_hangup(s);
-  while (!atomic_load_explicit(&c->err, memory_order_relaxed)) {
+  while (!failed(c)) {
     if (moved >= budget) {
       want_out = s->cur || send_pending(c);
       break;
@@ -181,6 +190,7 @@ static int place(struct pt_stream *s)
   }
   s->rreq = r;
   s->rbuf = b;
+  s->bulk = hd->total > PT_INLINE_BUDGET;
   s->dst = r->data[b] + hd->offset;
   s->left = hd->len;
   return 1;
@@ -219,15 +229,18 @@ static ssize_t rx(struct pt_stream *s, void *buf, size_t len, int *eof)
   }
 }
 
-/* Returns 1 when it stopped with bytes possibly left in the socket, so the
- * edge-triggered registration needs a fresh edge.
+/* Returns 1 when a helper thread should watch the stream's data: it stopped
+ * inside a chunk, with bytes possibly left in the socket (budget spent),
+ * or it carries large messages. After a small message with the socket
+ * drained it returns 0: the caller's test finds the next header, so a
+ * small message never wakes a helper (see PT_RECV_IDLE).
  *
  * A short read means the socket was empty at that moment (a TCP receive
- * queue gives all it has, and data arriving later raises a new edge), so
- * the stream stops there instead of paying a second recv for EAGAIN: on a
- * small message that second call sat on the round trip's critical path.
- * The exception is a hang-up reported by epoll (fired): the FIN may already
- * sit behind the data, and its edge has been consumed, so read until EOF. */
+ * queue gives all it has), so the stream stops there instead of paying a
+ * second recv that could only answer EAGAIN: on a small message that call
+ * sat on the round trip's critical path. The exception is a hang-up
+ * reported by epoll (fired): the FIN may already sit behind the data, and
+ * its event has been consumed, so read until EOF. */
 static int recv_step(struct pt_stream *s, size_t budget, uint32_t fired)
 {
   struct pt_comm *c = s->comm;
@@ -235,7 +248,7 @@ static int recv_step(struct pt_stream *s, size_t budget, uint32_t fired)
   int eof = 0, drained = 0, empty = 0;
   int to_end = (fired & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0;
   ssize_t n;
-  while (!atomic_load_explicit(&c->err, memory_order_relaxed) && s->phase != PT_RX_DEAD) {
+  while (!failed(c) && s->phase != PT_RX_DEAD) {
     size_t avail = s->rx_have - s->rx_off;
     if (s->phase == PT_RX_HDR) {
       if (avail < sizeof(s->hdr)) {
@@ -320,18 +333,24 @@ static int recv_step(struct pt_stream *s, size_t budget, uint32_t fired)
   if (atomic_load_explicit(&c->err, memory_order_relaxed) || s->phase == PT_RX_DEAD ||
       s->phase == PT_RX_PARKED)
     return 0;
-  return !drained;
+  return !drained || s->phase == PT_RX_DATA || s->bulk;
 }
 
 static void step(struct pt_stream *s, size_t budget)
 {
   uint32_t fired = atomic_exchange(&s->fired, 0);
+  uint32_t want;
   if (s->comm->magic == PT_MAGIC_RECV) {
-    if (recv_step(s, budget, fired))
-      pt__pool_arm(s, PT_RECV_EDGE); /* re-evaluates readiness: a new edge */
-    return;
+    int bulk = recv_step(s, budget, fired);
+    /* Once a hang-up was reported, watching for it again would re-fire at
+     * once: the caller's test takes it from there. */
+    int hung = (fired & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0;
+    int over = atomic_load_explicit(&s->comm->err, memory_order_relaxed) ||
+               s->phase == PT_RX_DEAD;
+    want = bulk ? PT_RECV_BULK : hung || over ? 0 : PT_RECV_IDLE;
+  } else {
+    want = send_step(s, budget, fired);
   }
-  uint32_t want = send_step(s, budget, fired);
   if (fired && want == 0)
     s->interest = 0; /* one-shot: already disarmed */
   else if (fired || want != s->interest)

@@ -6,13 +6,11 @@
 #include <stdlib.h>
 #include "internal.h"
 
-/* Bytes a stream may move inside one isend/irecv/test call: small messages
- * go out (and come in) on the caller's thread without a helper wake-up;
- * anything larger is left to the helpers. */
-#define PT_INLINE_BUDGET (64 * 1024)
-
+/* Registrations belong to the comm they were made on (regIsGlobal = 0, as
+ * NCCL's own socket transport): deregMr then knows which requests to fence. */
 struct pt_mr {
   uint32_t magic;
+  const struct pt_comm *comm;
   char *base;
   size_t size;
 };
@@ -38,28 +36,65 @@ ncclResult_t pt_net_reg_mr(void *comm, void *data, size_t size, int type, void *
     PT_WARN(log, "regMr: out of memory");
     return ncclSystemError;
   }
-  *mr = (struct pt_mr){.magic = PT_MAGIC_MR, .base = data, .size = size};
+  *mr = (struct pt_mr){.magic = PT_MAGIC_MR, .comm = comm, .base = data, .size = size};
   *mhandle = mr;
   return ncclSuccess;
 }
 
+/* 1 when a request posted with mr is still in flight on c. Reads only the
+ * slots' atomics: the progress thread may be posting other requests. */
+static int mr_in_flight(const struct pt_comm *c, const struct pt_mr *mr)
+{
+  for (int i = 0; c->sslots && i < PT_SEND_SLOTS; i++) {
+    const struct pt_send_slot *m = &c->sslots[i];
+    if (atomic_load_explicit(&m->h.state, memory_order_acquire) == PT_SLOT_POSTED &&
+        atomic_load_explicit(&m->mr, memory_order_relaxed) == mr)
+      return 1;
+  }
+  for (int i = 0; c->rslots && i < PT_RECV_SLOTS; i++) {
+    const struct pt_recv_slot *r = &c->rslots[i];
+    if (atomic_load_explicit(&r->h.state, memory_order_acquire) != PT_SLOT_POSTED)
+      continue;
+    for (int k = 0; k < PT_NET_MAX_RECVS; k++)
+      if (atomic_load_explicit(&r->mr[k], memory_order_relaxed) == mr)
+        return 1;
+  }
+  return 0;
+}
+
+/* A fence. NCCL tears a connection down as deregMr, free the buffers, then
+ * close (net.cc, recvProxyFree/sendProxyFree), also with requests still in
+ * flight (an abort, a dead peer). So before the handle goes, every request
+ * using it is finished or cancelled and no thread touches its memory again:
+ * requests in flight fail the comm (it is being torn down) and
+ * pt__comm_quiesce waits out any step already inside the region. */
 ncclResult_t pt_net_dereg_mr(void *comm, void *mhandle)
 {
+  struct pt_comm *c = comm;
   struct pt_mr *mr = mhandle;
   if (!is_comm(comm) || !mr || mr->magic != PT_MAGIC_MR)
     return ncclInternalError;
+  if (mr->comm != c) {
+    PT_WARN(c->ctx->log, "deregMr: handle %p was registered on another comm", mhandle);
+    return ncclInternalError;
+  }
+  if (mr_in_flight(c, mr)) {
+    pt__comm_fail(c, ncclInternalError, PT_WHY_CANCELLED, 0);
+    pt__comm_quiesce(c);
+  }
   mr->magic = 0;
   free(mr);
   return ncclSuccess;
 }
 
-/* A NULL handle is accepted (NCCL's OOB bootstrap and older callers). */
-static int covered(const void *mhandle, const char *data, size_t size)
+/* A NULL handle is accepted (NCCL's OOB bootstrap and older callers); a
+ * handle must come from this comm's regMr. */
+static int covered(const struct pt_comm *c, const void *mhandle, const char *data, size_t size)
 {
   const struct pt_mr *mr = mhandle;
   if (!mr)
     return 1;
-  return mr->magic == PT_MAGIC_MR && data >= mr->base && size <= mr->size &&
+  return mr->magic == PT_MAGIC_MR && mr->comm == c && data >= mr->base && size <= mr->size &&
          (size_t)(data - mr->base) <= mr->size - size;
 }
 
@@ -77,11 +112,23 @@ static void push(struct pt_comm *c)
   }
 }
 
+/* 1 when a chunk of the request's message has arrived (it is in progress,
+ * possibly on several streams). */
+static int started(const struct pt_recv_slot *r)
+{
+  for (int i = 0; i < r->n; i++)
+    if (atomic_load_explicit(&r->owner[i], memory_order_relaxed))
+      return 1;
+  return 0;
+}
+
 /* test's turn is cheaper still, since NCCL calls it in a tight loop: the
- * stream that delivered last (where the next small message most likely
- * is) and, unless that completed the request, one other in rotation, so
- * a poll costs at most two syscalls (one on the poll that delivers) and
- * the helpers' edge-triggered wake-ups cover the rest. */
+ * stream that delivered last, where the next message most likely starts
+ * (isend's inline push hands a small message to stream 0 every time), and
+ * one other in rotation: on every call once the message is in progress
+ * (its other chunks travel elsewhere), else on every 4th call only. A
+ * wasted recv on another stream is a syscall during which the reply that
+ * lands on the hint stream waits: on the 8 B round trip that showed. */
 static void poll_some(struct pt_comm *c, const struct pt_req_head *h)
 {
   if (c->magic == PT_MAGIC_SEND) {
@@ -90,11 +137,15 @@ static void poll_some(struct pt_comm *c, const struct pt_req_head *h)
   }
   int hint = atomic_load_explicit(&c->rx_hint, memory_order_relaxed);
   pt__stream_run(&c->streams[hint], PT_INLINE_BUDGET);
-  if (atomic_load_explicit(&h->state, memory_order_relaxed) == PT_SLOT_DONE)
+  if (c->nstreams == 1 || atomic_load_explicit(&h->state, memory_order_relaxed) == PT_SLOT_DONE)
     return;
-  int other = (int)(c->poll_rr++ % (unsigned)c->nstreams);
-  if (other != hint)
-    pt__stream_run(&c->streams[other], PT_INLINE_BUDGET);
+  unsigned turn = c->poll_rr++;
+  if (!started((const struct pt_recv_slot *)h) && (turn & 3))
+    return;
+  int other = (int)((turn >> 2) % (unsigned)c->nstreams);
+  if (other == hint)
+    other = (other + 1) % c->nstreams;
+  pt__stream_run(&c->streams[other], PT_INLINE_BUDGET);
 }
 
 static size_t chunk_for(const struct pt_comm *c, size_t size)
@@ -119,7 +170,7 @@ ncclResult_t pt_net_isend(void *send_comm, void *data, size_t size, int tag, voi
   *request = NULL;
   if (!c || c->magic != PT_MAGIC_SEND)
     return ncclInternalError;
-  if (size > PT_NET_MAX_BYTES || (size && !data) || !covered(mhandle, data, size)) {
+  if (size > PT_NET_MAX_BYTES || (size && !data) || !covered(c, mhandle, data, size)) {
     PT_WARN(c->ctx->log, "isend to %s: bad buffer %p size %zu (limit %lu, or outside its "
                          "registration)", c->peer, data, size, PT_NET_MAX_BYTES);
     return ncclInvalidArgument;
@@ -137,7 +188,9 @@ ncclResult_t pt_net_isend(void *send_comm, void *data, size_t size, int tag, voi
   atomic_store_explicit(&m->nchunks, size ? (uint32_t)((size + m->chunk - 1) / m->chunk) : 1,
                         memory_order_relaxed);
   atomic_store_explicit(&m->chunks_sent, 0, memory_order_relaxed);
-  atomic_store_explicit(&m->h.state, PT_SLOT_POSTED, memory_order_relaxed);
+  atomic_store_explicit(&m->mr, mhandle, memory_order_relaxed);
+  /* release: deregMr's scan, on another thread, pairs state with mr */
+  atomic_store_explicit(&m->h.state, PT_SLOT_POSTED, memory_order_release);
   c->send_next++;
   atomic_store_explicit(&c->send_tail, c->send_next, memory_order_release);
   *request = m;
@@ -160,7 +213,7 @@ ncclResult_t pt_net_irecv(void *recv_comm, int n, void **data, const size_t *siz
     return ncclInternalError;
   }
   for (int i = 0; i < n; i++) {
-    if ((sizes[i] && !data[i]) || !covered(mhandles ? mhandles[i] : NULL, data[i], sizes[i])) {
+    if ((sizes[i] && !data[i]) || !covered(c, mhandles ? mhandles[i] : NULL, data[i], sizes[i])) {
       PT_WARN(c->ctx->log, "irecv from %s: buffer %d (%p, %zu bytes) outside its registration",
               c->peer, i, data[i], sizes[i]);
       return ncclInvalidArgument;
@@ -185,12 +238,20 @@ ncclResult_t pt_net_irecv(void *recv_comm, int n, void **data, const size_t *siz
     atomic_store_explicit(&c->seq_map[(r->base_seq + (uint32_t)i) % PT_SEQ_MAP],
                           (unsigned char)idx, memory_order_relaxed);
   }
-  atomic_store_explicit(&r->h.state, PT_SLOT_POSTED, memory_order_relaxed);
+  for (int i = 0; i < PT_NET_MAX_RECVS; i++)
+    atomic_store_explicit(&r->mr[i], i < n && mhandles ? mhandles[i] : NULL,
+                          memory_order_relaxed);
+  atomic_store_explicit(&r->h.state, PT_SLOT_POSTED, memory_order_release);
   c->recv_next_req++;
   c->recv_next_seq += (uint32_t)n;
   atomic_store_explicit(&c->recv_posted, c->recv_next_seq, memory_order_release);
   *request = r;
-  push(c); /* a stream may be parked on this very message */
+  /* Only a stream parked on a message waits for this post; the others are
+   * polled by test (a stream that parks concurrently is found there too),
+   * so a small receive costs no extra recv here. */
+  for (int i = 0; i < c->nstreams; i++)
+    if (atomic_load(&c->streams[i].parked))
+      pt__stream_run(&c->streams[i], PT_INLINE_BUDGET);
   return ncclSuccess;
 }
 

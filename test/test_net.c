@@ -4,6 +4,8 @@
  * tags and grouped receives, truncation, closing idle and busy comms, bad
  * handles, connection churn without leaked fds or threads, unload. */
 #include <check.h>
+#include <dirent.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "support/net_harness.h"
@@ -42,8 +44,8 @@ START_TEST(abi_and_properties)
   ck_assert_int_eq(p.ptr_support, NCCL_PTR_HOST);
   ck_assert_int_gt(p.speed, 0);
   ck_assert_int_gt(p.max_comms, 0);
-  ck_assert_int_gt(p.max_recvs, 1);
-  ck_assert_int_eq(p.reg_is_global, 1);
+  ck_assert_int_eq(p.max_recvs, 1); /* no NCCL grouped receives (docs/net.md) */
+  ck_assert_int_eq(p.reg_is_global, 0); /* registrations are per comm: deregMr fences them */
   ck_assert_int_eq(p.dev_type, NCCL_NET_DEVICE_HOST);
   ck_assert_int_eq(p.vdevs, 1);
   ck_assert_int_eq(p.vdev0, 0);
@@ -573,6 +575,72 @@ START_TEST(interface_selection)
 }
 END_TEST
 
+/* Context switches of the plugin's helper threads (named pcie-net) so far. */
+static long helper_switches(void)
+{
+  long total = 0;
+  DIR *d = opendir("/proc/self/task");
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    char path[300], line[256];
+    if (e->d_name[0] == '.')
+      continue;
+    snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+    FILE *f = fopen(path, "r");
+    int ours = f && fgets(line, sizeof(line), f) && strncmp(line, "pcie-net", 8) == 0;
+    if (f)
+      fclose(f);
+    snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
+    if (!ours || !(f = fopen(path, "r")))
+      continue;
+    long v;
+    while (fgets(line, sizeof(line), f))
+      if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1 ||
+          sscanf(line, "nonvoluntary_ctxt_switches: %ld", &v) == 1)
+        total += v;
+    fclose(f);
+  }
+  if (d)
+    closedir(d);
+  return total;
+}
+
+/* Small messages move on the caller's thread: isend writes header and
+ * payload itself, test reads them, and no helper thread is woken (a
+ * wake-up per message was a context switch on the round trip's critical
+ * path). Large messages still go to the helpers. */
+START_TEST(small_messages_wake_no_helper)
+{
+  enum { ROUNDS = 400 };
+  void *sc, *rc;
+  char sb[64], rb[64];
+  int got;
+  open_version(4);
+  pair(&sc, &rc);
+  ck_assert_int_eq(nh_xfer(&net, sc, rc, sb, 8, rb, sizeof(rb), &got), ncclSuccess);
+  long before = helper_switches();
+  for (int i = 0; i < ROUNDS; i++) {
+    nh_fill(sb, 8, (uint64_t)i);
+    ck_assert_int_eq(nh_xfer(&net, sc, rc, sb, 8, rb, sizeof(rb), &got), ncclSuccess);
+    ck_assert_int_eq(got, 8);
+    ck_assert_int_eq(nh_check(rb, 8, (uint64_t)i), -1);
+  }
+  long woken = helper_switches() - before;
+  ck_assert_msg(woken < ROUNDS / 20, "helper threads switched %ld times for %d small messages",
+                woken, ROUNDS);
+  /* and a large one is carried (by helpers and caller together) */
+  char *big = malloc(8 << 20), *dst = malloc(8 << 20);
+  nh_fill(big, 8 << 20, 99);
+  ck_assert_int_eq(nh_xfer(&net, sc, rc, big, 8 << 20, dst, 8 << 20, &got), ncclSuccess);
+  ck_assert_int_eq(nh_check(dst, 8 << 20, 99), -1);
+  free(big);
+  free(dst);
+  nh_close_send(&net, sc);
+  nh_close_recv(&net, rc);
+  nh_finalize(&net, ctx);
+}
+END_TEST
+
 static Suite *net_suite(void)
 {
   Suite *s = suite_create("net");
@@ -594,6 +662,7 @@ static Suite *net_suite(void)
   tcase_add_loop_test(tc, finalize_unload_reload, 0, 2);
   tcase_add_loop_test(tc, finalize_frees_abandoned_connect, 0, 2);
   tcase_add_test(tc, interface_selection);
+  tcase_add_test(tc, small_messages_wake_no_helper);
   suite_add_tcase(s, tc);
   return s;
 }

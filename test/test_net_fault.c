@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -505,6 +506,91 @@ START_TEST(two_threads_many_comms)
 }
 END_TEST
 
+/* A receiver that calls accept long after the sender started connecting
+ * (ranks start minutes apart) still gets its connection: the connect
+ * deadline bounds only an address nobody answers. Scaled down: a 200 ms
+ * deadline and a receiver 800 ms late stand for 30 s and minutes. */
+START_TEST(late_receiver_still_connects)
+{
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void *lc, *sc = NULL, *rc = NULL;
+  setenv("PCIE_NET_CONNECT_TIMEOUT_MS", "200", 1);
+  open_version(_i);
+  ck_assert_int_eq(nh_listen(&net, ctx, 0, handle, &lc), ncclSuccess);
+  double late = nh_now_ms() + 800;
+  while (nh_now_ms() < late) {
+    ncclResult_t r = nh_connect(&net, ctx, 0, handle, &sc);
+    ck_assert_msg(r == ncclSuccess, "connect gave up on a reachable peer: %d (%s)", r,
+                  nh_last_warn());
+    ck_assert_ptr_null(sc); /* nobody accepted yet */
+    usleep(1000);
+  }
+  for (double end = nh_now_ms() + 10000; (!sc || !rc) && nh_now_ms() < end;) {
+    if (!sc)
+      ck_assert_int_eq(nh_connect(&net, ctx, 0, handle, &sc), ncclSuccess);
+    if (!rc)
+      ck_assert_int_eq(nh_accept(&net, lc, &rc), ncclSuccess);
+  }
+  ck_assert_msg(sc && rc, "the late receiver never got its connection");
+  char *sb = malloc(1 << 20), *rb = malloc(1 << 20);
+  int got = 0;
+  nh_fill(sb, 1 << 20, 77);
+  ck_assert_int_eq(nh_xfer(&net, sc, rc, sb, 1 << 20, rb, 1 << 20, &got), ncclSuccess);
+  ck_assert_int_eq(got, 1 << 20);
+  ck_assert_int_eq(nh_check(rb, 1 << 20, 77), -1);
+  nh_close_send(&net, sc);
+  nh_close_recv(&net, rc);
+  nh_close_listen(&net, lc);
+  nh_finalize(&net, ctx);
+  free(sb);
+  free(rb);
+}
+END_TEST
+
+/* A handle nobody answers (here: a listener whose accept queue is full, so
+ * its kernel drops our SYNs, as a black-holed address does) fails once the
+ * deadline passed, never hangs. */
+START_TEST(unanswered_connect_fails_at_deadline)
+{
+  char handle[NCCL_NET_HANDLE_MAXSIZE] = {0};
+  void *sc = NULL;
+  setenv("PCIE_NET_CONNECT_TIMEOUT_MS", "300", 1);
+  open_version(4);
+  int lfd = socket(AF_INET, SOCK_STREAM, 0), fill[4];
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t alen = sizeof(a);
+  ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+  ck_assert_int_eq(listen(lfd, 0), 0);
+  ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&a, &alen), 0);
+  for (int i = 0; i < 4; i++) { /* fill the accept queue; later SYNs are dropped */
+    fill[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    (void)!connect(fill[i], (struct sockaddr *)&a, sizeof(a));
+  }
+  usleep(50000);
+  struct nw_handle *h = (struct nw_handle *)handle;
+  h->magic = NW_MAGIC;
+  h->version = NW_VERSION;
+  h->nstreams = 2;
+  h->nonce = 1;
+  memcpy(&h->addr.in4, &a, sizeof(a));
+  double t0 = nh_now_ms();
+  ncclResult_t r = ncclSuccess;
+  while (r == ncclSuccess && !sc && nh_now_ms() - t0 < 10000) {
+    r = nh_connect(&net, ctx, 0, handle, &sc);
+    usleep(1000);
+  }
+  double took = nh_now_ms() - t0;
+  ck_assert_msg(r == ncclRemoteError, "connect to an unanswering address: %d after %.0f ms", r,
+                took);
+  ck_assert_msg(took >= 250 && took < 5000, "failed after %.0f ms (deadline 300)", took);
+  ck_assert_msg(strstr(nh_last_warn(), "no answer"), "WARN: %s", nh_last_warn());
+  for (int i = 0; i < 4; i++)
+    close(fill[i]);
+  close(lfd);
+  nh_finalize(&net, ctx);
+}
+END_TEST
+
 static Suite *fault_suite(void)
 {
   Suite *s = suite_create("net_fault");
@@ -520,6 +606,8 @@ static Suite *fault_suite(void)
   tcase_add_test(tc, truncated_stream_fails_receive);
   tcase_add_test(tc, peer_death_with_a_parked_stream_fails_receive);
   tcase_add_loop_test(tc, two_threads_many_comms, 3, NH_NVERSIONS);
+  tcase_add_loop_test(tc, late_receiver_still_connects, 0, NH_NVERSIONS);
+  tcase_add_test(tc, unanswered_connect_fails_at_deadline);
   suite_add_tcase(s, tc);
   return s;
 }
