@@ -12,6 +12,7 @@
 
 #include "cmds.h"
 #include "import/import_build.h"
+#include "pcie/files.h"
 
 /* Far above any nccl-tests log; keeps a wrong file (a core dump) out. */
 #define IMP_MAX_LOG (64u << 20)
@@ -105,37 +106,16 @@ static int parse_args(int argc, char **argv, struct args *a) {
   return 0;
 }
 
-/* Reads all of path ('-': stdin) into a malloc'ed buffer. */
+/* Reads all of path ('-': stdin) into a malloc'ed buffer; a FIFO, a
+ * device or a directory given by name is refused at once
+ * (include/pcie/files.h), standard input is the user's own pipe. */
 static int read_all(const char *path, char **buf, size_t *len) {
-  FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-  size_t cap = 0, n = 0, got;
-  char *b = NULL;
-  int rc = 0;
-  if (!f) {
-    fprintf(stderr, "%s: cannot open: %s\n", path, strerror(errno));
-    return -1;
-  }
-  do {
-    if (n == cap) {
-      char *nb = cap < IMP_MAX_LOG ? realloc(b, cap = cap ? cap * 2 : 65536) : NULL;
-      if (!nb) {
-        fprintf(stderr, "%s: %s\n", path, cap >= IMP_MAX_LOG ? "too large for an nccl-tests log" : "out of memory");
-        rc = -1;
-        break;
-      }
-      b = nb;
-    }
-    got = fread(b + n, 1, cap - n, f);
-    n += got;
-  } while (got);
-  if (!rc && ferror(f)) {
-    fprintf(stderr, "%s: read error: %s\n", path, strerror(errno));
-    rc = -1;
-  }
-  if (f != stdin) fclose(f);
-  if (rc) free(b);
-  else *buf = b, *len = n;
-  return rc;
+  struct pt_error_rec e;
+  char line[1200];
+  if (!pt_file_read(path, IMP_MAX_LOG, PT_READ_STDIN, buf, len, &e)) return 0;
+  pt_error_format(&e, line, sizeof line);
+  fprintf(stderr, "%s\n", line);
+  return -1;
 }
 
 static void print_error(const struct pt_error_rec *e) {
