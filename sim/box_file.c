@@ -339,8 +339,15 @@ int pt_box_load(struct pt_box *b, const char *path, struct pt_error_rec *err) {
   memset(err, 0, sizeof *err);
   /* A regular file of sane size, without @include (include/pcie/files.h):
    * libconfig would block on a FIFO and exit on an @include it cannot read. */
-  if ((rc = pt_file_read(path, PT_MAX_SMALL_INPUT, 0, &text, &len, err)) ||
-      (rc = pt_text_refuse_include(text, path, err))) {
+  if ((rc = pt_file_read(path, PT_MAX_SMALL_INPUT, 0, &text, &len, err))) {
+    static const char pre[] = "cannot read box file: ";
+    size_t room = sizeof err->msg - sizeof pre;
+    memmove(err->msg + sizeof pre - 1, err->msg, room);
+    memcpy(err->msg, pre, sizeof pre - 1);
+    err->msg[sizeof err->msg - 1] = '\0';
+    return rc;
+  }
+  if ((rc = pt_text_refuse_include(text, path, err))) {
     free(text);
     return rc;
   }
