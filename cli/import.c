@@ -28,7 +28,8 @@ static const char usage_text[] =
     "NCCL_PROTO and NCCL_MAX_NCHANNELS lines in the log; a log with neither is\n"
     "NCCL's default. LOG '-' reads standard input.\n"
     "\n"
-    "  --out FILE      profile to write (refused if it exists, unless --force)\n"
+    "  --out FILE      profile to write (refused if it exists, unless --force;\n"
+    "                  never one of the logs; '-': standard output)\n"
     "  --force         overwrite FILE\n"
     "  --in-place      use the in-place times (default: out-of-place)\n"
     "  --name NAME     profile name (default: FILE's base name)\n"
@@ -176,20 +177,16 @@ int cmd_import(int argc, char **argv) {
   }
   ret = 1;
   in = calloc(a.nlogs, sizeof *in);
-  name = a.name ? strdup(a.name) : default_name(a.out);
+  name = a.name ? strdup(a.name) : default_name(strcmp(a.out, "-") ? a.out : "imported");
   time_t now = time(NULL);
   struct tm tm;
   if (!in || !name || !gmtime_r(&now, &tm) || !strftime(date, sizeof date, "%Y-%m-%d", &tm)) {
     fprintf(stderr, "pcie-tune import: out of memory\n");
     goto out;
   }
-  if (load_logs(&a, in)) goto out;
-  struct imp_options o = {.in_place = a.in_place, .name = name, .date = date};
-  if (imp_build(&p, in, a.nlogs, &o, &err)) {
-    print_error(&err);
-    goto out;
-  }
-  int rc = pt_profile_write(&p, a.out, a.force ? PT_WRITE_FORCE : 0, &err);
+  /* Before reading anything: an --out that is one of the logs, a FIFO or
+   * device, or in a missing directory (include/pcie/files.h). */
+  int rc = pt_output_check(a.out, a.force ? PT_OUT_FORCE : 0, a.path, a.nlogs, &err);
   if (rc == PT_EEXIST) {
     fprintf(stderr, "%s: already exists; not overwritten (use --force)\n", a.out);
     goto out;
@@ -198,7 +195,22 @@ int cmd_import(int argc, char **argv) {
     print_error(&err);
     goto out;
   }
-  summary(&p, a.out);
+  if (load_logs(&a, in)) goto out;
+  struct imp_options o = {.in_place = a.in_place, .name = name, .date = date};
+  if (imp_build(&p, in, a.nlogs, &o, &err)) {
+    print_error(&err);
+    goto out;
+  }
+  rc = pt_profile_write(&p, a.out, a.force ? PT_WRITE_FORCE : 0, &err);
+  if (rc == PT_EEXIST) {
+    fprintf(stderr, "%s: already exists; not overwritten (use --force)\n", a.out);
+    goto out;
+  }
+  if (rc) {
+    print_error(&err);
+    goto out;
+  }
+  if (strcmp(a.out, "-")) summary(&p, a.out); /* with '-', stdout holds the profile alone */
   ret = 0;
 out:
   for (size_t i = 0; in && i < a.nlogs; i++) nt_log_release(&in[i].log);
