@@ -19,7 +19,6 @@
 #include "pcie/core.h"
 #include "pcie/select.h"
 
-#define MAX_FILES 256
 
 static int cmp_str(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
@@ -28,7 +27,7 @@ static int cmp_str(const void *a, const void *b) {
 /* Lists the .cfg files of dir, sorted by name (so every rank scans in the
  * same order). Returns the count, -1 when dir cannot be opened, -2 when it
  * holds more than max (a silently partial scan could pick differently). */
-static int list_dir(const char *dir, char **files, int max) {
+int pt_select_list(const char *dir, char **files, int max) {
   DIR *d = opendir(dir);
   struct dirent *de;
   int n = 0;
@@ -58,9 +57,9 @@ static int specificity(const struct pt_profile *p) {
 }
 
 static void note(const struct pt_select_how *how, const char *path, int verdict,
-                 const struct pt_profile *p, const char *why) {
+                 const struct pt_loaded *l, const char *why) {
   if (!how || !how->note) return;
-  struct pt_select_note n = {path, verdict, p, why};
+  struct pt_select_note n = {path, verdict, l, why};
   how->note(how->arg, &n);
 }
 
@@ -86,11 +85,11 @@ static int pick(char **files, int n, size_t nranks, size_t nnodes, const struct 
       continue;
     }
     if (!fits(&l->prof, nranks, nnodes)) {
-      note(how, files[i], PT_SEL_NOFIT, &l->prof, NULL);
+      note(how, files[i], PT_SEL_NOFIT, l, NULL);
       pt_registry_release(l);
       continue;
     }
-    note(how, files[i], PT_SEL_FITS, &l->prof, NULL);
+    note(how, files[i], PT_SEL_FITS, l, NULL);
     if (best && specificity(&l->prof) < specificity(&best->prof)) {
       pt_registry_release(l);
       continue;
@@ -152,7 +151,7 @@ static int select_path(const char *path, int absent_ok, size_t nranks, size_t nn
                        const struct pt_select_how *how, const struct pt_loaded **out, char *msg,
                        size_t msglen) {
   struct stat st;
-  char *files[MAX_FILES];
+  char *files[PT_SELECT_MAX_FILES];
   int n, rc;
   if (stat(path, &st) != 0) {
     if (absent_ok) return PT_ENOENT;
@@ -168,11 +167,11 @@ static int select_path(const char *path, int absent_ok, size_t nranks, size_t nn
     return rc;
   }
   errno = 0;
-  n = list_dir(path, files, MAX_FILES);
+  n = pt_select_list(path, files, PT_SELECT_MAX_FILES);
   if (n < 0) {
     if (n == -2)
       snprintf(msg, msglen, "%s: profile directory holds more than %d profiles; split it", path,
-               MAX_FILES);
+               PT_SELECT_MAX_FILES);
     else
       snprintf(msg, msglen, "%s: cannot read profile directory (%s)", path, strerror(errno));
     return PT_EIO;

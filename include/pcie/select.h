@@ -19,8 +19,8 @@ enum pt_select_verdict {
 
 struct pt_select_note {
   const char *path;
-  int verdict;                   /* enum pt_select_verdict */
-  const struct pt_profile *prof; /* NULL when refused; valid only during the call */
+  int verdict;                    /* enum pt_select_verdict */
+  const struct pt_loaded *loaded; /* NULL when refused; valid only during the call */
   const char *why;               /* "file:line: reason" when refused, else NULL */
 };
 
@@ -35,5 +35,14 @@ struct pt_select_how {
 int pt_select_explain(const char *spec, size_t nranks, size_t nnodes,
                       const struct pt_select_how *how, const struct pt_loaded **out, char *msg,
                       size_t msglen);
+
+/* The most profiles one directory may hold: a silently partial scan could
+ * choose differently on different ranks. */
+#define PT_SELECT_MAX_FILES 256
+
+/* The *.cfg entries of dir the plugin considers, as malloc'ed "dir/name"
+ * paths sorted by name. Returns their count, -1 when dir cannot be read
+ * (errno set), -2 when it holds more than max. */
+int pt_select_list(const char *dir, char **files, int max);
 
 #endif
