@@ -12,6 +12,7 @@
 
 #include "cmds.h"
 #include "import/import_build.h"
+#include "pcie/files.h"
 
 /* Far above any nccl-tests log; keeps a wrong file (a core dump) out. */
 #define IMP_MAX_LOG (64u << 20)
@@ -27,7 +28,8 @@ static const char usage_text[] =
     "NCCL_PROTO and NCCL_MAX_NCHANNELS lines in the log; a log with neither is\n"
     "NCCL's default. LOG '-' reads standard input.\n"
     "\n"
-    "  --out FILE      profile to write (refused if it exists, unless --force)\n"
+    "  --out FILE      profile to write (refused if it exists, unless --force;\n"
+    "                  never one of the logs; '-': standard output)\n"
     "  --force         overwrite FILE\n"
     "  --in-place      use the in-place times (default: out-of-place)\n"
     "  --name NAME     profile name (default: FILE's base name)\n"
@@ -105,37 +107,16 @@ static int parse_args(int argc, char **argv, struct args *a) {
   return 0;
 }
 
-/* Reads all of path ('-': stdin) into a malloc'ed buffer. */
+/* Reads all of path ('-': stdin) into a malloc'ed buffer; a FIFO, a
+ * device or a directory given by name is refused at once
+ * (include/pcie/files.h), standard input is the user's own pipe. */
 static int read_all(const char *path, char **buf, size_t *len) {
-  FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-  size_t cap = 0, n = 0, got;
-  char *b = NULL;
-  int rc = 0;
-  if (!f) {
-    fprintf(stderr, "%s: cannot open: %s\n", path, strerror(errno));
-    return -1;
-  }
-  do {
-    if (n == cap) {
-      char *nb = cap < IMP_MAX_LOG ? realloc(b, cap = cap ? cap * 2 : 65536) : NULL;
-      if (!nb) {
-        fprintf(stderr, "%s: %s\n", path, cap >= IMP_MAX_LOG ? "too large for an nccl-tests log" : "out of memory");
-        rc = -1;
-        break;
-      }
-      b = nb;
-    }
-    got = fread(b + n, 1, cap - n, f);
-    n += got;
-  } while (got);
-  if (!rc && ferror(f)) {
-    fprintf(stderr, "%s: read error: %s\n", path, strerror(errno));
-    rc = -1;
-  }
-  if (f != stdin) fclose(f);
-  if (rc) free(b);
-  else *buf = b, *len = n;
-  return rc;
+  struct pt_error_rec e;
+  char line[1200];
+  if (!pt_file_read(path, IMP_MAX_LOG, PT_READ_STDIN, buf, len, &e)) return 0;
+  pt_error_format(&e, line, sizeof line);
+  fprintf(stderr, "%s\n", line);
+  return -1;
 }
 
 static void print_error(const struct pt_error_rec *e) {
@@ -196,20 +177,16 @@ int cmd_import(int argc, char **argv) {
   }
   ret = 1;
   in = calloc(a.nlogs, sizeof *in);
-  name = a.name ? strdup(a.name) : default_name(a.out);
+  name = a.name ? strdup(a.name) : default_name(strcmp(a.out, "-") ? a.out : "imported");
   time_t now = time(NULL);
   struct tm tm;
   if (!in || !name || !gmtime_r(&now, &tm) || !strftime(date, sizeof date, "%Y-%m-%d", &tm)) {
     fprintf(stderr, "pcie-tune import: out of memory\n");
     goto out;
   }
-  if (load_logs(&a, in)) goto out;
-  struct imp_options o = {.in_place = a.in_place, .name = name, .date = date};
-  if (imp_build(&p, in, a.nlogs, &o, &err)) {
-    print_error(&err);
-    goto out;
-  }
-  int rc = pt_profile_write(&p, a.out, a.force ? PT_WRITE_FORCE : 0, &err);
+  /* Before reading anything: an --out that is one of the logs, a FIFO or
+   * device, or in a missing directory (include/pcie/files.h). */
+  int rc = pt_output_check(a.out, a.force ? PT_OUT_FORCE : 0, a.path, a.nlogs, &err);
   if (rc == PT_EEXIST) {
     fprintf(stderr, "%s: already exists; not overwritten (use --force)\n", a.out);
     goto out;
@@ -218,7 +195,22 @@ int cmd_import(int argc, char **argv) {
     print_error(&err);
     goto out;
   }
-  summary(&p, a.out);
+  if (load_logs(&a, in)) goto out;
+  struct imp_options o = {.in_place = a.in_place, .name = name, .date = date};
+  if (imp_build(&p, in, a.nlogs, &o, &err)) {
+    print_error(&err);
+    goto out;
+  }
+  rc = pt_profile_write(&p, a.out, a.force ? PT_WRITE_FORCE : 0, &err);
+  if (rc == PT_EEXIST) {
+    fprintf(stderr, "%s: already exists; not overwritten (use --force)\n", a.out);
+    goto out;
+  }
+  if (rc) {
+    print_error(&err);
+    goto out;
+  }
+  if (strcmp(a.out, "-")) summary(&p, a.out); /* with '-', stdout holds the profile alone */
   ret = 0;
 out:
   for (size_t i = 0; in && i < a.nlogs; i++) nt_log_release(&in[i].log);

@@ -21,6 +21,7 @@
 #include "cmds.h"
 #include "measure/isolate.h"
 #include "nccl/common.h"
+#include "pcie/files.h"
 #include "pcie/sim_box.h"
 #include "progress.h"
 #include "measure/sweepfile.h"
@@ -444,6 +445,7 @@ static void on_progress(void *arg, const struct pt_sweep_progress *p) {
   struct run_state *r = arg;
   struct pt_error_rec e = {0};
   pt_progress_cb(&r->pg, p);
+  if (!strcmp(r->o->out, "-")) return; /* standard output gets the final profile only */
   if (now_s() - r->last_write < (double)r->o->checkpoint_s) return;
   r->last_write = now_s();
   int rc = save(r, 0, PT_WRITE_FORCE, &e);
@@ -519,7 +521,13 @@ static int run(struct opts *o, const char *args, int resume) {
     print_error(&e);
     goto out;
   }
-  if (sw.stopped) {
+  if (sw.stopped && !strcmp(o->out, "-")) {
+    fprintf(stderr, "pcie-tune profile: %s after %llu repetitions; partial profile written to "
+                    "standard output (only a file can be resumed)\n",
+            interrupted ? "interrupted" : "budget reached", (unsigned long long)sw.samples);
+    status = interrupted ? 128 + (int)interrupted : 1;
+    goto out;
+  } else if (sw.stopped) {
     fprintf(stderr, "pcie-tune profile: %s after %llu repetitions; partial profile written to %s\n"
                     "continue with: pcie-tune profile --resume --out %s\n",
             interrupted ? "interrupted" : "budget reached", (unsigned long long)sw.samples, o->out, o->out);
@@ -538,7 +546,6 @@ out:
 
 int cmd_profile(int argc, char **argv) {
   struct opts o, given;
-  struct stat st;
   char args[sizeof ((struct pt_sweepfile_state *)0)->args];
   defaults(&o);
   int rc = parse(argc, argv, &o);
@@ -560,6 +567,12 @@ int cmd_profile(int argc, char **argv) {
       if (strcmp(argv[i], "--resume") && strcmp(argv[i], "--out") && strcmp(argv[i], "--budget") &&
           strcmp(argv[i], "--quiet") && (i == 1 || (strcmp(argv[i - 1], "--out") && strcmp(argv[i - 1], "--budget"))))
         return bad("--resume takes the sweep's options from the file; '%s' is not allowed", argv[i]);
+    if (!strcmp(o.out, "-")) return bad("--resume needs the profile file the sweep wrote, not '-'");
+    /* Before measuring: the file will be replaced (include/pcie/files.h). */
+    if (pt_output_check(o.out, PT_OUT_FORCE, NULL, 0, &e)) {
+      print_error(&e);
+      return 1;
+    }
     if ((rc = pt_sweepfile_state(o.out, &fs, &e))) {
       print_error(&e);
       return 1;
@@ -591,8 +604,17 @@ int cmd_profile(int argc, char **argv) {
   } else {
     return bad("unknown backend '%s' (nccl or sim)", o.backend);
   }
-  if (!o.force && stat(o.out, &st) == 0) {
+  /* Before measuring, not at the first checkpoint: a missing or read-only
+   * directory, a FIFO or device, the --box file itself. */
+  struct pt_error_rec oe;
+  const char *inputs[1] = {o.box};
+  rc = pt_output_check(o.out, o.force ? PT_OUT_FORCE : 0, inputs, o.box ? 1 : 0, &oe);
+  if (rc == PT_EEXIST) {
     fprintf(stderr, "pcie-tune profile: %s exists; use --force to overwrite it, or --resume to continue it\n", o.out);
+    return 1;
+  }
+  if (rc) {
+    print_error(&oe);
     return 1;
   }
   if (!o.nch) {

@@ -9,9 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cmds.h"
+#include "pcie/files.h"
 #include "pcie/table.h"
 #include "svg.h"
 
@@ -27,7 +28,8 @@ static const char usage_text[] =
     "  --graph|--eager   launch mode (default graph: CUDA-graph capture, regBuff=1)\n"
     "  --svg FILE        also draw latency against size for every candidate, the\n"
     "                    chosen envelope and NCCL's default (never overwritten\n"
-    "                    without --force)\n"
+    "                    without --force, never the profile; '-': standard\n"
+    "                    output, instead of the table)\n"
     "  --force           replace an existing --svg FILE\n"
     "  --json            print the table as JSON instead of text\n";
 
@@ -123,6 +125,48 @@ static void print_json(const struct pt_profile *p, const struct pt_ivset *set, i
   printf("\n]}\n");
 }
 
+static int svg_check(const char *svg, int force, const char *profile) {
+  struct pt_error_rec e;
+  char buf[1200];
+  if (!pt_output_check(svg, force ? PT_OUT_FORCE : 0, &profile, 1, &e)) return 0;
+  pt_error_format(&e, buf, sizeof buf);
+  fprintf(stderr, "pcie-tune show: %s\n", buf);
+  return -1;
+}
+
+/* Writes the chart to svg: through a symlink (checked above: only with
+ * --force), or to standard output for '-' by way of a private temporary
+ * file, as pt_svg_write writes only files. */
+static int svg_write(const char *svg, const char *title, const struct pt_series *s,
+                     const struct pt_ivset *set, int force) {
+  const char *tmp = getenv("TMPDIR");
+  char *target = NULL, *dir = NULL, *file = NULL, *text = NULL;
+  struct pt_error_rec e;
+  size_t len;
+  int rc = -1, saved;
+  if (strcmp(svg, "-")) {
+    if (!(target = pt_output_target(svg))) return -1;
+    rc = pt_svg_write(target, title, s, set, force);
+  } else if (asprintf(&dir, "%s/pcie-tune-svg.XXXXXX", tmp && *tmp ? tmp : "/tmp") < 0) {
+    dir = NULL;
+  } else if (mkdtemp(dir) && asprintf(&file, "%s/chart.svg", dir) >= 0) {
+    if (!pt_svg_write(file, title, s, set, 0) &&
+        !pt_file_read(file, (size_t)64 << 20, 0, &text, &len, &e))
+      rc = pt_output_write("-", text, len, 0, &e) ? -1 : 0;
+    unlink(file);
+    rmdir(dir);
+  } else {
+    file = NULL;
+  }
+  saved = errno;
+  free(target);
+  free(dir);
+  free(file);
+  free(text);
+  errno = saved;
+  return rc;
+}
+
 int cmd_show(int argc, char **argv) {
   const char *path = NULL, *svg = NULL;
   int coll = PT_ALLREDUCE, mode = PT_MODE_GRAPH, json = 0, force = 0, status = 1;
@@ -159,13 +203,10 @@ int cmd_show(int argc, char **argv) {
   }
   if (!path) return bad("missing PROFILE%s", "");
   if (force && !svg) return bad("--force only applies to --svg FILE%s", "");
-  struct stat st;
-  /* Refuse before printing anything; the write itself also refuses (link),
-   * should the file appear meanwhile. */
-  if (svg && !force && lstat(svg, &st) == 0) {
-    fprintf(stderr, "pcie-tune show: %s: already exists; pass --force to overwrite it\n", svg);
-    return 1;
-  }
+  /* Refuse before printing anything: an existing chart without --force, a
+   * FIFO or device, the profile itself (include/pcie/files.h). The write
+   * itself also refuses (link), should the file appear meanwhile. */
+  if (svg && svg_check(svg, force, path)) return 1;
 
   struct pt_profile p;
   struct pt_table t;
@@ -192,18 +233,26 @@ int cmd_show(int argc, char **argv) {
     fprintf(stderr, "pcie-tune show: %s: no %s data in this profile\n", path, pt_coll_name(coll));
     goto out;
   }
-  if (json) print_json(&p, set, coll, mode);
-  else print_text(&p, set, coll, mode);
+  /* The series drawn is the one the table serves this mode from. */
+  const struct pt_series *s = p.series[coll][mode] ? p.series[coll][mode] : p.series[coll][!mode];
+  /* With --svg -, standard output carries the chart alone. */
+  if (!svg || strcmp(svg, "-")) {
+    if (json) print_json(&p, set, coll, mode);
+    else print_text(&p, set, coll, mode);
+  }
+  if (svg && !s) {
+    fprintf(stderr, "pcie-tune show: %s: no measured %s series to draw (only rules); no chart written\n",
+            path, pt_coll_name(coll));
+    goto out;
+  }
   if (svg) {
-    /* The series drawn is the one the table serves this mode from. */
-    const struct pt_series *s = p.series[coll][mode] ? p.series[coll][mode] : p.series[coll][!mode];
     char title[300];
     snprintf(title, sizeof title, "%s: %s, %s mode", p.name, pt_coll_name(coll), pt_mode_name(mode));
-    if (pt_svg_write(svg, title, s, set, force)) {
+    if (svg_write(svg, title, s, set, force)) {
       fprintf(stderr, "pcie-tune show: cannot write %s: %s\n", svg, strerror(errno));
       goto out;
     }
-    if (!json) printf("chart written to %s\n", svg);
+    if (!json && strcmp(svg, "-")) printf("chart written to %s\n", svg);
   }
   status = 0;
 out:

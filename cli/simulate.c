@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cmds.h"
+#include "pcie/files.h"
 #include "sim/simeval.h"
 
 #define MAX_ITEMS 256
@@ -60,28 +61,32 @@ static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
 }
 
 /* Reads a workload file; returns the item count or -1 after printing
- * "file:line: what". */
+ * "file:line: what". Read whole, as the plugin reads profiles: a FIFO or a
+ * device given as --workload is refused at once (include/pcie/files.h). */
 static int read_workload(const char *path, struct item *it, size_t max) {
-  FILE *f = fopen(path, "r");
-  char line[512];
-  int n = 0, lineno = 0;
-  if (!f) {
-    fprintf(stderr, "pcie-tune simulate: %s: %s\n", path, strerror(errno));
+  struct pt_error_rec e;
+  char *text = NULL, buf[1200];
+  size_t len;
+  int n = 0, lineno = 0, bad = 0;
+  if (pt_file_read(path, PT_MAX_SMALL_INPUT, 0, &text, &len, &e)) {
+    pt_error_format(&e, buf, sizeof buf);
+    fprintf(stderr, "pcie-tune simulate: %s\n", buf);
     return -1;
   }
-  while (fgets(line, sizeof line, f)) {
-    char step[64], coll[32], bytes[32], count[32], extra[8];
+  for (char *p = text, *next; !bad && p < text + len; p = next) {
+    char line[512], step[64], coll[32], bytes[32], count[32], extra[8];
     uint64_t b, c;
+    size_t ll = strcspn(p, "\n");
+    next = p + ll + (p[ll] == '\n');
     lineno++;
-    int next = strchr(line, '\n') ? EOF : getc(f);
-    if (next != EOF) {
-      /* The rest would be read as a line of its own (a long comment's
-       * tail as a workload line). */
-      fprintf(stderr, "pcie-tune simulate: %s:%d: line longer than %zu bytes\n", path, lineno,
-              sizeof line - 2);
-      fclose(f);
-      return -1;
+    if (ll >= sizeof line - 1 || memchr(p, '\0', ll)) {
+      fprintf(stderr, "pcie-tune simulate: %s:%d: %s\n", path, lineno,
+              ll >= sizeof line - 1 ? "line longer than 510 bytes" : "NUL byte in the line");
+      bad = 1;
+      break;
     }
+    memcpy(line, p, ll);
+    line[ll] = 0;
     char *hash = strchr(line, '#');
     if (hash) *hash = 0;
     int k = sscanf(line, "%63s %31s %31s %31s %7s", step, coll, bytes, count, extra);
@@ -94,8 +99,8 @@ static int read_workload(const char *path, struct item *it, size_t max) {
     else if ((size_t)n >= max) what = "too many lines";
     if (what) {
       fprintf(stderr, "pcie-tune simulate: %s:%d: %s\n", path, lineno, what);
-      fclose(f);
-      return -1;
+      bad = 1;
+      break;
     }
     snprintf(it[n].step, sizeof it[n].step, "%s", step);
     it[n].coll = pt_coll_parse(coll);
@@ -103,7 +108,8 @@ static int read_workload(const char *path, struct item *it, size_t max) {
     it[n].count = (unsigned long)c;
     n++;
   }
-  fclose(f);
+  free(text);
+  if (bad) return -1;
   if (!n) fprintf(stderr, "pcie-tune simulate: %s: no workload lines\n", path);
   return n ? n : -1;
 }

@@ -148,6 +148,7 @@ static void legend(FILE *f) {
 
 int pt_svg_write(const char *path, const char *title, const struct pt_series *s,
                  const struct pt_ivset *set, int force) {
+  if (!s || !s->nsizes) return errno = EINVAL, -1; /* a rules-only profile: nothing measured to draw */
   struct axes a = {log10((double)s->sizes[0]), log10((double)s->sizes[s->nsizes - 1]), 1e9, -1e9};
   char tmp[4200];
   if (a.x1 <= a.x0) a.x1 = a.x0 + 1;

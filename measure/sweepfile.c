@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "pcie/files.h"
 #include "sweepfile.h"
 
 /* libconfig string literal: escape quotes and backslashes. */
@@ -62,14 +63,25 @@ int pt_sweepfile_build(const struct pt_sweep *s, const struct pt_backend_info *b
   return 0;
 }
 
+/* Read as the plugin reads a profile (include/pcie/files.h): a FIFO or
+ * /dev/zero given to --resume is refused at once, @include too. */
 static int cfg_open(config_t *cfg, const char *path, struct pt_error_rec *err) {
+  char *text = NULL;
+  size_t len;
+  int rc;
+  if ((rc = pt_file_read(path, PT_MAX_PROFILE_BYTES, 0, &text, &len, err)) ||
+      (rc = pt_text_refuse_include(text, path, err))) {
+    free(text);
+    return rc;
+  }
   config_init(cfg);
-  if (config_read_file(cfg, path) == CONFIG_TRUE) return 0;
-  int io = config_error_type(cfg) == CONFIG_ERR_FILE_IO;
-  pt_error_set(err, 0, path, config_error_line(cfg), "%s",
-               io ? "cannot read the profile" : config_error_text(cfg));
-  config_destroy(cfg);
-  return io ? PT_EIO : PT_ESYNTAX;
+  rc = config_read_string(cfg, text) == CONFIG_TRUE ? 0 : PT_ESYNTAX;
+  if (rc) {
+    pt_error_set(err, 0, path, config_error_line(cfg), "%s", config_error_text(cfg));
+    config_destroy(cfg);
+  }
+  free(text);
+  return rc;
 }
 
 int pt_sweepfile_state(const char *path, struct pt_sweepfile_state *st, struct pt_error_rec *err) {

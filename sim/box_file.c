@@ -7,9 +7,11 @@
 #include <libconfig.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nccl/common.h"
+#include "pcie/files.h"
 #include "pcie/sim_box.h"
 
 struct ctx {
@@ -331,19 +333,35 @@ static int parse_box(struct ctx *c, const config_setting_t *root, struct pt_box 
 int pt_box_load(struct pt_box *b, const char *path, struct pt_error_rec *err) {
   config_t cfg;
   struct ctx c = {path, err, 0};
+  char *text = NULL;
+  size_t len;
   int rc;
   memset(err, 0, sizeof *err);
+  /* A regular file of sane size, without @include (include/pcie/files.h):
+   * libconfig would block on a FIFO and exit on an @include it cannot read. */
+  if ((rc = pt_file_read(path, PT_MAX_SMALL_INPUT, 0, &text, &len, err))) {
+    static const char pre[] = "cannot read box file: ";
+    size_t room = sizeof err->msg - sizeof pre;
+    memmove(err->msg + sizeof pre - 1, err->msg, room);
+    memcpy(err->msg, pre, sizeof pre - 1);
+    err->msg[sizeof err->msg - 1] = '\0';
+    return rc;
+  }
+  if ((rc = pt_text_refuse_include(text, path, err))) {
+    free(text);
+    return rc;
+  }
   config_init(&cfg);
-  if (config_read_file(&cfg, path) != CONFIG_TRUE) {
-    rc = config_error_type(&cfg) == CONFIG_ERR_FILE_IO ? PT_EIO : PT_ESYNTAX;
-    pt_error_set(err, 0, path, config_error_line(&cfg), "%s",
-             rc == PT_EIO ? "cannot read box file" : config_error_text(&cfg));
+  if (config_read_string(&cfg, text) != CONFIG_TRUE) {
+    rc = PT_ESYNTAX;
+    pt_error_set(err, 0, path, config_error_line(&cfg), "%s", config_error_text(&cfg));
     goto out;
   }
   rc = parse_box(&c, config_root_setting(&cfg), b);
   if (!rc && (rc = pt_box_check(b, err))) snprintf(err->file, sizeof err->file, "%s", path);
 out:
   config_destroy(&cfg);
+  free(text);
   return rc;
 }
 

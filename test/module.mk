@@ -2,7 +2,7 @@
 TESTS += $(notdir $(basename $(wildcard test/test_*.c)))
 TEST_SUPPORT_SRCS += $(wildcard test/support/*.c)
 # Suites with threads, also run under TSan by `make tsan`.
-TSAN_TESTS += test_tuner_concurrency
+TSAN_TESTS += test_tuner_concurrency test_io_plugin
 
 # The layout's one rule (README, "Layout"): nothing outside cli/ includes a
 # cli/ header. Run before the suites by `make test`.

@@ -66,9 +66,11 @@ void pt_core_init(struct pt_ctx **out, uint64_t comm_id, size_t nranks, size_t n
   ctx->comm_id = comm_id;
   ctx->trace = env_on("PCIE_TUNER_TRACE");
   ctx->v2_ll128 = pt_nccl_proto_forces_ll128(getenv("NCCL_PROTO"));
-  int rc = pt_select_profile(getenv("PCIE_TUNER_PROFILE"), nranks, nnodes, &ctx->loaded, msg,
-                             sizeof msg);
-  if (rc == PT_ENOENT) {
+  const char *spec = getenv("PCIE_TUNER_PROFILE");
+  int rc = pt_select_profile(spec, nranks, nnodes, &ctx->loaded, msg, sizeof msg);
+  /* Nothing installed fits: plain INFO. A profile the user named that does
+   * not fit is a mistake worth a WARN. */
+  if (rc == PT_ENOENT && !(spec && spec[0])) {
     logf_(log, NCCL_LOG_INFO, NCCL_INIT | NCCL_TUNING, "%s; leaving decisions to NCCL", msg);
     return;
   }

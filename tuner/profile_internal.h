@@ -7,8 +7,8 @@
 
 #include "pcie/profile.h"
 
-/* Reads a whole file into a NUL-terminated malloc'ed buffer; *len is the
- * byte count (a NUL inside makes strlen differ). */
+/* Reads a whole profile into a NUL-terminated malloc'ed buffer (*len
+ * bytes), refusing what tuner/files.c refuses, a NUL byte and @include. */
 int pt__read_file(const char *path, char **text, size_t *len, struct pt_error_rec *err);
 /* Cross-field rules of the format, reporting against file. */
 int pt__validate(const struct pt_profile *p, const char *file, struct pt_error_rec *err);

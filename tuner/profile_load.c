@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pcie/files.h"
 #include "pcie/profile.h"
 #include "profile_internal.h"
 
@@ -335,6 +336,7 @@ int pt_profile_load_string(struct pt_profile *p, const char *text, const char *n
   int rc;
   memset(p, 0, sizeof *p);
   memset(err, 0, sizeof *err);
+  if ((rc = pt_text_refuse_include(text, name, err))) return rc; /* libconfig would follow it */
   config_init(&cfg);
   if (config_read_string(&cfg, text) != CONFIG_TRUE) {
     pt_error_set(err, 0, name, config_error_line(&cfg), "%s", config_error_text(&cfg));

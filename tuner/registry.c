@@ -1,24 +1,30 @@
 /*
- * The process-wide cache of loaded profiles: each file is parsed, validated
- * and compiled once per process and shared by every communicator using it,
- * then freed when the last one finalizes. The mutex is taken only here, at
- * communicator init and finalize; published entries are never written again
- * (only the reference count, under the mutex), so lookups need no lock.
+ * The process-wide cache of loaded profiles: each profile is parsed,
+ * validated and compiled once per process and shared by every communicator
+ * using it, then freed when the last one finalizes.
+ *
+ * Entries are keyed on the path and the content (length and FNV-1a hash of
+ * the bytes), not on the file's inode, size and mtime: a profile rewritten
+ * in place with the same size and its mtime restored (cp -p, rsync -t) is a
+ * new entry, and a communicator still holding the old one keeps it.
+ *
+ * The file is read and compiled before the mutex is taken: a slow or odd
+ * file must never hold up the init or finalize of another communicator.
+ * The mutex guards only the list and the reference counts; published
+ * entries are never written again, so lookups on the hot path need no lock.
  */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "pcie/core.h"
+#include "profile_internal.h"
 
 struct entry {
   struct pt_loaded loaded; /* first member: a pt_loaded* is an entry* */
-  dev_t dev;
-  ino_t ino;
-  off_t size;
-  struct timespec mtime;
+  uint64_t hash;           /* of the file's bytes */
+  size_t len;
   int refs;
   struct entry *next;
 };
@@ -26,55 +32,78 @@ struct entry {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct entry *entries;
 
-static int same_file(const struct entry *e, const struct stat *st) {
-  return e->dev == st->st_dev && e->ino == st->st_ino && e->size == st->st_size &&
-         e->mtime.tv_sec == st->st_mtim.tv_sec && e->mtime.tv_nsec == st->st_mtim.tv_nsec;
+/* Called with the lock held. */
+static struct entry *find(const char *path, uint64_t hash, size_t len) {
+  for (struct entry *e = entries; e; e = e->next)
+    if (e->hash == hash && e->len == len && !strcmp(e->loaded.prof.path, path)) return e;
+  return NULL;
+}
+
+static void entry_free(struct entry *e) {
+  if (!e) return;
+  pt_table_release(&e->loaded.table);
+  pt_profile_release(&e->loaded.prof);
+  free(e);
+}
+
+/* Parses and compiles text into a fresh, unpublished entry. */
+static int compile(const char *path, const char *text, size_t len, struct entry **out,
+                   struct pt_error_rec *err) {
+  struct entry *e = calloc(1, sizeof *e);
+  int rc;
+  *out = NULL;
+  if (!e) return pt_error_set(err, PT_ENOMEM, path, 0, "out of memory");
+  rc = pt_profile_load_string(&e->loaded.prof, text, path, err);
+  if (!rc && (rc = pt_table_build(&e->loaded.table, &e->loaded.prof)))
+    pt_error_set(err, rc, path, 0, "out of memory");
+  if (rc) {
+    pt_profile_release(&e->loaded.prof);
+    free(e);
+    return rc;
+  }
+  e->hash = pt_hash_bytes(text, len);
+  e->len = len;
+  *out = e;
+  return 0;
 }
 
 int pt_registry_acquire(const char *path, const struct pt_loaded **out, struct pt_error_rec *err) {
-  struct stat st;
-  struct entry *e;
-  int rc = 0;
+  struct entry *e, *fresh = NULL;
+  char *text = NULL;
+  size_t len = 0;
+  uint64_t hash;
+  int rc;
   memset(err, 0, sizeof *err);
+  if ((rc = pt__read_file(path, &text, &len, err))) return rc;
+  hash = pt_hash_bytes(text, len);
   pthread_mutex_lock(&lock);
-  if (stat(path, &st) != 0) {
-    pt_error_set(err, 0, path, 0, "cannot open: no such file");
-    rc = PT_EIO;
-    goto out;
-  }
-  for (e = entries; e; e = e->next)
-    if (same_file(e, &st)) break;
+  e = find(path, hash, len);
+  if (e) e->refs++;
+  pthread_mutex_unlock(&lock);
   if (!e) {
-    e = calloc(1, sizeof *e);
+    if ((rc = compile(path, text, len, &fresh, err))) goto out;
+    pthread_mutex_lock(&lock);
+    /* Another communicator may have compiled the same bytes meanwhile:
+     * share its entry so that both use one table. */
+    e = find(path, hash, len);
     if (!e) {
-      rc = PT_ENOMEM;
-      goto out;
+      e = fresh;
+      fresh = NULL;
+      e->next = entries;
+      entries = e;
     }
-    rc = pt_profile_load(&e->loaded.prof, path, err);
-    if (!rc) rc = pt_table_build(&e->loaded.table, &e->loaded.prof);
-    if (rc) {
-      pt_profile_release(&e->loaded.prof);
-      free(e);
-      goto out;
-    }
-    e->dev = st.st_dev;
-    e->ino = st.st_ino;
-    e->size = st.st_size;
-    e->mtime = st.st_mtim;
-    e->next = entries;
-    entries = e;
+    e->refs++;
+    pthread_mutex_unlock(&lock);
   }
-  e->refs++;
   *out = &e->loaded;
 out:
-  pthread_mutex_unlock(&lock);
-  if (rc == PT_ENOMEM && !err->msg[0]) {
-    pt_error_set(err, 0, path, 0, "out of memory");
-  }
+  entry_free(fresh);
+  free(text);
   return rc;
 }
 
 void pt_registry_release(const struct pt_loaded *l) {
+  struct entry *dead = NULL;
   if (!l) return;
   pthread_mutex_lock(&lock);
   for (struct entry **pp = &entries; *pp; pp = &(*pp)->next) {
@@ -82,13 +111,12 @@ void pt_registry_release(const struct pt_loaded *l) {
     if (&e->loaded != l) continue;
     if (--e->refs == 0) {
       *pp = e->next;
-      pt_table_release(&e->loaded.table);
-      pt_profile_release(&e->loaded.prof);
-      free(e);
+      dead = e;
     }
     break;
   }
   pthread_mutex_unlock(&lock);
+  entry_free(dead); /* outside the lock: freeing a big table takes time */
 }
 
 size_t pt_registry_count(void) {

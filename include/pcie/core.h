@@ -26,15 +26,16 @@ struct pt_loaded {
   struct pt_table table;
 };
 
-/* The process-wide cache of loaded profiles, keyed by the file's identity
- * (device, inode, size, mtime). Thread-safe (one mutex, init/finalize only).
+/* The process-wide cache of loaded profiles, keyed by path and content
+ * hash; the file is read outside the lock (tuner/registry.c). Thread-safe
+ * (one mutex, init/finalize only).
  * acquire returns 0 with *out referenced, or an error with *err filled. */
 int pt_registry_acquire(const char *path, const struct pt_loaded **out, struct pt_error_rec *err);
 void pt_registry_release(const struct pt_loaded *l);
 size_t pt_registry_count(void); /* live entries, for tests */
 
 /* Profile selection for a communicator (docs/profile-format.md, Selection).
- * spec is PCIE_TUNER_PROFILE's value or NULL for the default search path.
+ * spec is PCIE_TUNER_PROFILE's value, or NULL for the installed directory.
  * Returns 0 with *out referenced; PT_ENOENT when nothing matches (msg says
  * what was searched); PT_EAMBIG when two equally specific profiles match;
  * another error for an unreadable or invalid profile. msg gets one line. */

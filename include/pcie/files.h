@@ -1,0 +1,70 @@
+/*
+ * The files the plugin and the tools read and write
+ * (docs/profile-format.md, "Files the tools read and write").
+ *
+ * Inputs are regular files only. They are opened without blocking, so a
+ * FIFO cannot hang a job or a command, and their size is checked before
+ * reading, so /dev/zero or a huge sparse file costs nothing. Outputs are
+ * written atomically (temporary file beside the target, fsync, link or
+ * rename), never replace anything but a regular file, and are never one of
+ * the inputs. '-' names standard output for every output.
+ *
+ * Functions return 0 or a negative PT_E* code with *err filled, and never
+ * print. They take no lock, so callers decide what they hold meanwhile.
+ */
+#ifndef PCIE_FILES_H
+#define PCIE_FILES_H
+
+#include <stddef.h>
+
+#include "pcie/profile.h"
+
+/* Far above any real profile (a full sweep of five collectives in both
+ * modes is a few MiB); keeps a wrong file out before a byte is read. */
+#define PT_MAX_PROFILE_BYTES ((size_t)16 << 20)
+/* Box descriptions and workload files: hand-written, a few KiB. */
+#define PT_MAX_SMALL_INPUT ((size_t)1 << 20)
+
+enum pt_read_flags {
+  PT_READ_STDIN = 1 << 0, /* "-" reads standard input (the user's own pipe) */
+};
+
+/* Reads all of path into a malloc'ed NUL-terminated buffer (*len bytes, a
+ * NUL inside possible). Refuses anything that is not a regular file and
+ * anything larger than max bytes, with a message that says what to do. */
+int pt_file_read(const char *path, size_t max, unsigned flags, char **text, size_t *len,
+                 struct pt_error_rec *err);
+
+/* Refuses libconfig's @include directive, with the line it is on. An
+ * included file is resolved against each process's working directory and
+ * is not covered by the profile's hash, and libconfig exits the process
+ * when it cannot read one: a profile or box file must be self-contained. */
+int pt_text_refuse_include(const char *text, const char *file, struct pt_error_rec *err);
+
+/* The atomic write's flags; PT_WRITE_FORCE (pcie/profile.h) is 1 << 0. */
+enum pt_output_flags {
+  PT_OUT_FORCE = 1 << 0, /* replace an existing regular file (through a symlink) */
+};
+
+/* Checks, before any work is done, that path can be written: '-' (standard
+ * output); a missing file in a writable directory; or, with PT_OUT_FORCE, an
+ * existing regular file or a symlink to one (written through: the link
+ * stays). Refuses a FIFO, device, socket or directory, an existing file
+ * without force, a missing or read-only directory, and any of the ninputs
+ * input paths (by device and inode, so a second name for it is caught). */
+int pt_output_check(const char *path, unsigned flags, const char *const *inputs, size_t ninputs,
+                    struct pt_error_rec *err);
+
+/* The file a write of path replaces: a malloc'ed copy of path, or, for a
+ * symlink, the canonical path of the file it names. NULL when out of
+ * memory or when the link leads nowhere. */
+char *pt_output_target(const char *path);
+
+/* Writes len bytes of data to path: to standard output for '-', else
+ * atomically with the rules of pt_output_check (no input list here: call
+ * it first). Without PT_OUT_FORCE an existing file is PT_EEXIST, even one
+ * that appeared since the check. */
+int pt_output_write(const char *path, const void *data, size_t len, unsigned flags,
+                    struct pt_error_rec *err);
+
+#endif

@@ -1,0 +1,283 @@
+/*
+ * Safe input and output files (include/pcie/files.h). The plugin reads its
+ * profiles here inside a user's job, so nothing may block (a FIFO), read
+ * without bound (/dev/zero, a sparse file) or exit (libconfig's @include);
+ * the commands use the same code so that they refuse exactly what the
+ * plugin refuses. Never prints.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pcie/files.h"
+
+static const char *kind(mode_t m) {
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISSOCK(m)) return "a socket";
+  if (S_ISLNK(m)) return "a symbolic link";
+  return "not a regular file";
+}
+
+static int not_regular(struct pt_error_rec *err, const char *path, mode_t m, const char *hint) {
+  return pt_error_set(err, PT_EIO, path, 0, "is %s, not a regular file; %s", kind(m), hint);
+}
+
+/* Reads fd to its end, at most max bytes (one byte more tells "larger");
+ * hint is the expected size. */
+static int read_fd(int fd, const char *path, size_t hint, size_t max, char **text, size_t *len,
+                   struct pt_error_rec *err) {
+  size_t cap = hint < 4096 ? 4096 : hint + 1, n = 0;
+  char *buf, *nb;
+  int rc = 0;
+  if (cap > max + 1) cap = max + 1;
+  if (!(buf = malloc(cap + 1))) return pt_error_set(err, PT_ENOMEM, path, 0, "out of memory");
+  for (;;) {
+    if (n == cap) {
+      if (n > max) break;
+      cap = cap > (max + 1) / 2 ? max + 1 : cap * 2;
+      if (!(nb = realloc(buf, cap + 1))) {
+        rc = pt_error_set(err, PT_ENOMEM, path, 0, "out of memory");
+        break;
+      }
+      buf = nb;
+    }
+    ssize_t got = read(fd, buf + n, cap - n);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      rc = pt_error_set(err, PT_EIO, path, 0, "cannot read: %s", strerror(errno));
+      break;
+    }
+    if (got == 0) break;
+    n += (size_t)got;
+  }
+  if (!rc && n > max)
+    rc = pt_error_set(err, PT_EIO, path, 0, "larger than the %zu-byte limit for this input", max);
+  if (rc) {
+    free(buf);
+    return rc;
+  }
+  buf[n] = '\0';
+  *text = buf;
+  *len = n;
+  return 0;
+}
+
+int pt_file_read(const char *path, size_t max, unsigned flags, char **text, size_t *len,
+                 struct pt_error_rec *err) {
+  struct stat st, fst;
+  int fd, rc;
+  memset(err, 0, sizeof *err);
+  *text = NULL;
+  *len = 0;
+  if ((flags & PT_READ_STDIN) && !strcmp(path, "-"))
+    return read_fd(STDIN_FILENO, "<stdin>", 0, max, text, len, err);
+  /* stat first, so a device node is never even opened (opening some has
+   * side effects); fstat after, on what was actually opened. */
+  if (stat(path, &st) != 0)
+    return pt_error_set(err, PT_EIO, path, 0, "cannot open: %s", strerror(errno));
+  if (!S_ISREG(st.st_mode)) return not_regular(err, path, st.st_mode, "name a file");
+  /* O_NONBLOCK: should a FIFO replace the file after the stat, open
+   * returns at once instead of waiting for a writer. */
+  fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return pt_error_set(err, PT_EIO, path, 0, "cannot open: %s", strerror(errno));
+  if (fstat(fd, &fst) != 0) {
+    rc = pt_error_set(err, PT_EIO, path, 0, "cannot stat: %s", strerror(errno));
+  } else if (!S_ISREG(fst.st_mode)) {
+    rc = not_regular(err, path, fst.st_mode, "name a file");
+  } else if ((size_t)fst.st_size > max) {
+    rc = pt_error_set(err, PT_EIO, path, 0,
+                      "is %lld bytes, larger than the %zu-byte limit for this input; is it the "
+                      "right file?",
+                      (long long)fst.st_size, max);
+  } else {
+    rc = read_fd(fd, path, (size_t)fst.st_size, max, text, len, err);
+  }
+  close(fd);
+  return rc;
+}
+
+int pt_text_refuse_include(const char *text, const char *file, struct pt_error_rec *err) {
+  int line = 1;
+  /* libconfig's scanner takes "@include" only at the start of a line after
+   * blanks; matching that (case-insensitively, and even inside a comment or
+   * a string, where it would be harmless) errs on the side of refusing. */
+  for (const char *p = text; *p; line++) {
+    while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\f' || *p == '\v') p++;
+    if (!strncasecmp(p, "@include", 8))
+      return pt_error_set(err, PT_EINVAL, file, line,
+                          "@include is not allowed: a profile must be self-contained (an "
+                          "included file resolves per working directory and is not covered "
+                          "by the hash); paste its settings here instead");
+    p = strchr(p, '\n');
+    if (!p) break;
+    p++;
+  }
+  return 0;
+}
+
+/* dirname() of a copy; malloc'ed. */
+static char *dir_of(const char *path) {
+  char *copy = strdup(path), *d = NULL;
+  if (copy) d = strdup(dirname(copy));
+  free(copy);
+  return d;
+}
+
+char *pt_output_target(const char *path) {
+  struct stat st;
+  if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) return realpath(path, NULL);
+  return strdup(path);
+}
+
+/* The checks shared by pt_output_check and pt_output_write, on the file a
+ * write of path would replace. *target is malloc'ed on success. */
+static int check_target(const char *path, unsigned flags, char **target,
+                        struct pt_error_rec *err) {
+  struct stat st;
+  char *dir = NULL;
+  int rc = 0;
+  *target = NULL;
+  if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+    if (stat(path, &st) != 0)
+      return pt_error_set(err, PT_EIO, path, 0,
+                          "is a symbolic link to a missing file (%s); remove it or name another "
+                          "output",
+                          strerror(errno));
+    if (!S_ISREG(st.st_mode))
+      return not_regular(err, path, st.st_mode,
+                         "refusing to replace it (write to '-', standard output, and redirect)");
+    if (!(flags & PT_OUT_FORCE))
+      return pt_error_set(err, PT_EEXIST, path, 0,
+                          "already exists (a symbolic link); pass --force to write through it");
+  }
+  *target = pt_output_target(path);
+  if (!*target) return pt_error_set(err, PT_EIO, path, 0, "cannot resolve: %s", strerror(errno));
+  if (lstat(*target, &st) == 0) {
+    if (!S_ISREG(st.st_mode))
+      rc = not_regular(err, path, st.st_mode,
+                       "refusing to replace it (write to '-', standard output, and redirect)");
+    else if (!(flags & PT_OUT_FORCE))
+      rc = pt_error_set(err, PT_EEXIST, path, 0, "already exists; pass --force to overwrite it");
+  } else if (errno != ENOENT) {
+    rc = pt_error_set(err, PT_EIO, path, 0, "cannot inspect: %s", strerror(errno));
+  }
+  if (!rc) {
+    dir = dir_of(*target);
+    if (!dir) rc = pt_error_set(err, PT_ENOMEM, path, 0, "out of memory");
+    else if (stat(dir, &st) != 0)
+      rc = pt_error_set(err, PT_EIO, path, 0, "directory %s does not exist (%s)", dir,
+                        strerror(errno));
+    else if (!S_ISDIR(st.st_mode))
+      rc = pt_error_set(err, PT_EIO, path, 0, "%s is not a directory", dir);
+    else if (access(dir, W_OK | X_OK) != 0)
+      rc = pt_error_set(err, PT_EIO, path, 0, "cannot write in directory %s (%s)", dir,
+                        strerror(errno));
+  }
+  free(dir);
+  if (rc) {
+    free(*target);
+    *target = NULL;
+  }
+  return rc;
+}
+
+int pt_output_check(const char *path, unsigned flags, const char *const *inputs, size_t ninputs,
+                    struct pt_error_rec *err) {
+  struct stat out, in;
+  char *target = NULL;
+  int rc;
+  memset(err, 0, sizeof *err);
+  if (!strcmp(path, "-")) return 0;
+  if ((rc = check_target(path, flags, &target, err))) return rc;
+  if (stat(target, &out) == 0)
+    for (size_t i = 0; i < ninputs && !rc; i++)
+      if (inputs[i] && strcmp(inputs[i], "-") && stat(inputs[i], &in) == 0 &&
+          in.st_dev == out.st_dev && in.st_ino == out.st_ino)
+        rc = pt_error_set(err, PT_EINVAL, path, 0,
+                          "is also an input (%s): writing it would destroy what is being read; "
+                          "choose another output",
+                          inputs[i]);
+  free(target);
+  return rc;
+}
+
+static int write_all(int fd, const char *data, size_t len) {
+  size_t off = 0;
+  while (off < len) {
+    ssize_t w = write(fd, data + off, len - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      if (w == 0) errno = EIO;
+      return -1;
+    }
+    off += (size_t)w;
+  }
+  return 0;
+}
+
+int pt_output_write(const char *path, const void *data, size_t len, unsigned flags,
+                    struct pt_error_rec *err) {
+  char *target = NULL, *tmp = NULL, *dir = NULL;
+  const char *base;
+  struct stat st;
+  int fd = -1, rc;
+  memset(err, 0, sizeof *err);
+  if (!strcmp(path, "-")) {
+    if (write_all(STDOUT_FILENO, data, len) == 0) return 0;
+    return pt_error_set(err, PT_EIO, "<stdout>", 0, "cannot write: %s", strerror(errno));
+  }
+  if ((rc = check_target(path, flags, &target, err))) return rc;
+  base = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
+  dir = dir_of(target);
+  if (!dir || asprintf(&tmp, "%s/.%s.XXXXXX", dir, base) < 0) {
+    tmp = NULL;
+    rc = pt_error_set(err, PT_ENOMEM, path, 0, "out of memory");
+    goto out;
+  }
+  /* mkstemp: a fresh file, never an existing one or a planted symlink. */
+  fd = mkstemp(tmp);
+  if (fd < 0) {
+    free(tmp);
+    tmp = NULL;
+    rc = pt_error_set(err, PT_EIO, path, 0, "cannot create a temporary file beside it: %s",
+                      strerror(errno));
+    goto out;
+  }
+  /* A replaced file keeps its permissions; a new one is world-readable. */
+  mode_t mode = stat(target, &st) == 0 ? st.st_mode & 07777 : 0644;
+  if (write_all(fd, data, len) || fchmod(fd, mode) || fsync(fd)) {
+    rc = pt_error_set(err, PT_EIO, path, 0, "cannot write: %s", strerror(errno));
+    goto out;
+  }
+  close(fd);
+  fd = -1;
+  /* Without force, link() fails if the target appeared meanwhile: no race
+   * can clobber a file. With force, rename() replaces atomically; the
+   * target was checked to be a regular file (a FIFO or device node put
+   * there since is the one race left, and needs write access to the
+   * directory). */
+  if (flags & PT_OUT_FORCE ? rename(tmp, target) : link(tmp, target)) {
+    if (errno == EEXIST)
+      rc = pt_error_set(err, PT_EEXIST, path, 0, "already exists; pass --force to overwrite it");
+    else
+      rc = pt_error_set(err, PT_EIO, path, 0, "cannot move the new file into place: %s",
+                        strerror(errno));
+  }
+out:
+  if (fd >= 0) close(fd);
+  if (tmp) unlink(tmp); /* after rename it no longer exists; after link it is the spare name */
+  free(tmp);
+  free(dir);
+  free(target);
+  return rc;
+}
