@@ -19,6 +19,7 @@ static const struct subcommand subcommands[] = {
     {"show", cmd_show, "print (and draw) the decisions a profile makes"},
     {"check", cmd_check, "validate profiles"},
     {"simulate", cmd_simulate, "drive the plugin over a workload on a simulated box"},
+    {"doctor", cmd_doctor, "read a job's NCCL_DEBUG=INFO log: is the plugin loaded and working?"},
     {"worker", cmd_worker, NULL},
 };
 

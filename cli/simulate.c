@@ -10,12 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "cmds.h"
 #include "sim/simeval.h"
 
 #define MAX_ITEMS 256
+#define PLUGIN_NAME "PcieTuner" /* tuner/tuner_v*.c, .name */
 
 static const char usage_text[] =
     "usage: pcie-tune simulate PROFILE --box NAME|FILE [--workload FILE]\n"
@@ -124,6 +126,37 @@ static const char *plugin_path(const char *given, char *buf, size_t len) {
   return buf;
 }
 
+/* NCCL_DEBUG as NCCL reads it (src/debug.cc, ncclDebugInit): INFO shows
+ * INFO and WARN, WARN only WARN; unset or anything else shows nothing. */
+static int debug_level(void) {
+  const char *v = getenv("NCCL_DEBUG");
+  if (!v) return -1;
+  if (!strcasecmp(v, "INFO") || !strcasecmp(v, "TRACE")) return NCCL_LOG_INFO;
+  if (!strcasecmp(v, "WARN")) return NCCL_LOG_WARN;
+  return -1;
+}
+
+/* One line the way NCCL's logger prefixes it, "host:pid:tid [dev] NCCL
+ * INFO msg" (src/debug.cc, ncclDebugLog), on stdout as NCCL does without
+ * NCCL_DEBUG_FILE. WARN lines lack NCCL's file:line: the simulated host does
+ * not record them. The simulated NCCL is one process, rank 0, device 0. */
+static void nccl_line(int level, const char *msg) {
+  static char host[64];
+  if (!host[0] && gethostname(host, sizeof host - 1)) snprintf(host, sizeof host, "localhost");
+  host[strcspn(host, ".")] = 0; /* NCCL keeps the name up to the first dot */
+  printf("%s:%d:%d [0] NCCL %s %s\n", host, (int)getpid(), (int)getpid(),
+         level == NCCL_LOG_WARN ? "WARN" : "INFO", msg);
+}
+
+/* Prints what the plugin logged since the last call (at the NCCL_DEBUG
+ * level) and clears the record, so a long traced run cannot fill it. */
+static void flush_log(int level) {
+  struct ph_log_entry e;
+  for (size_t i = 0; level >= 0 && ph_log_get(i, &e) == 0; i++)
+    if (e.level <= level) nccl_line(e.level, e.msg);
+  ph_log_clear();
+}
+
 static void choice(char *buf, size_t len, const struct pt_sim_choice *c) {
   if (c->algo < 0) snprintf(buf, len, "-");
   else snprintf(buf, len, "%s/%s/%d", pt_algo_name(c->algo), pt_proto_name(c->proto), c->channels);
@@ -216,6 +249,30 @@ int cmd_simulate(int argc, char **argv) {
     fprintf(stderr, "pcie-tune simulate: the plugin's init failed\n");
     goto out_close;
   }
+  int level = debug_level();
+  if (level >= NCCL_LOG_INFO) {
+    /* What NCCL prints around the tuner's init (src/plugin/tuner.cc,
+     * src/plugin/tuner/tuner_v*.cc, src/init.cc initTransportsRank). */
+    char line[PATH_MAX + 64];
+    snprintf(line, sizeof line, "TUNER/Plugin: Using %s (v%d)", PLUGIN_NAME, pl.version);
+    nccl_line(NCCL_LOG_INFO, line);
+    snprintf(line, sizeof line, "Successfully loaded external tuner plugin %s", so);
+    nccl_line(NCCL_LOG_INFO, line);
+    snprintf(line, sizeof line, "comm 0x1 rank 0 nRanks %d nNodes %d localRanks %d localRank 0 MNNVL 0",
+             box.nranks, box.nnodes, box.nranks);
+    nccl_line(NCCL_LOG_INFO, line);
+  }
+  struct ph_log_entry le;
+  for (size_t i = 0; ph_log_get(i, &le) == 0; i++) {
+    /* tuner/core.c ends every refusal so; say it even without NCCL_DEBUG,
+     * or a profile for another box reports 1.00x without a word. */
+    const char *leave = strstr(le.msg, "; leaving "), *why = le.msg;
+    if (!strncmp(why, PLUGIN_NAME ": ", strlen(PLUGIN_NAME) + 2)) why += strlen(PLUGIN_NAME) + 2;
+    if (leave && strstr(leave, "to NCCL"))
+      fprintf(stderr, "pcie-tune simulate: warning: the plugin tunes nothing on this %d-rank box: %.*s\n",
+              box.nranks, (int)(leave - why), why);
+  }
+  flush_log(level);
   printf("box %s (%d ranks): %s\nprofile %s, plugin %s (tuner v%d), %s mode\n\n", box.name, box.nranks,
          box.desc, profile, so, pl.version, pt_mode_name(mode));
   printf("%-14s %10s  %-16s %-16s %-16s %11s %11s %11s %8s %8s\n", "step", "bytes", "NCCL default",
@@ -229,6 +286,7 @@ int cmd_simulate(int argc, char **argv) {
       struct pt_sim_eval ev;
       char c0[48], c1[48], c2[48], size[32];
       pt_sim_eval(&comm, &box, items[s].coll, mode, items[s].bytes, &ev);
+      flush_log(level);
       if (ev.tuned.state != PT_PT_OK) {
         fprintf(stderr, "pcie-tune simulate: the plugin chose %s/%s at %llu B, which is %s on this box\n",
                 pt_algo_name(ev.tuned.algo), pt_proto_name(ev.tuned.proto),
