@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "args.h"
 #include "cmds.h"
 #include "pcie/profile.h"
 #include "pcie/table.h"
@@ -58,13 +59,11 @@ int cmd_check(int argc, char **argv) {
       quiet = 1;
       continue;
     }
-    fprintf(stderr, "pcie-tune check: unknown option '%s'\n\n%s", argv[i], usage);
-    return 2;
+    return cli_usage_error("check", "unknown option '%s'", argv[i]);
   }
   for (; i < argc; i++, files++) bad |= check_one(argv[i], quiet);
   if (!files) {
-    fprintf(stderr, "pcie-tune check: no profile given\n\n%s", usage);
-    return 2;
+    return cli_usage_error("check", "no profile given");
   }
   return bad;
 }

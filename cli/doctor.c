@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "cmds.h"
 #include "import/ncclog.h"
 
@@ -561,12 +562,10 @@ int cmd_doctor(int argc, char **argv) {
       quiet = 1;
       continue;
     }
-    fprintf(stderr, "pcie-tune doctor: unknown option '%s'\n\n%s", argv[i], usage);
-    return EXIT_USAGE;
+    return cli_usage_error("doctor", "unknown option '%s'", argv[i]);
   }
   if (i == argc) {
-    fprintf(stderr, "pcie-tune doctor: no log given\n\n%s", usage);
-    return EXIT_USAGE;
+    return cli_usage_error("doctor", "no log given");
   }
   if (nl_init()) {
     fprintf(stderr, "pcie-tune doctor: internal error: a log pattern does not compile\n");

@@ -46,7 +46,7 @@ struct args {
 static int usage_error(const char *fmt, const char *subject) {
   fprintf(stderr, "pcie-tune import: ");
   fprintf(stderr, fmt, subject);
-  fprintf(stderr, "\n\n%s", usage_text);
+  fprintf(stderr, "\n(see 'pcie-tune import --help')\n");
   return 2;
 }
 
