@@ -37,7 +37,7 @@
 #define B 470
 #define T2 530 /* speed-up panel */
 #define B2 710
-#define SAMPLES 700
+#define SAMPLES 400
 
 #define FOCUS_LO 14336.0             /* one token's all-reduce (hidden 7168, bf16) */
 #define FOCUS_HI (2.0 * 1024 * 1024) /* 128 tokens is 1.75 MiB */

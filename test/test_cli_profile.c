@@ -137,7 +137,7 @@ START_TEST(profile_show_simulate) {
   fclose(f);
   ck_assert_ptr_nonnull(strstr(svg, "<svg"));
   ck_assert_ptr_nonnull(strstr(svg, "NCCL default"));
-  ck_assert_ptr_nonnull(strstr(svg, "latency (us, log scale)"));
+  ck_assert_ptr_nonnull(strstr(svg, "latency (\u00b5s, log scale)"));
   ck_assert_ptr_nonnull(strstr(svg, "</svg>"));
   /* The chart obeys --force like every other output; refused means untouched. */
   char *keep = pt_test_write(dir, "keep.svg", "mine\n");
