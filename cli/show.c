@@ -29,7 +29,8 @@ static const char usage_text[] =
     "                    chosen envelope and NCCL's default (never overwritten\n"
     "                    without --force)\n"
     "  --force           replace an existing --svg FILE\n"
-    "  --json            print the table as JSON instead of text\n";
+    "  --json            print the table as JSON instead of text\n"
+    "  -q, --quiet       print nothing (with --svg: only the chart)\n";
 
 static int bad(const char *fmt, const char *arg) {
   fprintf(stderr, "pcie-tune show: ");
@@ -125,7 +126,7 @@ static void print_json(const struct pt_profile *p, const struct pt_ivset *set, i
 
 int cmd_show(int argc, char **argv) {
   const char *path = NULL, *svg = NULL;
-  int coll = PT_ALLREDUCE, mode = PT_MODE_GRAPH, json = 0, force = 0, status = 1;
+  int coll = PT_ALLREDUCE, mode = PT_MODE_GRAPH, json = 0, force = 0, quiet = 0, status = 1;
   long nranks = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -135,6 +136,7 @@ int cmd_show(int argc, char **argv) {
     } else if (!strcmp(a, "--graph")) mode = PT_MODE_GRAPH;
     else if (!strcmp(a, "--eager")) mode = PT_MODE_EAGER;
     else if (!strcmp(a, "--json")) json = 1;
+    else if (!strcmp(a, "--quiet")) quiet = 1;
     else if (!strcmp(a, "--force")) force = 1;
     else if (!strcmp(a, "--svg") || !strcmp(a, "--collective") || !strcmp(a, "--nranks")) {
       if (!v) return bad("option '%s' needs a value", a);
@@ -192,8 +194,9 @@ int cmd_show(int argc, char **argv) {
     fprintf(stderr, "pcie-tune show: %s: no %s data in this profile\n", path, pt_coll_name(coll));
     goto out;
   }
-  if (json) print_json(&p, set, coll, mode);
-  else print_text(&p, set, coll, mode);
+  /* --quiet: only the chart, or only the exit status. */
+  if (!quiet && json) print_json(&p, set, coll, mode);
+  else if (!quiet) print_text(&p, set, coll, mode);
   if (svg) {
     /* The series drawn is the one the table serves this mode from. */
     const struct pt_series *s = p.series[coll][mode] ? p.series[coll][mode] : p.series[coll][!mode];
@@ -203,7 +206,7 @@ int cmd_show(int argc, char **argv) {
       fprintf(stderr, "pcie-tune show: cannot write %s: %s\n", svg, strerror(errno));
       goto out;
     }
-    if (!json) printf("chart written to %s\n", svg);
+    if (!json && !quiet) printf("chart written to %s\n", svg);
   }
   status = 0;
 out:

@@ -81,6 +81,23 @@ START_TEST(equals_form_and_short_quiet) {
   free(out);
   free(err);
   free(args);
+  ck_assert(asprintf(&args, "show -q %s/%s --svg=q.svg", pt_test_srcdir(), prof) > 0);
+  ck_assert_int_eq(run(&out, &err, args), 0);
+  ck_assert_str_eq(out, "");
+  free(out);
+  free(err);
+  free(args);
+  ck_assert(asprintf(&args, "import -q --out=i.cfg %s/test/data/nccltests/synth/ar8-eager-default.txt "
+                     "%s/test/data/nccltests/synth/ar8-eager-ring-ll-4.txt", pt_test_srcdir(), pt_test_srcdir()) > 0);
+  ck_assert_int_eq(run(&out, &err, args), 0);
+  ck_assert_str_eq(out, "");
+  free(out);
+  free(err);
+  free(args);
+  ck_assert_int_eq(run(&out, &err, "import --setting algo=ringg --out x.cfg y.log"), 2);
+  has(err, "unknown algorithm 'ringg' (expected tree, ring, ");
+  free(out);
+  free(err);
   ck_assert(asprintf(&args, "show %s/%s --collective=allreduce --graph", pt_test_srcdir(), prof) > 0);
   ck_assert_int_eq(run(&out, &err, args), 0);
   has(out, "allreduce");
