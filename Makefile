@@ -6,7 +6,7 @@
 #   make asan       the suites under ASan+UBSan (build-asan/)
 #   make tsan       the threaded suites under TSan (build-tsan/)
 #   make demo       profile a simulated box, then show and simulate it
-#   make install PREFIX=/usr/local
+#   make install PREFIX=/usr/local   (make uninstall PREFIX=... removes it)
 #   make deps       install libconfig-dev, check and pkg-config when missing
 
 .DEFAULT_GOAL := all
@@ -84,7 +84,7 @@ TEST_BINS = $(addprefix $(BUILD)/test/,$(TESTS))
 BENCH_BINS = $(addprefix $(BUILD)/bench/,$(BENCHES))
 
 .SECONDARY:
-.PHONY: layout-check all deps test asan tsan check-build install demo clean bench fuzz
+.PHONY: layout-check all deps test asan tsan check-build install uninstall demo clean bench fuzz
 all: $(SO) $(CLI) $(EXTRA_ALL)
 
 deps: $(DEPS_STAMP)
@@ -163,6 +163,19 @@ install: all
 	  example-*) install -m 644 $$f $(DESTDIR)$(DATADIR)/examples/ ;; \
 	  *) install -m 644 $$f $(DESTDIR)$(DATADIR)/profiles/ ;; esac; done
 	install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/nccl-pcie-tuner/
+	@sh mk/ldconfig.sh install $(PREFIX)/lib $(DESTDIR)
+
+# Removes what install put there, by name: a profile the user added to the
+# profiles directory stays, and so does the directory then.
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/lib/libnccl-tuner-pcie.so $(DESTDIR)$(PREFIX)/lib/libnccl-net-pcie.so \
+	  $(DESTDIR)$(PREFIX)/bin/pcie-tune
+	for f in profiles/*.cfg; do rm -f $(DESTDIR)$(DATADIR)/profiles/$${f##*/} \
+	  $(DESTDIR)$(DATADIR)/examples/$${f##*/}; done
+	for f in README.md docs/*.md; do rm -f $(DESTDIR)$(PREFIX)/share/doc/nccl-pcie-tuner/$${f##*/}; done
+	-rmdir $(DESTDIR)$(DATADIR)/profiles $(DESTDIR)$(DATADIR)/examples $(DESTDIR)$(DATADIR) \
+	  $(DESTDIR)$(PREFIX)/share/doc/nccl-pcie-tuner 2>/dev/null
+	@sh mk/ldconfig.sh uninstall $(PREFIX)/lib $(DESTDIR)
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "args.h"
 #include "check_dir.h"
 #include "cmds.h"
 #include "pcie/profile.h"
@@ -67,7 +68,7 @@ static int comm_opt(int argc, char **argv, int *i, const char *name, long *out) 
   errno = 0;
   *out = strtol(v, &end, 10);
   if (end == v || *end || errno || *out < 1 || *out > (1L << 20)) {
-    fprintf(stderr, "pcie-tune check: bad %s '%s' (1..1048576)\n\n%s", name, v, usage);
+    cli_usage_error("check", "bad %s '%s' (1..1048576)", name, v);
     return -1;
   }
   return 1;
@@ -100,8 +101,7 @@ int cmd_check(int argc, char **argv) {
       quiet = 1;
       continue;
     }
-    fprintf(stderr, "pcie-tune check: unknown option '%s'\n\n%s", argv[i], usage);
-    return 2;
+    return cli_usage_error("check", "unknown option '%s'", argv[i]);
   }
   /* Options may also follow the profiles: check DIR --nranks 8. */
   char **paths = calloc((size_t)argc, sizeof *paths);
@@ -115,15 +115,13 @@ int cmd_check(int argc, char **argv) {
     } else if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) {
       quiet = 1;
     } else {
-      fprintf(stderr, "pcie-tune check: unknown option '%s'\n\n%s", argv[i], usage);
       free(paths);
-      return 2;
+      return cli_usage_error("check", "unknown option '%s'", argv[i]);
     }
   }
   if (!files || (nnodes && !nranks)) {
-    fprintf(stderr, "pcie-tune check: %s\n\n%s", files ? "--nnodes needs --nranks" : "no profile given", usage);
     free(paths);
-    return 2;
+    return cli_usage_error("check", "%s", files ? "--nnodes needs --nranks" : "no profile given");
   }
   for (int k = 0; k < files; k++) {
     if (nranks) bad |= check_select(paths[k], (size_t)nranks, nnodes ? (size_t)nnodes : 1, quiet);

@@ -31,6 +31,7 @@ static const char usage_text[] =
     "  --out FILE      profile to write (refused if it exists, unless --force;\n"
     "                  never one of the logs; '-': standard output)\n"
     "  --force         overwrite FILE\n"
+    "  -q, --quiet     no summary of what was written\n"
     "  --in-place      use the in-place times (default: out-of-place)\n"
     "  --name NAME     profile name (default: FILE's base name)\n"
     "  --setting SPEC  the setting of the next LOG: algo=, proto=, channels=\n"
@@ -39,7 +40,7 @@ static const char usage_text[] =
 
 struct args {
   const char *out, *name;
-  int force, in_place;
+  int force, in_place, quiet;
   size_t nlogs;
   const char **path;        /* argv strings */
   struct imp_setting *cli;  /* per log */
@@ -48,7 +49,7 @@ struct args {
 static int usage_error(const char *fmt, const char *subject) {
   fprintf(stderr, "pcie-tune import: ");
   fprintf(stderr, fmt, subject);
-  fprintf(stderr, "\n\n%s", usage_text);
+  fprintf(stderr, "\n(see 'pcie-tune import --help')\n");
   return 2;
 }
 
@@ -71,6 +72,8 @@ static int parse_args(int argc, char **argv, struct args *a) {
       return -1;
     } else if (!strcmp(s, "--force")) {
       a->force = 1;
+    } else if (!strcmp(s, "--quiet")) {
+      a->quiet = 1;
     } else if (!strcmp(s, "--in-place")) {
       a->in_place = 1;
     } else if (!strcmp(s, "--out") || !strcmp(s, "--name") || !strcmp(s, "--setting")) {
@@ -85,7 +88,7 @@ static int parse_args(int argc, char **argv, struct args *a) {
       } else {
         if (pending_spec) return usage_error("--setting '%s' is not followed by a log", pending_spec);
         if (imp_setting_parse(v, &pending, msg, sizeof msg)) {
-          fprintf(stderr, "pcie-tune import: --setting: %s\n\n%s", msg, usage_text);
+          fprintf(stderr, "pcie-tune import: --setting: %s\n(see 'pcie-tune import --help')\n", msg);
           return 2;
         }
         pending_spec = v;
@@ -210,7 +213,8 @@ int cmd_import(int argc, char **argv) {
     print_error(&err);
     goto out;
   }
-  if (strcmp(a.out, "-")) summary(&p, a.out); /* with '-', stdout holds the profile alone */
+  /* With '-', stdout holds the profile alone. */
+  if (!a.quiet && strcmp(a.out, "-")) summary(&p, a.out);
   ret = 0;
 out:
   for (size_t i = 0; in && i < a.nlogs; i++) nt_log_release(&in[i].log);

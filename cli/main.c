@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "args.h"
 #include "cmds.h"
 
 struct subcommand {
@@ -19,6 +20,7 @@ static const struct subcommand subcommands[] = {
     {"show", cmd_show, "print (and draw) the decisions a profile makes"},
     {"check", cmd_check, "validate profiles"},
     {"simulate", cmd_simulate, "drive the plugin over a workload on a simulated box"},
+    {"doctor", cmd_doctor, "read a job's NCCL_DEBUG=INFO log: is the plugin loaded and working?"},
     {"worker", cmd_worker, NULL},
 };
 
@@ -41,6 +43,11 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "--version")) {
     printf("pcie-tune 0.1.0\n");
     return 0;
+  }
+  /* One spelling for every command's option loop: --opt=value and -q. */
+  if (cli_normalize(&argc, &argv)) {
+    fprintf(stderr, "pcie-tune: out of memory\n");
+    return 1;
   }
   for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
     if (!strcmp(argv[1], subcommands[i].name)) return subcommands[i].fn(argc - 1, argv + 1);

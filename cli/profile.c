@@ -506,7 +506,9 @@ static int run(struct opts *o, const char *args, int resume) {
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
-  rc = pt_sweep_run(&sw, &be, &e);
+  /* Workers (nccl, or sim --isolate) have a deadline per measurement. */
+  double deadline = o->isolate || strcmp(o->backend, "sim") ? (double)o->timeout_s : 0;
+  rc = pt_sweep_run(&sw, pt_progress_wrap(&r.pg, &be, deadline), &e);
   sigaction(SIGINT, &old_int, NULL);
   sigaction(SIGTERM, &old_term, NULL);
   pt_progress_end(&r.pg);

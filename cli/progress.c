@@ -1,6 +1,9 @@
 /*
  * Progress of a sweep on stderr (cli/progress.h). Redraws at most ten times
- * a second so a fast backend is not slowed down by the terminal.
+ * a second so a fast backend is not slowed down by the terminal; without a
+ * terminal it prints one line per phase, and one per measurement only when
+ * measurements are slow (ten seconds since the last line), so a log of a
+ * GPU sweep shows what is running without a line per point.
  */
 #include <stdio.h>
 #include <string.h>
@@ -8,6 +11,8 @@
 #include <unistd.h>
 
 #include "progress.h"
+
+#define SLOW_LINE_S 10.0
 
 static double now_s(void) {
   struct timespec ts;
@@ -19,7 +24,24 @@ void pt_progress_init(struct pt_progress *p, int quiet) {
   memset(p, 0, sizeof *p);
   p->tty = isatty(STDERR_FILENO);
   p->quiet = quiet;
-  p->start = now_s();
+  p->start = p->last_line = now_s();
+}
+
+static void draw(struct pt_progress *p, double t) {
+  char bar[31], eta[16];
+  double f = p->fraction, el = t - p->start;
+  int fill = (int)(f * 30);
+  for (int i = 0; i < 30; i++) bar[i] = i < fill ? '#' : '.';
+  bar[30] = 0;
+  if (f > 0.01) {
+    int s = (int)(el * (1 - f) / f);
+    snprintf(eta, sizeof eta, "%d:%02d", s / 60, s % 60);
+  } else {
+    snprintf(eta, sizeof eta, "--:--");
+  }
+  /* \033[K clears what a longer earlier line left behind. */
+  fprintf(stderr, "\r[%s] %3.0f%% %-24s %7llu reps  ETA %s  %s\033[K", bar, 100 * f, p->last_key, p->samples,
+          eta, p->point);
 }
 
 void pt_progress_cb(void *arg, const struct pt_sweep_progress *sp) {
@@ -28,25 +50,75 @@ void pt_progress_cb(void *arg, const struct pt_sweep_progress *sp) {
   if (p->quiet) return;
   double t = now_s(), f = sp->fraction < 0 ? 0 : sp->fraction > 1 ? 1 : sp->fraction;
   snprintf(key, sizeof key, "%s %s", sp->series, sp->phase);
+  p->fraction = f;
+  p->samples = (unsigned long long)sp->samples;
+  if (f >= 1) p->point[0] = 0; /* nothing left to measure */
   if (!p->tty) {
-    if (strcmp(key, p->last_key)) fprintf(stderr, "profile: %3.0f%% %s\n", 100 * f, key);
+    if (strcmp(key, p->last_key)) {
+      fprintf(stderr, "profile: %3.0f%% %s\n", 100 * f, key);
+      p->last_line = t;
+    }
     snprintf(p->last_key, sizeof p->last_key, "%s", key);
     return;
   }
   if (t - p->last < 0.1 && f < 1 && !strcmp(key, p->last_key)) return;
   p->last = t;
   snprintf(p->last_key, sizeof p->last_key, "%s", key);
-  char bar[31];
-  int fill = (int)(f * 30);
-  for (int i = 0; i < 30; i++) bar[i] = i < fill ? '#' : '.';
-  bar[30] = 0;
-  double el = t - p->start, eta = f > 0.01 ? el * (1 - f) / f : -1;
-  if (eta >= 0)
-    fprintf(stderr, "\r[%s] %3.0f%% %-28s %8llu reps  ETA %d:%02d ", bar, 100 * f, key,
-            (unsigned long long)sp->samples, (int)eta / 60, (int)eta % 60);
-  else
-    fprintf(stderr, "\r[%s] %3.0f%% %-28s %8llu reps  ETA --:-- ", bar, 100 * f, key,
-            (unsigned long long)sp->samples);
+  draw(p, t);
+}
+
+/* Names the point about to be measured and, when there is a deadline, the
+ * wall-clock time it falls at: a bar that stops moving then still says what
+ * it waits for and until when. */
+static void announce(struct pt_progress *p, const struct pt_measure_req *q) {
+  static const char *const unit[] = {"B", "KiB", "MiB", "GiB"};
+  char what[48], when[48] = "";
+  double n = (double)q->nbytes, t = now_s();
+  int u = 0;
+  while (n >= 1024 && u < 3) n /= 1024, u++;
+  if (q->is_default) snprintf(what, sizeof what, "NCCL default");
+  else snprintf(what, sizeof what, "%s/%s/%d", pt_algo_name(q->algo), pt_proto_name(q->proto), q->channels);
+  if (p->deadline_s > 0) {
+    time_t at = time(NULL) + (time_t)p->deadline_s;
+    struct tm tm;
+    localtime_r(&at, &tm);
+    snprintf(when, sizeof when, ", deadline %.0f s (%02d:%02d:%02d)", p->deadline_s, tm.tm_hour, tm.tm_min,
+             tm.tm_sec);
+  }
+  snprintf(p->point, sizeof p->point, "measuring %s at %g %s%s", what, n, unit[u], when);
+  if (p->tty) {
+    /* A slow measurement must show; a fast sweep keeps its 10 Hz limit. */
+    if (t - p->last >= 0.1 || p->deadline_s > 0) {
+      p->last = t;
+      draw(p, t);
+    }
+  } else if (t - p->last_line >= SLOW_LINE_S) {
+    fprintf(stderr, "profile: %3.0f%% %s: %s\n", 100 * p->fraction, p->last_key, p->point);
+    p->last_line = t;
+  }
+}
+
+static int info(void *self, struct pt_backend_info *out) {
+  struct pt_progress *p = self;
+  return p->inner->info(p->inner->self, out);
+}
+
+static int measure(void *self, const struct pt_measure_req *req, double *samples, struct pt_measure_res *res,
+                   struct pt_error_rec *err) {
+  struct pt_progress *p = self;
+  if (!p->quiet) announce(p, req);
+  return p->inner->measure(p->inner->self, req, samples, res, err);
+}
+
+const struct pt_backend *pt_progress_wrap(struct pt_progress *p, const struct pt_backend *be,
+                                          double deadline_s) {
+  p->inner = be;
+  p->deadline_s = deadline_s;
+  p->outer.self = p;
+  p->outer.info = info;
+  p->outer.measure = measure;
+  p->outer.close = NULL; /* be is closed by its owner */
+  return &p->outer;
 }
 
 void pt_progress_end(struct pt_progress *p) {

@@ -31,7 +31,8 @@ static const char usage_text[] =
     "                    without --force, never the profile; '-': standard\n"
     "                    output, instead of the table)\n"
     "  --force           replace an existing --svg FILE\n"
-    "  --json            print the table as JSON instead of text\n";
+    "  --json            print the table as JSON instead of text\n"
+    "  -q, --quiet       print nothing (with --svg: only the chart)\n";
 
 static int bad(const char *fmt, const char *arg) {
   fprintf(stderr, "pcie-tune show: ");
@@ -169,7 +170,7 @@ static int svg_write(const char *svg, const char *title, const struct pt_series 
 
 int cmd_show(int argc, char **argv) {
   const char *path = NULL, *svg = NULL;
-  int coll = PT_ALLREDUCE, mode = PT_MODE_GRAPH, json = 0, force = 0, status = 1;
+  int coll = PT_ALLREDUCE, mode = PT_MODE_GRAPH, json = 0, force = 0, quiet = 0, status = 1;
   long nranks = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -179,6 +180,7 @@ int cmd_show(int argc, char **argv) {
     } else if (!strcmp(a, "--graph")) mode = PT_MODE_GRAPH;
     else if (!strcmp(a, "--eager")) mode = PT_MODE_EAGER;
     else if (!strcmp(a, "--json")) json = 1;
+    else if (!strcmp(a, "--quiet")) quiet = 1;
     else if (!strcmp(a, "--force")) force = 1;
     else if (!strcmp(a, "--svg") || !strcmp(a, "--collective") || !strcmp(a, "--nranks")) {
       if (!v) return bad("option '%s' needs a value", a);
@@ -235,15 +237,11 @@ int cmd_show(int argc, char **argv) {
   }
   /* The series drawn is the one the table serves this mode from. */
   const struct pt_series *s = p.series[coll][mode] ? p.series[coll][mode] : p.series[coll][!mode];
-  /* With --svg -, standard output carries the chart alone. */
-  if (!svg || strcmp(svg, "-")) {
+  /* --quiet prints nothing but the chart; with --svg -, standard output
+   * carries the chart alone. */
+  if (!quiet && (!svg || strcmp(svg, "-"))) {
     if (json) print_json(&p, set, coll, mode);
     else print_text(&p, set, coll, mode);
-  }
-  if (svg && !s) {
-    fprintf(stderr, "pcie-tune show: %s: no measured %s series to draw (only rules); no chart written\n",
-            path, pt_coll_name(coll));
-    goto out;
   }
   if (svg) {
     char title[300];
@@ -252,7 +250,7 @@ int cmd_show(int argc, char **argv) {
       fprintf(stderr, "pcie-tune show: cannot write %s: %s\n", svg, strerror(errno));
       goto out;
     }
-    if (!json && strcmp(svg, "-")) printf("chart written to %s\n", svg);
+    if (!json && !quiet && strcmp(svg, "-")) printf("chart written to %s\n", svg);
   }
   status = 0;
 out:

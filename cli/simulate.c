@@ -10,18 +10,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "cmds.h"
 #include "pcie/files.h"
 #include "sim/simeval.h"
 
 #define MAX_ITEMS 256
+#define PLUGIN_NAME "PcieTuner" /* tuner/tuner_v*.c, .name */
 
 static const char usage_text[] =
     "usage: pcie-tune simulate PROFILE --box NAME|FILE [--workload FILE]\n"
     "                          [--tokens LIST] [--bytes-per-token N] [--calls N]\n"
-    "                          [--graph|--eager] [--plugin SO]\n"
+    "                          [--graph|--eager] [--plugin SO] [--json] [-q|--quiet]\n"
     "\n"
     "Drives the plugin through a simulated NCCL host over a workload on a\n"
     "simulated box and prints the time per step for NCCL's default, the tuned\n"
@@ -33,7 +36,12 @@ static const char usage_text[] =
     "\n"
     "  --workload FILE   steps from a file: lines 'STEP COLLECTIVE BYTES COUNT';\n"
     "                    consecutive lines with the same STEP form one step\n"
+    "                    (BYTES, like --bytes-per-token, takes K, M, G suffixes)\n"
     "  --graph|--eager   launch mode (default graph)\n"
+    "  --json            the same results as one JSON object\n"
+    "  -q, --quiet       print only the total\n"
+    "With NCCL_DEBUG=INFO, NCCL's and the plugin's log lines come first, as NCCL\n"
+    "prints them (pcie-tune doctor reads them).\n"
     "  --plugin SO       plugin to load (default: $PCIE_TUNER_SO, else\n"
     "                    libnccl-tuner-pcie.so next to pcie-tune or in ../lib)\n";
 
@@ -44,12 +52,7 @@ struct item {
   unsigned long count;
 };
 
-static int bad(const char *fmt, const char *arg) {
-  fprintf(stderr, "pcie-tune simulate: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\n(see 'pcie-tune simulate --help')\n");
-  return 2;
-}
+#define bad(...) cli_usage_error("simulate", __VA_ARGS__)
 
 static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
   char *end;
@@ -94,11 +97,13 @@ static int read_workload(const char *path, struct item *it, size_t max) {
     const char *what = NULL;
     if (k != 4) what = "expected 'STEP COLLECTIVE BYTES COUNT'";
     else if (pt_coll_parse(coll) < 0) what = "unknown collective";
-    else if (parse_u64(bytes, 1, 1ULL << 40, &b)) what = "BYTES must be 1..2^40";
+    else if (cli_parse_size(bytes, 1, 1ULL << 40, &b)) what = "BYTES must be 1..2^40 (K, M, G allowed)";
     else if (parse_u64(count, 1, 1000000, &c)) what = "COUNT must be 1..1000000";
     else if ((size_t)n >= max) what = "too many lines";
     if (what) {
-      fprintf(stderr, "pcie-tune simulate: %s:%d: %s\n", path, lineno, what);
+      fprintf(stderr, "pcie-tune simulate: %s:%d: %s", path, lineno, what);
+      if (pt_coll_parse(coll) < 0 && k == 4) fprintf(stderr, " '%s' (%s)", coll, cli_coll_names());
+      fprintf(stderr, "\n");
       bad = 1;
       break;
     }
@@ -130,9 +135,61 @@ static const char *plugin_path(const char *given, char *buf, size_t len) {
   return buf;
 }
 
+/* NCCL_DEBUG as NCCL reads it (src/debug.cc, ncclDebugInit): INFO shows
+ * INFO and WARN, WARN only WARN; unset or anything else shows nothing. */
+static int debug_level(void) {
+  const char *v = getenv("NCCL_DEBUG");
+  if (!v) return -1;
+  if (!strcasecmp(v, "INFO") || !strcasecmp(v, "TRACE")) return NCCL_LOG_INFO;
+  if (!strcasecmp(v, "WARN")) return NCCL_LOG_WARN;
+  return -1;
+}
+
+/* One line the way NCCL's logger prefixes it, "host:pid:tid [dev] NCCL
+ * INFO msg" (src/debug.cc, ncclDebugLog), on stdout as NCCL does without
+ * NCCL_DEBUG_FILE. WARN lines lack NCCL's file:line: the simulated host does
+ * not record them. The simulated NCCL is one process, rank 0, device 0. */
+static void nccl_line(int level, const char *msg) {
+  static char host[64];
+  if (!host[0] && gethostname(host, sizeof host - 1)) snprintf(host, sizeof host, "localhost");
+  host[strcspn(host, ".")] = 0; /* NCCL keeps the name up to the first dot */
+  printf("%s:%d:%d [0] NCCL %s %s\n", host, (int)getpid(), (int)getpid(),
+         level == NCCL_LOG_WARN ? "WARN" : "INFO", msg);
+}
+
+/* Prints what the plugin logged since the last call (at the NCCL_DEBUG
+ * level) and clears the record, so a long traced run cannot fill it. */
+static void flush_log(int level) {
+  struct ph_log_entry e;
+  for (size_t i = 0; level >= 0 && ph_log_get(i, &e) == 0; i++)
+    if (e.level <= level) nccl_line(e.level, e.msg);
+  ph_log_clear();
+}
+
 static void choice(char *buf, size_t len, const struct pt_sim_choice *c) {
   if (c->algo < 0) snprintf(buf, len, "-");
   else snprintf(buf, len, "%s/%s/%d", pt_algo_name(c->algo), pt_proto_name(c->proto), c->channels);
+}
+
+/* A JSON string: quotes, backslashes and control characters escaped. */
+static void json_str(const char *s) {
+  putchar('"');
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') printf("\\%c", c);
+    else if (c < 0x20) printf("\\u%04x", c);
+    else putchar(c);
+  }
+  putchar('"');
+}
+
+static void json_choice(const struct pt_sim_choice *c) {
+  if (c->algo < 0) {
+    printf("null");
+    return;
+  }
+  printf("{\"algo\": \"%s\", \"proto\": \"%s\", \"channels\": %d, \"us\": %.3f}", pt_algo_name(c->algo),
+         pt_proto_name(c->proto), c->channels, c->us > 0 ? c->us : 0);
 }
 
 static double us_of(const struct pt_sim_choice *c) { return c->us > 0 ? c->us : 0; }
@@ -140,13 +197,15 @@ static double us_of(const struct pt_sim_choice *c) { return c->us > 0 ? c->us : 
 int cmd_simulate(int argc, char **argv) {
   const char *profile = NULL, *boxname = NULL, *workload = NULL, *plugin = NULL, *tokens = "1,4,8,16,32,64,128";
   uint64_t bpt = 14336, calls = 123;
-  int mode = PT_MODE_GRAPH;
+  int mode = PT_MODE_GRAPH, json = 0, quiet = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       fputs(usage_text, stdout);
       return 0;
-    } else if (!strcmp(a, "--graph")) mode = PT_MODE_GRAPH;
+    } else if (!strcmp(a, "--json")) json = 1;
+    else if (!strcmp(a, "--quiet")) quiet = 1;
+    else if (!strcmp(a, "--graph")) mode = PT_MODE_GRAPH;
     else if (!strcmp(a, "--eager")) mode = PT_MODE_EAGER;
     else if (!strcmp(a, "--box") || !strcmp(a, "--workload") || !strcmp(a, "--plugin") ||
              !strcmp(a, "--tokens") || !strcmp(a, "--bytes-per-token") || !strcmp(a, "--calls")) {
@@ -157,7 +216,7 @@ int cmd_simulate(int argc, char **argv) {
       else if (!strcmp(a, "--plugin")) plugin = v;
       else if (!strcmp(a, "--tokens")) tokens = v;
       else if (!strcmp(a, "--bytes-per-token")) {
-        if (parse_u64(v, 1, 1ULL << 30, &bpt)) return bad("bad --bytes-per-token '%s'", v);
+        if (cli_parse_size(v, 1, 1ULL << 30, &bpt)) return bad("bad --bytes-per-token '%s' (1..1G)", v);
       } else if (parse_u64(v, 1, 1000000, &calls)) {
         return bad("bad --calls '%s'", v);
       }
@@ -169,8 +228,8 @@ int cmd_simulate(int argc, char **argv) {
       profile = a;
     }
   }
-  if (!profile) return bad("missing PROFILE%s", "");
-  if (!boxname) return bad("missing --box NAME|FILE%s", "");
+  if (!profile) return bad("missing PROFILE");
+  if (!boxname) return bad("missing --box NAME|FILE");
 
   static struct item items[MAX_ITEMS];
   int nitems = 0;
@@ -222,19 +281,75 @@ int cmd_simulate(int argc, char **argv) {
     fprintf(stderr, "pcie-tune simulate: the plugin's init failed\n");
     goto out_close;
   }
-  printf("box %s (%d ranks): %s\nprofile %s, plugin %s (tuner v%d), %s mode\n\n", box.name, box.nranks,
-         box.desc, profile, so, pl.version, pt_mode_name(mode));
-  printf("%-14s %10s  %-16s %-16s %-16s %11s %11s %11s %8s %8s\n", "step", "bytes", "NCCL default",
-         "tuned", "oracle", "default", "tuned", "oracle", "speedup", "t/oracle");
+  int level = json ? -1 : debug_level(); /* with --json stdout carries the JSON only */
+  if (level >= NCCL_LOG_INFO) {
+    /* What NCCL prints around the tuner's init (src/plugin/tuner.cc,
+     * src/plugin/tuner/tuner_v*.cc, src/init.cc initTransportsRank). */
+    char line[PATH_MAX + 64];
+    snprintf(line, sizeof line, "TUNER/Plugin: Using %s (v%d)", PLUGIN_NAME, pl.version);
+    nccl_line(NCCL_LOG_INFO, line);
+    snprintf(line, sizeof line, "Successfully loaded external tuner plugin %s", so);
+    nccl_line(NCCL_LOG_INFO, line);
+    snprintf(line, sizeof line, "comm 0x1 rank 0 nRanks %d nNodes %d localRanks %d localRank 0 MNNVL 0",
+             box.nranks, box.nnodes, box.nranks);
+    nccl_line(NCCL_LOG_INFO, line);
+  }
+  char warning[1100] = "";
+  struct ph_log_entry le;
+  for (size_t i = 0; ph_log_get(i, &le) == 0; i++) {
+    /* tuner/core.c ends every refusal so; say it even without NCCL_DEBUG,
+     * or a profile for another box reports 1.00x without a word. */
+    const char *leave = strstr(le.msg, "; leaving "), *why = le.msg;
+    if (!strncmp(why, PLUGIN_NAME ": ", strlen(PLUGIN_NAME) + 2)) why += strlen(PLUGIN_NAME) + 2;
+    if (leave && strstr(leave, "to NCCL")) {
+      snprintf(warning, sizeof warning, "the plugin tunes nothing on this %d-rank box: %.*s", box.nranks,
+               (int)(leave - why), why);
+      fprintf(stderr, "pcie-tune simulate: warning: %s\n", warning);
+    }
+  }
+  if (json) {
+    printf("{\n  \"box\": ");
+    json_str(box.name);
+    printf(", \"nranks\": %d, \"nnodes\": %d, \"mode\": \"%s\",\n  \"profile\": ", box.nranks, box.nnodes,
+           pt_mode_name(mode));
+    json_str(profile);
+    printf(", \"plugin\": ");
+    json_str(so);
+    printf(", \"tuner_abi\": %d,\n  \"plugin_log\": [", pl.version);
+    for (size_t i = 0; ph_log_get(i, &le) == 0; i++) {
+      printf("%s{\"level\": \"%s\", \"msg\": ", i ? ", " : "", le.level == NCCL_LOG_WARN ? "WARN" : "INFO");
+      json_str(le.msg);
+      printf("}");
+    }
+    printf("],\n  \"warning\": ");
+    if (warning[0]) json_str(warning);
+    else printf("null");
+    printf(",\n  \"steps\": [");
+    ph_log_clear();
+  } else {
+    flush_log(level);
+    if (!quiet) {
+      printf("box %s (%d ranks): %s\nprofile %s, plugin %s (tuner v%d), %s mode\n\n", box.name, box.nranks,
+             box.desc, profile, so, pl.version, pt_mode_name(mode));
+      printf("%-14s %10s  %-16s %-16s %-16s %11s %11s %11s %8s %8s\n", "step", "bytes", "NCCL default",
+             "tuned", "oracle", "default", "tuned", "oracle", "speedup", "t/oracle");
+    }
+  }
   double tot[3] = {0, 0, 0};
-  int faults = 0;
+  int faults = 0, nstep = 0;
   for (int s = 0; s < nitems;) {
     double step[3] = {0, 0, 0};
     int first = s;
+    if (json) {
+      printf("%s\n    {\"step\": ", nstep ? "," : "");
+      json_str(items[first].step);
+      printf(", \"items\": [");
+    }
     for (; s < nitems && !strcmp(items[s].step, items[first].step); s++) {
       struct pt_sim_eval ev;
       char c0[48], c1[48], c2[48], size[32];
       pt_sim_eval(&comm, &box, items[s].coll, mode, items[s].bytes, &ev);
+      flush_log(level);
       if (ev.tuned.state != PT_PT_OK) {
         fprintf(stderr, "pcie-tune simulate: the plugin chose %s/%s at %llu B, which is %s on this box\n",
                 pt_algo_name(ev.tuned.algo), pt_proto_name(ev.tuned.proto),
@@ -244,6 +359,18 @@ int cmd_simulate(int argc, char **argv) {
       step[0] += (double)items[s].count * us_of(&ev.nccl);
       step[1] += (double)items[s].count * us_of(&ev.tuned);
       step[2] += (double)items[s].count * us_of(&ev.oracle);
+      if (json) {
+        printf("%s{\"collective\": \"%s\", \"bytes\": %llu, \"count\": %lu, \"nccl\": ", s == first ? "" : ", ",
+               pt_coll_name(items[s].coll), (unsigned long long)items[s].bytes, items[s].count);
+        json_choice(&ev.nccl);
+        printf(", \"tuned\": ");
+        json_choice(&ev.tuned);
+        printf(", \"oracle\": ");
+        json_choice(&ev.oracle);
+        printf("}");
+        continue;
+      }
+      if (quiet) continue;
       choice(c0, sizeof c0, &ev.nccl);
       choice(c1, sizeof c1, &ev.tuned);
       choice(c2, sizeof c2, &ev.oracle);
@@ -252,12 +379,22 @@ int cmd_simulate(int argc, char **argv) {
       printf("%-14s %10s  %-16s %-16s %-16s", s == first ? items[s].step : "", size, c0, c1, c2);
       if (s + 1 < nitems && !strcmp(items[s + 1].step, items[first].step)) printf("\n");
     }
-    printf(" %8.1f us %8.1f us %8.1f us %7.2fx %8.3f\n", step[0], step[1], step[2],
-           step[1] > 0 ? step[0] / step[1] : 0, step[2] > 0 ? step[1] / step[2] : 0);
+    if (json)
+      printf("], \"default_us\": %.3f, \"tuned_us\": %.3f, \"oracle_us\": %.3f, \"speedup\": %.4f}", step[0],
+             step[1], step[2], step[1] > 0 ? step[0] / step[1] : 0);
+    else if (!quiet)
+      printf(" %8.1f \u00b5s %8.1f \u00b5s %8.1f \u00b5s %7.2fx %8.3f\n", step[0], step[1], step[2],
+             step[1] > 0 ? step[0] / step[1] : 0, step[2] > 0 ? step[1] / step[2] : 0);
     for (int k = 0; k < 3; k++) tot[k] += step[k];
+    nstep++;
   }
-  printf("%-14s %10s  %-16s %-16s %-16s %8.1f us %8.1f us %8.1f us %7.2fx %8.3f\n", "total", "", "", "", "",
-         tot[0], tot[1], tot[2], tot[1] > 0 ? tot[0] / tot[1] : 0, tot[2] > 0 ? tot[1] / tot[2] : 0);
+  if (json)
+    printf("\n  ],\n  \"total\": {\"default_us\": %.3f, \"tuned_us\": %.3f, \"oracle_us\": %.3f, "
+           "\"speedup\": %.4f},\n  \"faults\": %d\n}\n",
+           tot[0], tot[1], tot[2], tot[1] > 0 ? tot[0] / tot[1] : 0, faults);
+  else
+    printf("%-14s %10s  %-16s %-16s %-16s %8.1f \u00b5s %8.1f \u00b5s %8.1f \u00b5s %7.2fx %8.3f\n", "total", "", "",
+           "", "", tot[0], tot[1], tot[2], tot[1] > 0 ? tot[0] / tot[1] : 0, tot[2] > 0 ? tot[1] / tot[2] : 0);
   status = faults ? 1 : 0;
   ph_comm_finalize(&comm);
 out_close:

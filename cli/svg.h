@@ -1,6 +1,7 @@
 /* Draws one series of a profile as an SVG chart (cli/svg.c): latency against
- * size on log-log axes for every candidate, the envelope the compiled table
- * chooses, and NCCL's default. */
+ * size for every candidate, the envelope the compiled table chooses, NCCL's
+ * default, the choice per interval, and the speed-up over NCCL. s may be
+ * NULL or empty (a profile of rules only): the choices are still drawn. */
 #ifndef PCIE_CLI_SVG_H
 #define PCIE_CLI_SVG_H
 
@@ -14,8 +15,9 @@
 int pt_svg_write(const char *path, const char *title, const struct pt_series *s,
                  const struct pt_ivset *set, int force);
 
-/* Log-log interpolation of candidate c of s at nbytes (the measured range
- * only, between two usable points); -1 where it has no value. */
+/* Log-log interpolation of one point array of s at nbytes, between the
+ * nearest measured sizes around it (sizes an adaptive sweep skipped do not
+ * count); -1 outside the measured range or where either neighbour failed. */
 double pt_series_interp(const struct pt_series *s, const struct pt_point *pts, double nbytes);
 
 #endif

@@ -49,7 +49,10 @@ int imp_setting_parse(const char *spec, struct imp_setting *out, char *msg, size
       if (lx_int((struct lx_span){val, strlen(val)}, 1, PT_MAX_CHANNELS, field[k]))
         return snprintf(msg, len, "channels must be 1..%d ('%s')", PT_MAX_CHANNELS, val), -1;
     } else if ((*field[k] = parse_name(k, val)) < 0) {
-      return snprintf(msg, len, "unknown %s '%s'", k == 0 ? "algorithm" : "protocol", val), -1;
+      return snprintf(msg, len, "unknown %s '%s' (expected %s)", k == 0 ? "algorithm" : "protocol", val,
+                      k == 0 ? "tree, ring, collnet_direct, collnet_chain, nvls, nvls_tree or pat"
+                             : "ll, ll128 or simple"),
+             -1;
     }
   }
   if (out->algo < 0 && out->proto < 0 && out->channels < 0)

@@ -37,8 +37,6 @@ static void *worker_main(void *arg)
 {
   struct pt_worker *w = arg;
   struct epoll_event ev[PT_WORKER_EVENTS];
-  /* Named, so a core dump or `top -H` says whose thread it is. */
-  (void)pthread_setname_np(pthread_self(), "pcie-net");
   while (!atomic_load(&w->stop)) {
     int n = epoll_wait(w->epfd, ev, PT_WORKER_EVENTS, -1);
     for (int i = 0; i < n; i++) {
@@ -96,6 +94,9 @@ static int start_worker(struct pt_worker *w)
     errno = rc;
     goto fail;
   }
+  /* Named by its creator, so the name is there as soon as the pool is (a
+   * core dump or `top -H` says whose thread it is). */
+  (void)pthread_setname_np(w->thread, "pcie-net");
   return 0;
 fail:
   if (w->epfd >= 0)

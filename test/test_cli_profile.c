@@ -137,7 +137,7 @@ START_TEST(profile_show_simulate) {
   fclose(f);
   ck_assert_ptr_nonnull(strstr(svg, "<svg"));
   ck_assert_ptr_nonnull(strstr(svg, "NCCL default"));
-  ck_assert_ptr_nonnull(strstr(svg, "latency (us, log scale)"));
+  ck_assert_ptr_nonnull(strstr(svg, "latency (\u00b5s, log scale)"));
   ck_assert_ptr_nonnull(strstr(svg, "</svg>"));
   /* The chart obeys --force like every other output; refused means untouched. */
   char *keep = pt_test_write(dir, "keep.svg", "mine\n");
@@ -168,10 +168,10 @@ START_TEST(profile_show_simulate) {
   char *t4 = strstr(out, "tokens=4");
   ck_assert_ptr_nonnull(strstr(t4, "ring/simple"));
   double d, t, o, sp;
-  char *us = strstr(t4, " us");
+  char *us = strstr(t4, " \u00b5s");
   ck_assert_ptr_nonnull(us);
   while (us > t4 && us[-1] != ' ') us--;
-  ck_assert_int_eq(sscanf(us, "%lf us %lf us %lf us %lfx", &d, &t, &o, &sp), 4);
+  ck_assert_int_eq(sscanf(us, "%lf \u00b5s %lf \u00b5s %lf \u00b5s %lfx", &d, &t, &o, &sp), 4);
   ck_assert_double_gt(sp, 1.5);
   ck_assert_double_le(t / o, 1.05);
   free(out), free(err);
@@ -291,9 +291,11 @@ START_TEST(isolated_faults_are_recorded) {
 }
 END_TEST
 
+/* Only this build's workers: another checkout's suites may be running the
+ * same sweep (same seed) on the machine at the same time. */
 static int workers_alive(const char *seed) {
-  char cmd[256];
-  snprintf(cmd, sizeof cmd, "pgrep -f '[p]cie-tune worker .*--seed %s' >/dev/null", seed);
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "pgrep -f '^%s worker .*--seed %s' >/dev/null", pt_test_cli(), seed);
   return system(cmd) == 0;
 }
 
@@ -305,8 +307,8 @@ static pid_t start_hanging_sweep(const char *seed, unsigned timeout_s, const cha
   snprintf(cmd, sizeof cmd,
            "cd %s && exec %s profile --backend sim --box gen5-8x-p2p --isolate --timeout %u --seed %s "
            "--sizes 8:4M --algos ring --protos ll,simple --channels 1,2,4 --checkpoint 0 --quiet "
-           "--inject hang:*/*/*@1048576 --out %s",
-           dir, pt_test_cli(), timeout_s, seed, out);
+           "--inject hang:*/*/*@1048576 --out %s 2>%s.err",
+           dir, pt_test_cli(), timeout_s, seed, out, out);
   ck_assert(asprintf(&path, "%s/%s", dir, out) > 0);
   pid_t pid = fork();
   ck_assert_int_ge(pid, 0);
@@ -386,6 +388,19 @@ START_TEST(sigint_interrupts_a_measurement) {
   ck_assert_ptr_null(strstr(text, "\"hang\""));
   ck_assert_ptr_nonnull(strstr(text, "state = \"partial\""));
   free(text);
+  /* The profiler's stderr went to a file (make test stays quiet): it
+   * says where the partial profile is and how to continue. */
+  text = NULL;
+  len = 0;
+  char *errpath = NULL;
+  ck_assert(asprintf(&errpath, "%s.err", path) > 0);
+  ck_assert_ptr_nonnull(f = fopen(errpath, "r"));
+  ck_assert_int_ne(getdelim(&text, &len, '\0', f), -1);
+  fclose(f);
+  ck_assert_ptr_nonnull(strstr(text, "pcie-tune profile: interrupted after "));
+  ck_assert_ptr_nonnull(strstr(text, "continue with: pcie-tune profile --resume --out i.cfg"));
+  free(text);
+  free(errpath);
   free(path);
 }
 END_TEST

@@ -1,0 +1,180 @@
+/*
+ * NCCL debug log lines: the prefix NCCL's logger writes and the messages
+ * pcie-tune doctor needs, as one table of patterns (POSIX extended regular
+ * expressions) matched on their stable beginnings.
+ *
+ * Where the texts come from (NVIDIA/nccl):
+ *  - prefix: src/debug.cc, ncclDebugLog: "%s:%d:%d " host, pid, tid, then
+ *    "[%d] NCCL INFO %s" or "[%d] %s:%d NCCL WARN %s" (with " (func)" after
+ *    the line number in 2.30); an optional timestamp may come first.
+ *  - version: src/init.cc, showVersion: "NCCL version 2.x.y[suffix]+cudaX.Y",
+ *    without the prefix when NCCL_DEBUG=VERSION or WARN.
+ *  - tuner loading, 2.28 and later: src/plugin/tuner.cc, ncclTunerPluginLoad
+ *    ("NCCL_TUNER_PLUGIN set by environment to", "Successfully loaded external
+ *    tuner plugin", "External tuner plugin %s is unsupported"), and
+ *    src/plugin/tuner/tuner_v*.cc ("TUNER/Plugin: Using %s (vN)");
+ *    src/plugin/plugin_open.cc, openPluginLib ("TUNER/Plugin: Could not
+ *    find:", "TUNER/Plugin: <lib>: <dlerror>").
+ *  - tuner loading, 2.21-2.27: src/misc/tuner.cc then src/plugin/tuner*.cc
+ *    ("TUNER/Plugin: NCCL_TUNER_PLUGIN set to", "Using tuner plugin",
+ *    "Failed to find ncclTunerPlugin_vN symbol", "Using internal tuner
+ *    plugin", "No plugin found", "Plugin load returned").
+ *  - communicators: src/init.cc, initTransportsRank ("comm %p rank %d nRanks
+ *    %d nNodes %d ...", printed before the tuner's init) and
+ *    ncclCommInitRankFunc ("... comm %p rank %d nranks %d ... commId 0x%llx
+ *    - Init COMPLETE"; commId is the commHash the tuner's init receives).
+ *  - this project's plugin: tuner/core.c (pt_core_init and the trace),
+ *    prefixed "PcieTuner: ".
+ */
+#include "ncclog.h"
+
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct pattern {
+  enum nl_kind kind;
+  const char *re;
+  int group[NL_MAX_FIELDS]; /* capture group of each field; 0 = none */
+};
+
+/* First match wins: specific patterns before the catch-alls of their family.
+ * Keep to the beginnings of messages, so a reworded tail still matches. */
+static const struct pattern patterns[] = {
+    {NL_VERSION, "^NCCL version ([0-9]+\\.[0-9]+\\.[0-9]+)([^ ]*)", {1, 2}},
+    {NL_TUNER_ENV, "^(TUNER/Plugin: )?NCCL_TUNER_PLUGIN set (by environment )?to (.*)$", {3}},
+    {NL_TUNER_USING_V, "^TUNER/Plugin: Using (.+) \\(v([0-9]+)\\)", {1, 2}},
+    {NL_TUNER_NOTFOUND, "^TUNER/Plugin: (Could not find: ?|No plugin found \\()([^)]*)", {2}},
+    {NL_TUNER_INTERNAL, "^TUNER/Plugin: Using internal tuner", {0}},
+    {NL_TUNER_USING, "^TUNER/Plugin: Using tuner plugin (.+)$", {1}},
+    {NL_TUNER_NOSYM, "^TUNER/Plugin: Failed to find ncclTunerPlugin_v([0-9]+)", {1}},
+    {NL_TUNER_LOADED, "^Successfully loaded external tuner plugin (.+)$", {1}},
+    {NL_TUNER_UNSUPPORTED, "^External tuner plugin (.+) is unsupported", {1}},
+    {NL_OTHER, "^TUNER/Plugin: (Closing tuner|Plugin name set by env)", {0}},
+    {NL_TUNER_MSG, "^TUNER/Plugin: (.+)$", {1}},
+    {NL_COMM, "^comm (0x[0-9a-fA-F]+|\\(nil\\)) rank ([0-9]+) nRanks ([0-9]+) nNodes ([0-9]+)",
+     {1, 2, 3, 4}},
+    {NL_COMM_DONE,
+     "comm (0x[0-9a-fA-F]+) rank ([0-9]+) nranks ([0-9]+) .*commId 0x([0-9a-fA-F]+) - Init COMPLETE",
+     {1, 2, 3, 4}},
+    {NL_PT_PROFILE,
+     "^PcieTuner: profile (.+) name '(.*)' hash ([0-9a-f]+) intervals ([0-9]+) \\(nRanks ([0-9]+) "
+     "nNodes ([0-9]+)",
+     {1, 2, 3, 4, 5, 6}},
+    {NL_PT_REFUSE, "^PcieTuner: (.*); leaving (every decision|decisions) to NCCL", {1}},
+    {NL_PT_TRACE,
+     "^PcieTuner: ([a-z]+) ([0-9]+) B ([a-z]+) -> (([a-z0-9_]+/[a-z0-9_]+) ([0-9]+) ch|NCCL's own "
+     "choice) \\((.*)\\)",
+     {1, 2, 3, 5, 6, 7}},
+    {NL_PT_MSG, "^PcieTuner: (.*)$", {1}},
+};
+#define NPATTERNS (sizeof patterns / sizeof patterns[0])
+
+/* host:pid:tid [dev], then what comes before "NCCL INFO"/"NCCL WARN" (WARN
+ * puts file:line there). The host has no ':' or blank (gethostname). */
+static const char prefix_re[] =
+    "([^ :\\[]+):([0-9]+):([0-9]+) \\[([0-9]+)\\] ([^ ]+:[0-9]+( \\([^)]*\\))? )?NCCL (INFO|WARN) ";
+
+static regex_t compiled[NPATTERNS], prefix;
+static int ready;
+
+int nl_init(void) {
+  if (ready) return 0;
+  if (regcomp(&prefix, prefix_re, REG_EXTENDED)) return -1;
+  for (size_t i = 0; i < NPATTERNS; i++)
+    if (regcomp(&compiled[i], patterns[i].re, REG_EXTENDED)) {
+      while (i--) regfree(&compiled[i]);
+      regfree(&prefix);
+      return -1;
+    }
+  ready = 1;
+  return 0;
+}
+
+void nl_release(void) {
+  if (!ready) return;
+  for (size_t i = 0; i < NPATTERNS; i++) regfree(&compiled[i]);
+  regfree(&prefix);
+  ready = 0;
+}
+
+static void copy(char *dst, size_t len, const char *src, regmatch_t m) {
+  size_t n = m.rm_so < 0 ? 0 : (size_t)(m.rm_eo - m.rm_so);
+  if (n >= len) n = len - 1;
+  if (n) memcpy(dst, src + m.rm_so, n);
+  dst[n] = 0;
+}
+
+static void classify(struct nl_line *out) {
+  regmatch_t m[10];
+  out->kind = NL_OTHER;
+  for (size_t i = 0; i < NPATTERNS; i++) {
+    if (regexec(&compiled[i], out->msg, 10, m, 0)) continue;
+    out->kind = patterns[i].kind;
+    for (int f = 0; f < NL_MAX_FIELDS; f++) {
+      int g = patterns[i].group[f];
+      out->field[f][0] = 0;
+      if (g) {
+        copy(out->field[f], sizeof out->field[f], out->msg, m[g]);
+        out->nfield = f + 1;
+      }
+    }
+    break;
+  }
+  if (out->kind == NL_PT_PROFILE) {
+    const char *c = strstr(out->msg, " commId ");
+    out->commid[0] = 0;
+    if (c) sscanf(c + 8, "%31[0-9a-fA-F]", out->commid);
+  }
+}
+
+int nl_parse(const char *line, struct nl_line *out) {
+  regmatch_t m[8];
+  memset(out, 0, sizeof *out);
+  if (!ready && nl_init()) return 0;
+  if (regexec(&prefix, line, 8, m, 0) == 0) {
+    char num[24];
+    copy(out->host, sizeof out->host, line, m[1]);
+    copy(num, sizeof num, line, m[2]);
+    out->pid = strtol(num, NULL, 10);
+    copy(num, sizeof num, line, m[3]);
+    out->tid = strtol(num, NULL, 10);
+    copy(num, sizeof num, line, m[4]);
+    out->dev = atoi(num);
+    out->level = line[m[7].rm_so] == 'W' ? NL_WARN : NL_INFO;
+    out->msg = line + m[0].rm_eo;
+  } else {
+    /* NCCL_DEBUG=VERSION/WARN print the version alone on its line. */
+    const char *v = strstr(line, "NCCL version ");
+    if (!v || (v != line && v[-1] != ' ')) return 0;
+    out->level = NL_BARE;
+    out->pid = -1;
+    out->msg = v;
+  }
+  classify(out);
+  return out->level != NL_BARE || out->kind == NL_VERSION;
+}
+
+/* Refusal reasons by their stable words (tuner/select.c, the profile
+ * loader); the first that appears wins. */
+static const struct {
+  const char *needle, *cls;
+} refusals[] = {
+    {"both match", "ambiguous"},
+    {"does not match", "not fitting"},
+    {"matches nRanks", "not fitting"},
+    {"cannot be opened", "unreadable"},
+    {"cannot read", "unreadable"},
+    {"partial", "partial"},
+    {"incomplete", "partial"},
+    {"not complete", "partial"},
+    {"out of memory", "other"},
+};
+
+const char *nl_refusal_class(const char *reason, enum nl_level level) {
+  for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++)
+    if (strstr(reason, refusals[i].needle)) return refusals[i].cls;
+  /* A WARN with a file:line reason is the loader rejecting the profile. */
+  return level == NL_WARN ? "invalid" : "other";
+}
