@@ -183,6 +183,18 @@ START_TEST(symlink_is_written_through_only_with_force) {
 }
 END_TEST
 
+START_TEST(replaced_file_keeps_its_permissions) {
+  char *p = pt_test_write(dir, "out.cfg", "old\n");
+  ck_assert_int_eq(chmod(p, 0600), 0);
+  ck_assert_int_eq(run("import --out out.cfg --force %s", a_log()), 0);
+  ck_assert_int_eq(lmode("out.cfg") & 0777, 0600);
+  char *text = slurp("out.cfg");
+  ck_assert_ptr_nonnull(strstr(text, "# nccl-pcie-tuner profile"));
+  free(text);
+  free(p);
+}
+END_TEST
+
 START_TEST(dash_is_standard_output_everywhere) {
   const char *log = a_log();
   ck_assert_int_eq(run("import --out - %s", log), 0);
@@ -238,6 +250,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, import_never_writes_over_a_log);
   tcase_add_test(tc, fifo_and_device_targets_are_never_replaced);
   tcase_add_test(tc, symlink_is_written_through_only_with_force);
+  tcase_add_test(tc, replaced_file_keeps_its_permissions);
   tcase_add_test(tc, dash_is_standard_output_everywhere);
   tcase_add_test(tc, bad_out_is_reported_before_measuring);
   tcase_add_test(tc, svg_of_a_rules_only_profile_does_not_crash);

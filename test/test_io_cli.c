@@ -92,9 +92,10 @@ START_TEST(simulate_box_and_workload) {
 }
 END_TEST
 
-START_TEST(import_logs_and_resume) {
+START_TEST(import_logs_resume_and_profile_box) {
   all_refused("import --out out.cfg %s", 1);
   all_refused("profile --resume --out %s", 1);
+  all_refused("profile --backend sim --box %s --out out.cfg", 1);
 }
 END_TEST
 
@@ -125,7 +126,7 @@ static Suite *suite(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, check_show_simulate_profile);
   tcase_add_test(tc, simulate_box_and_workload);
-  tcase_add_test(tc, import_logs_and_resume);
+  tcase_add_test(tc, import_logs_resume_and_profile_box);
   tcase_add_test(tc, include_is_refused_with_its_line_everywhere);
   suite_add_tcase(s, tc);
   return s;

@@ -8,6 +8,7 @@
 #include <check.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,13 +163,13 @@ END_TEST
 
 struct init_arg {
   struct ph_comm c;
-  volatile int done;
+  atomic_int done;
 };
 
 static void *init_thread(void *arg) {
   struct init_arg *a = arg;
   ph_comm_init(&a->c, &pl, 8, 1, 2);
-  a->done = 1;
+  atomic_store(&a->done, 1);
   return NULL;
 }
 
@@ -186,6 +187,7 @@ START_TEST(finalize_never_waits_behind_an_init_reading_a_fifo) {
   ck_assert_int_eq(ph_comm_init(&other, &pl, 8, 1, 1), 0);
   setenv("PCIE_TUNER_PROFILE", fifo, 1);
   memset(&a, 0, sizeof a);
+  atomic_init(&a.done, 0);
   double t0 = now_s();
   ck_assert_int_eq(pthread_create(&th, NULL, init_thread, &a), 0);
   struct timespec pause = {0, 100 * 1000 * 1000};
@@ -193,8 +195,8 @@ START_TEST(finalize_never_waits_behind_an_init_reading_a_fifo) {
   ck_assert_int_eq(ph_comm_finalize(&other), 0);
   double took = now_s() - t0;
   ck_assert_msg(took < 1.0, "finalize of the other communicator took %.2f s", took);
-  while (!a.done && now_s() - t0 < 1.0) nanosleep(&pause, NULL);
-  ck_assert_msg(a.done, "init on a FIFO still blocked after a second");
+  while (!atomic_load(&a.done) && now_s() - t0 < 1.0) nanosleep(&pause, NULL);
+  ck_assert_msg(atomic_load(&a.done), "init on a FIFO still blocked after a second");
   pthread_join(th, NULL);
   ck_assert_uint_eq(ph_log_find(NCCL_LOG_WARN, "is a FIFO"), 1);
   ck_assert_int_eq(ph_comm_finalize(&a.c), 0);

@@ -254,7 +254,7 @@ int pt_output_write(const char *path, const void *data, size_t len, unsigned fla
     goto out;
   }
   /* A replaced file keeps its permissions; a new one is world-readable. */
-  mode_t mode = stat(target, &st) == 0 ? st.st_mode & 07777 : 0644;
+  mode_t mode = stat(target, &st) == 0 ? st.st_mode & 0777 : 0644;
   if (write_all(fd, data, len) || fchmod(fd, mode) || fsync(fd)) {
     rc = pt_error_set(err, PT_EIO, path, 0, "cannot write: %s", strerror(errno));
     goto out;

@@ -19,7 +19,6 @@
 #include "pcie/core.h"
 #include "pcie/select.h"
 
-
 static int cmp_str(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
