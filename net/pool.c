@@ -37,6 +37,11 @@ static void *worker_main(void *arg)
 {
   struct pt_worker *w = arg;
   struct epoll_event ev[PT_WORKER_EVENTS];
+  /* Named, so a core dump or `top -H` says whose thread it is. Named by
+   * itself, not by its creator: a thread starts with every signal blocked
+   * until glibc restores the mask it was created with, and the name marks
+   * the point where its own mask is in force. */
+  (void)pthread_setname_np(pthread_self(), "pcie-net");
   while (!atomic_load(&w->stop)) {
     int n = epoll_wait(w->epfd, ev, PT_WORKER_EVENTS, -1);
     for (int i = 0; i < n; i++) {
@@ -94,9 +99,6 @@ static int start_worker(struct pt_worker *w)
     errno = rc;
     goto fail;
   }
-  /* Named by its creator, so the name is there as soon as the pool is (a
-   * core dump or `top -H` says whose thread it is). */
-  (void)pthread_setname_np(w->thread, "pcie-net");
   return 0;
 fail:
   if (w->epfd >= 0)
