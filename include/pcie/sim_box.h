@@ -106,11 +106,16 @@ int pt_box_check(const struct pt_box *b, struct pt_error_rec *err);
 /* True latency in us of (algo, proto, channels) without noise, or -1 when the
  * algorithm does not exist for coll (Tree outside all-reduce, CollNet, ...).
  * Channels are clamped to [1, nccl.comm_channels] as NCCL clamps a tuner's
- * nChannels to the communicator's. */
+ * nChannels to the communicator's, then reduced to those NCCL's scheduler
+ * really uses for this message (pt_box_running_channels). */
 double pt_box_true_us(const struct pt_box *b, int coll, int mode, int algo, int proto,
                       int channels, uint64_t nbytes);
-/* The channel count that actually runs (the clamp above). */
+/* The request after NCCL's clamp to comm->nChannels. */
 int pt_box_effective_channels(const struct pt_box *b, int channels);
+/* The channels that really run: the clamped request, spread in cells over
+ * channels by NCCL's scheduler (fewer for small messages). */
+int pt_box_running_channels(const struct pt_box *b, int coll, int proto, int channels,
+                            uint64_t nbytes);
 /* PT_PT_OK, or the state a fault makes this combination report. */
 int pt_box_fault_state(const struct pt_box *b, int coll, int algo, int proto, uint64_t nbytes);
 
