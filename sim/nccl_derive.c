@@ -30,6 +30,10 @@ int pt_hw_check(const struct pt_hw *hw, char *err, size_t errlen) {
     snprintf(err, errlen, "%d GPUs; 1 to %d are supported", hw->ngpus, PT_HW_MAX_GPUS);
     return -1;
   }
+  if (hw->min_nchannels < 0 || hw->max_nchannels < 0) {
+    snprintf(err, errlen, "NCCL_MIN_NCHANNELS/NCCL_MAX_NCHANNELS must be >= 0");
+    return -1;
+  }
   if (hw->nswitches < 0 || hw->nswitches > PT_HW_MAX_SWITCHES) {
     snprintf(err, errlen, "%d switches; at most %d are supported", hw->nswitches, PT_HW_MAX_SWITCHES);
     return -1;
@@ -169,7 +173,12 @@ int pt_nccl_derive(const struct pt_hw *hw, struct pt_nccl_view *v, char *err, si
   ring.nchannels = tree.nchannels = nch;
   copy_graph(&v->ring, &ring, ring.fallback);
   copy_graph(&v->tree, &tree, tree.fallback);
+  /* connect.cc: the channels are duplicated; NCCL_MAX_NCHANNELS caps them,
+   * then NCCL_MIN_NCHANNELS copies more. The search's own channels, hence
+   * the cost table, stay as they are. */
   v->comm_channels = 2 * nch > 64 ? 64 : 2 * nch;
+  if (hw->max_nchannels > 0 && v->comm_channels > hw->max_nchannels) v->comm_channels = hw->max_nchannels;
+  if (hw->min_nchannels > v->comm_channels) v->comm_channels = hw->min_nchannels > 64 ? 64 : hw->min_nchannels;
   v->cc_min = s->cc_min;
   v->cc_max = s->cc_max;
   struct pt_nccl_params *p = &v->params;

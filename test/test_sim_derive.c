@@ -14,6 +14,7 @@
 #include "nccl/common.h"
 #include "pcie/nccl_topo.h"
 #include "pcie/profile.h"
+#include "pcie/sim_box.h"
 #include "support/pt_test.h"
 
 struct expect_graph {
@@ -152,6 +153,40 @@ START_TEST(derived_view_matches_nccl_on_every_shared_topology) {
 }
 END_TEST
 
+/* Every built-in box's hardware is a topology of the collection: its NCCL
+ * default is NCCL's own at every size. */
+START_TEST(builtin_boxes_default_is_nccls) {
+  static const struct {
+    const char *box, *file;
+  } map[] = {
+      {"gen5-8x-p2p", "sm120-gen5-8x-2switch-1socket.P2P_LEVEL_SYS.txt"},
+      {"gen5-8x-dual-misdetect", "sm120-gen5-8x-direct-2socket.P2P_LEVEL_SYS.txt"},
+      {"gen4-4x-shm", "sm89-gen4-4x-direct-1socket-intel.noP2P.txt"},
+      {"consumer-2x", "sm89-gen4-2x-direct-1socket-intel.noP2P.txt"},
+      {"gen5-8x-ll128", "sm120-gen5-8x-direct-2socket.P2P_LEVEL_SYS.PROTO_LL_LL128_Simple.txt"},
+  };
+  ck_assert_uint_eq(sizeof map / sizeof map[0], pt_box_builtin_count());
+  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
+    char path[1024];
+    struct expect e;
+    const struct pt_box *b = pt_box_builtin(map[i].box);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_int_eq(b->view_source, PT_VIEW_DERIVED);
+    snprintf(path, sizeof path, "%s/test/data/nccl-real/%s", pt_test_srcdir(), map[i].file);
+    read_expect(path, &e);
+    ck_assert_msg(b->nccl.comm_channels == e.comm, "%s: comm %d, NCCL %d", b->name, b->nccl.comm_channels, e.comm);
+    for (int r = 0; r < e.nrows; r++) {
+      int algo, proto, ch;
+      ck_assert_int_eq(pt_box_nccl_default(b, PT_ALLREDUCE, e.row[r].bytes, &algo, &proto, &ch), 0);
+      ck_assert_msg(!strcmp(algo_name(algo), e.row[r].algo) && !strcmp(proto_name(proto), e.row[r].proto) &&
+                        ch == e.row[r].nch,
+                    "%s: %llu B: %s/%s/%d, NCCL %s/%s/%d", b->name, e.row[r].bytes, algo_name(algo),
+                    proto_name(proto), ch, e.row[r].algo, e.row[r].proto, e.row[r].nch);
+    }
+  }
+}
+END_TEST
+
 /* The fallback behind the mis-detected dual-socket box: no ring fits through
  * AMD's 16 GB/s inter-socket link at Blackwell's slowest search speed (18),
  * while Ada's speed array reaches 15. */
@@ -217,6 +252,7 @@ int main(void) {
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, derived_view_matches_nccl_on_every_shared_topology);
+  tcase_add_test(tc, builtin_boxes_default_is_nccls);
   tcase_add_test(tc, dual_socket_amd_falls_back_only_on_blackwell);
   tcase_add_test(tc, bad_hardware_and_environment_are_errors);
   suite_add_tcase(s, tc);

@@ -55,6 +55,8 @@ struct pt_hw {
   char p2p_level[16];  /* NCCL_P2P_LEVEL ("" = unset): LOC, PIX, PXB, PHB, SYS or 0..5 */
   char proto[64];      /* NCCL_PROTO ("" = unset) */
   char algo[64];       /* NCCL_ALGO ("" = unset) */
+  int min_nchannels;   /* NCCL_MIN_NCHANNELS (0 = unset): more communicator channels */
+  int max_nchannels;   /* NCCL_MAX_NCHANNELS (0 = unset) */
 };
 
 /* One graph search result (struct ncclTopoGraph's fields that matter here). */
