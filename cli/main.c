@@ -19,6 +19,7 @@ static const struct subcommand subcommands[] = {
     {"show", cmd_show, "print (and draw) the decisions a profile makes"},
     {"check", cmd_check, "validate profiles"},
     {"simulate", cmd_simulate, "drive the plugin over a workload on a simulated box"},
+    {"box", cmd_box, "show a simulated box, or write one from an NCCL topology dump"},
     {"worker", cmd_worker, NULL},
 };
 

@@ -100,8 +100,8 @@ static struct pt_box builtin[] = {
     },
     {
         .name = "gen5-8x-dual-misdetect",
-        .desc = "8x RTX PRO 6000, dual AMD Turin, no switch; NCCL mis-detects the ring "
-                "(2 slow search channels) and picks Simple at 32-256 KB",
+        .desc = "8x RTX PRO 6000, dual AMD Turin, direct attach: NCCL finds no ring through the "
+                "inter-socket link, falls back to 1 slow channel and picks Simple from 4 KB",
         .nranks = 8,
         .nnodes = 1,
         .truth =
