@@ -10,8 +10,11 @@ SIM_SRCS += $(wildcard sim/*.c)
 DEMO_BOX ?= gen5-8x-dual-misdetect
 DEMO_DIR = $(BUILD)/demo
 DEMO_PROFILE = $(DEMO_DIR)/$(DEMO_BOX).cfg
+# Two compile jobs unless make was given its own -j (a fresh clone builds in
+# about 20 s on two cores instead of 40).
+DEMO_JOBS = $(if $(filter -j%,$(MAKEFLAGS)),,-j2)
 demo:
-	@$(MAKE) --no-print-directory -s all
+	@$(MAKE) --no-print-directory -s $(DEMO_JOBS) all
 	@mkdir -p $(DEMO_DIR)
 	@echo "== The box, and what NCCL makes of it (pcie-tune box $(DEMO_BOX))"
 	@$(CLI) box $(DEMO_BOX) | sed -n '1,3p'
