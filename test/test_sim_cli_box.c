@@ -82,11 +82,32 @@ START_TEST(bad_input_is_reported) {
 }
 END_TEST
 
+/* A hand-typed NCCL view is an override and says so, in the profile's
+ * provenance and in show. */
+START_TEST(typed_view_is_labelled) {
+  char *dir = pt_test_tmpdir(), *out, *err, box[1024], prof[1100];
+  snprintf(box, sizeof box, "%s/test/data/boxes/faulty.cfg", pt_test_srcdir());
+  snprintf(prof, sizeof prof, "%s/p.cfg", dir);
+  ck_assert_int_eq(run(&out, &err, "box %s%s", box, ""), 0);
+  ck_assert_msg(strstr(out, "NCCL view: typed by hand (override)"), "%s", out);
+  free(out), free(err);
+  ck_assert_int_eq(run(&out, &err, "profile --backend sim --box %s --out %s --quiet", box, prof), 0);
+  free(out), free(err);
+  ck_assert_int_eq(run(&out, &err, "show %s%s", prof, ""), 0);
+  ck_assert_msg(strstr(out, "measured with backend sim, NCCL 2.30 (sim, typed view)"), "%s", out);
+  free(out), free(err);
+  pt_test_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("sim_cli_box");
   TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 60);
   tcase_add_test(tc, from_topo_writes_a_box_nccl_would_recognise);
   tcase_add_test(tc, bad_input_is_reported);
+  tcase_add_test(tc, typed_view_is_labelled);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }
