@@ -10,6 +10,7 @@ int cmd_show(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
+int cmd_box(int argc, char **argv);
 /* Hidden: the isolated measurement worker that `profile` starts. */
 int cmd_worker(int argc, char **argv);
 

@@ -21,6 +21,7 @@ static const struct subcommand subcommands[] = {
     {"check", cmd_check, "validate profiles"},
     {"simulate", cmd_simulate, "drive the plugin over a workload on a simulated box"},
     {"doctor", cmd_doctor, "read a job's NCCL_DEBUG=INFO log: is the plugin loaded and working?"},
+    {"box", cmd_box, "show a simulated box, or write one from an NCCL topology dump"},
     {"worker", cmd_worker, NULL},
 };
 

@@ -64,6 +64,10 @@ static void choice_name(char *buf, size_t len, const struct pt_choice *c) {
 static void print_text(const struct pt_profile *p, const struct pt_ivset *set, int coll, int mode) {
   char lo[32], hi[32], ch[64];
   printf("profile %s (%s): %s, %s mode\n", p->name, p->path ? p->path : "-", pt_coll_name(coll), pt_mode_name(mode));
+  /* Which NCCL the data was measured with; on a simulated box, whether its
+   * NCCL view was derived from hardware or typed by hand (docs/sim.md). */
+  if (p->prov.backend && p->prov.nccl_version)
+    printf("measured with backend %s, NCCL %s\n", p->prov.backend, p->prov.nccl_version);
   printf("%12s %12s  %-22s %12s %12s %9s  %s\n", "from", "to", "choice", "latency", "NCCL", "speed-up", "fallbacks");
   for (size_t i = 0; i < set->n; i++) {
     const struct pt_interval *iv = &set->iv[i];

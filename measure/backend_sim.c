@@ -23,7 +23,9 @@ static int sim_info(void *self, struct pt_backend_info *out) {
   snprintf(out->name, sizeof out->name, "sim");
   snprintf(out->target, sizeof out->target, "%s", sb->box.name);
   /* The cost model the box's NCCL view follows (nccl_model.c). */
-  snprintf(out->nccl_version, sizeof out->nccl_version, "2.30 (simulated)");
+  /* Says whether NCCL's view was derived from the box's hardware or typed by hand. */
+  snprintf(out->nccl_version, sizeof out->nccl_version, "2.30 (sim, %s view)",
+           sb->box.view_source == PT_VIEW_TYPED ? "typed" : "derived");
   out->nranks = sb->box.nranks;
   out->nnodes = sb->box.nnodes;
   out->max_channels = sb->box.nccl.comm_channels;

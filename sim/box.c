@@ -16,6 +16,12 @@ int pt_box_effective_channels(const struct pt_box *b, int channels) {
   return channels > max ? max : channels;
 }
 
+int pt_box_running_channels(const struct pt_box *b, int coll, int proto, int channels,
+                            uint64_t nbytes) {
+  return pt_nccl_sched_channels(&b->nccl, coll, proto, (size_t)nbytes,
+                                pt_box_effective_channels(b, channels));
+}
+
 /* Pipeline steps a message crosses. Ring all-reduce is reduce-scatter then
  * all-gather, 2(n-1) steps; broadcast and reduce travel the ring once (n-1
  * hops). One node's Tree is a chain: up and back down, 2(n-1) hops. */
@@ -45,7 +51,10 @@ double pt_box_true_us(const struct pt_box *b, int coll, int mode, int algo, int 
   if (algo != NCCL_ALGO_RING && algo != NCCL_ALGO_TREE) return -1;
   if (algo == NCCL_ALGO_TREE && coll != PT_ALLREDUCE) return -1;
   if (mode < 0 || mode >= PT_NMODES) return -1;
-  int ch = pt_box_effective_channels(b, channels);
+  /* NCCL clamps the request to comm->nChannels, then its scheduler spreads
+   * the message over channels in cells of 32 KB of traffic: a small message
+   * runs on fewer channels than asked for (enqueue.cc scheduleCollTasksToPlan). */
+  int ch = pt_box_running_channels(b, coll, proto, channels, nbytes);
   int n = b->nranks;
   double wire = fmin(ch * t->chan_bw[proto], t->link_bw[proto]);
   /* Host staging copies every wire byte once more, in series with the link. */

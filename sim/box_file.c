@@ -177,6 +177,128 @@ static int parse_nccl(struct ctx *c, const config_setting_t *root, struct pt_ncc
   return get_int(c, g, "max_batch_colls", 1, 64, &n->max_batch_colls);
 }
 
+/* "cpu1" or "switch0" into a pt_hw_dev parent; -1 with an error. */
+static int parse_parent(struct ctx *c, const config_setting_t *g, const struct pt_hw *hw, int *out) {
+  const config_setting_t *s = config_setting_get_member(g, "parent");
+  const char *v = s ? config_setting_get_string(s) : NULL;
+  int n = -1;
+  char tail = 0;
+  if (!s) return fail(c, g, PT_EINVAL, "missing 'parent' (\"cpu0\", \"cpu1\", ... or \"switch0\", ...)");
+  if (v && sscanf(v, "cpu%d%c", &n, &tail) == 1 && n >= 0 && n < hw->ncpus) {
+    *out = -n - 1;
+    return 0;
+  }
+  if (v && sscanf(v, "switch%d%c", &n, &tail) == 1 && n >= 0 && n < hw->nswitches) {
+    *out = n;
+    return 0;
+  }
+  return fail(c, s, PT_EINVAL, "parent '%s' is not a CPU (cpu0..cpu%d) or a switch listed before (%d so far)",
+              v ? v : "?", hw->ncpus - 1, hw->nswitches);
+}
+
+/* One entry of 'switches' or 'gpus': parent, gen, lanes (and sm, count). */
+static int parse_dev(struct ctx *c, const config_setting_t *g, struct pt_hw *hw, int is_gpu) {
+  static const char *const sw_keys[] = {"parent", "gen", "lanes", NULL};
+  static const char *const gpu_keys[] = {"parent", "gen", "lanes", "sm", "count", NULL};
+  struct pt_hw_dev d = {0, 0, 16, 0};
+  int rc, count = 1;
+  if ((rc = only_keys(c, g, is_gpu ? gpu_keys : sw_keys)) || (rc = parse_parent(c, g, hw, &d.parent)) ||
+      (rc = get_int(c, g, "gen", 1, 6, &d.gen)))
+    return rc;
+  if (config_setting_get_member(g, "lanes") && (rc = get_int(c, g, "lanes", 1, 32, &d.lanes))) return rc;
+  if (is_gpu && ((rc = get_int(c, g, "sm", 60, 200, &d.sm)) ||
+                 (config_setting_get_member(g, "count") && (rc = get_int(c, g, "count", 1, PT_HW_MAX_GPUS, &count)))))
+    return rc;
+  int *n = is_gpu ? &hw->ngpus : &hw->nswitches;
+  int max = is_gpu ? PT_HW_MAX_GPUS : PT_HW_MAX_SWITCHES;
+  if (*n + count > max) return fail(c, g, PT_EINVAL, "more than %d %s", max, is_gpu ? "GPUs" : "switches");
+  for (int i = 0; i < count; i++) (is_gpu ? hw->gpu : hw->sw)[(*n)++] = d;
+  return 0;
+}
+
+static int parse_env(struct ctx *c, const config_setting_t *g, struct pt_hw *hw) {
+  static const char *const keys[] = {"NCCL_P2P_LEVEL", "NCCL_PROTO", "NCCL_ALGO", "NCCL_MIN_NCHANNELS",
+                                     "NCCL_MAX_NCHANNELS", NULL};
+  int rc;
+  if (!config_setting_is_group(g)) return fail(c, g, PT_EINVAL, "'env' must be a group { ... }");
+  if ((rc = only_keys(c, g, keys)) || (rc = get_str(c, g, "NCCL_P2P_LEVEL", hw->p2p_level, sizeof hw->p2p_level, 0)) ||
+      (rc = get_str(c, g, "NCCL_PROTO", hw->proto, sizeof hw->proto, 0)) ||
+      (rc = get_str(c, g, "NCCL_ALGO", hw->algo, sizeof hw->algo, 0)))
+    return rc;
+  if (config_setting_get_member(g, "NCCL_MIN_NCHANNELS") &&
+      (rc = get_int(c, g, "NCCL_MIN_NCHANNELS", 1, 64, &hw->min_nchannels)))
+    return rc;
+  if (config_setting_get_member(g, "NCCL_MAX_NCHANNELS") &&
+      (rc = get_int(c, g, "NCCL_MAX_NCHANNELS", 1, 64, &hw->max_nchannels)))
+    return rc;
+  return 0;
+}
+
+/* The hardware group, replacing any inherited hardware as a whole. */
+static int parse_hw(struct ctx *c, const config_setting_t *g, struct pt_box *b) {
+  static const char *const keys[] = {"cpus", "cpu_vendor", "intel_gen", "switches", "gpus", "p2p", "env", NULL};
+  static const char *const vendors[] = {"other", "intel", "amd", NULL};
+  static const char *const gens[] = {"bdw", "skl", "srp", "erp", NULL};
+  struct pt_hw *hw = &b->hw;
+  const config_setting_t *s;
+  int rc, inherited = c->inherited;
+  char v[16] = "";
+  if (!config_setting_is_group(g)) return fail(c, g, PT_EINVAL, "'hardware' must be a group { ... }");
+  memset(hw, 0, sizeof *hw);
+  c->inherited = 0; /* every hardware key but switches and env is required */
+  if ((rc = only_keys(c, g, keys)) || (rc = get_int(c, g, "cpus", 1, PT_HW_MAX_CPUS, &hw->ncpus)) ||
+      (rc = get_str(c, g, "cpu_vendor", v, sizeof v, 1)))
+    goto out;
+  hw->cpu_vendor = -1;
+  for (int i = 0; vendors[i]; i++)
+    if (!strcmp(v, vendors[i])) hw->cpu_vendor = i;
+  if (hw->cpu_vendor < 0) {
+    rc = fail(c, config_setting_get_member(g, "cpu_vendor"), PT_EINVAL, "unknown cpu_vendor '%s' (amd, intel or other)", v);
+    goto out;
+  }
+  hw->cpu_model = PT_INTEL_SKL;
+  if ((s = config_setting_get_member(g, "intel_gen"))) {
+    const char *gv = config_setting_get_string(s);
+    hw->cpu_model = -1;
+    for (int i = 0; gv && gens[i]; i++)
+      if (!strcmp(gv, gens[i])) hw->cpu_model = i;
+    if (hw->cpu_model < 0) {
+      rc = fail(c, s, PT_EINVAL, "unknown intel_gen '%s' (bdw, skl, srp or erp)", gv ? gv : "?");
+      goto out;
+    }
+  }
+  for (int is_gpu = 0; is_gpu < 2; is_gpu++) {
+    const char *key = is_gpu ? "gpus" : "switches";
+    const config_setting_t *l = config_setting_get_member(g, key);
+    if (!l) {
+      if (is_gpu) rc = missing(c, g, key);
+      if (rc) goto out;
+      continue;
+    }
+    if (!config_setting_is_list(l)) {
+      rc = fail(c, l, PT_EINVAL, "'%s' must be a list ( ... )", key);
+      goto out;
+    }
+    for (int i = 0; i < config_setting_length(l) && !rc; i++) {
+      const config_setting_t *e = config_setting_get_elem(l, (unsigned)i);
+      rc = config_setting_is_group(e) ? parse_dev(c, e, hw, is_gpu)
+                                      : fail(c, e, PT_EINVAL, "each entry of '%s' must be a group", key);
+    }
+    if (rc) goto out;
+  }
+  if ((rc = get_bool(c, g, "p2p", &hw->p2p))) goto out;
+  if ((s = config_setting_get_member(g, "env")) && (rc = parse_env(c, s, hw))) goto out;
+  char msg[400];
+  if (pt_hw_check(hw, msg, sizeof msg)) {
+    rc = fail(c, g, PT_EINVAL, "hardware: %s", msg);
+    goto out;
+  }
+  b->has_hw = 1;
+out:
+  c->inherited = inherited;
+  return rc;
+}
+
 static int parse_noise(struct ctx *c, const config_setting_t *root, struct pt_box *b) {
   static const char *const keys[] = {"sigma", "outlier_prob", "outlier_scale", NULL};
   int rc;
@@ -301,7 +423,7 @@ static int one_fault(struct ctx *c, const config_setting_t *g, void *out) {
 }
 
 static int parse_box(struct ctx *c, const config_setting_t *root, struct pt_box *b) {
-  static const char *const keys[] = {"based_on", "name",  "desc",    "nranks", "nnodes",
+  static const char *const keys[] = {"based_on", "name",  "desc",    "nranks", "nnodes",  "hardware",
                                      "truth",    "nccl",  "noise",   "anchors", "faults", NULL};
   const config_setting_t *s;
   int rc;
@@ -315,12 +437,38 @@ static int parse_box(struct ctx *c, const config_setting_t *root, struct pt_box 
     b->nanchors = 0; /* a derived box is a different box: its anchors are its own */
     c->inherited = 1;
   }
+  const config_setting_t *hws = config_setting_get_member(root, "hardware");
+  const config_setting_t *typed = config_setting_get_member(root, "nccl");
+  if (!hws && !typed && !c->inherited)
+    return fail(c, root, PT_EINVAL, "missing 'hardware' (or a hand-typed 'nccl' view, or based_on)");
+  if (hws && (rc = parse_hw(c, hws, b))) return rc;
+  if (hws) b->nranks = b->hw.ngpus;
   if ((rc = get_str(c, root, "name", b->name, sizeof b->name, 1)) ||
-      (rc = get_str(c, root, "desc", b->desc, sizeof b->desc, 0)) ||
-      (rc = get_int(c, root, "nranks", 2, 1024, &b->nranks)) ||
-      (rc = get_int(c, root, "nnodes", 1, 1, &b->nnodes)) || (rc = parse_truth(c, root, &b->truth)) ||
-      (rc = parse_nccl(c, root, &b->nccl)) || (rc = parse_noise(c, root, b)))
+      (rc = get_str(c, root, "desc", b->desc, sizeof b->desc, 0)))
     return rc;
+  /* nranks comes from the hardware's GPUs; only a typed view needs it. */
+  int inherited = c->inherited;
+  if (hws || !typed) c->inherited = 1;
+  rc = get_int(c, root, "nranks", 2, 1024, &b->nranks);
+  c->inherited = inherited;
+  if (rc || (rc = get_int(c, root, "nnodes", 1, 1, &b->nnodes)) || (rc = parse_truth(c, root, &b->truth)))
+    return rc;
+  if (hws && b->nranks != b->hw.ngpus)
+    return fail(c, config_setting_get_member(root, "nranks"), PT_EINVAL,
+                "nranks = %d, but the hardware has %d GPUs", b->nranks, b->hw.ngpus);
+  /* NCCL's view: derived from the hardware, unless typed by hand. */
+  if (!typed && b->has_hw) {
+    if (b->nranks != b->hw.ngpus)
+      return fail(c, config_setting_get_member(root, "nranks"), PT_EINVAL,
+                  "nranks = %d, but the hardware of '%s' has %d GPUs; give 'hardware' (or a typed 'nccl')",
+                  b->nranks, b->name, b->hw.ngpus);
+    struct pt_error_rec e;
+    if ((rc = pt_box_derive(b, &e))) return fail(c, hws ? hws : root, rc, "%s", e.msg);
+  } else if (typed) {
+    if ((rc = parse_nccl(c, root, &b->nccl))) return rc;
+    b->view_source = PT_VIEW_TYPED;
+  }
+  if ((rc = parse_noise(c, root, b))) return rc;
   if (!b->name[0]) return fail(c, root, PT_EINVAL, "missing 'name'");
   b->nccl.nranks = b->nranks;
   if ((rc = parse_list(c, root, "anchors", PT_BOX_MAX_ANCHORS, &b->nanchors, one_anchor, b->anchors,

@@ -48,11 +48,17 @@ static void check_box(const struct pt_box *box, int mode) {
   ck_assert_int_eq(q.bad_state, 0);
   /* Geometric mean over 32-256 KB; in graph mode (the workload's) at every
    * size as well. */
-  if (!strcmp(box->name, "gen5-8x-dual-misdetect")) {
+  /* The minimum in graph mode was 1.5 while the box's NCCL view was typed
+   * by hand with 4 communicator channels. NCCL 2.30's derived view has 2
+   * (search fallback), and NCCL clamps a tuner's channels to those: LL on 2
+   * channels gives 1.2x at 256 KB, not 1.5x (docs/sim.md, "Acceptance
+   * thresholds"). With NCCL_MIN_NCHANNELS=4 the 1.5x minimum holds again. */
+  if (!strncmp(box->name, "gen5-8x-dual-misdetect", 22)) {
+    double min_floor = box->nccl.comm_channels >= 4 ? 1.5 : 1.2;
     ck_assert_msg(q.speedup_32k_256k >= 1.5, "%s: speed-up at 32-256 KB only %.2f", box->name,
                   q.speedup_32k_256k);
     if (mode == PT_MODE_GRAPH)
-      ck_assert_msg(q.min_speedup_32k_256k >= 1.5, "%s: speed-up at 32-256 KB down to %.2f",
+      ck_assert_msg(q.min_speedup_32k_256k >= min_floor, "%s: speed-up at 32-256 KB down to %.2f",
                     box->name, q.min_speedup_32k_256k);
   }
   pt_test_rmtree(dir);
@@ -67,6 +73,18 @@ END_TEST
 
 START_TEST(eager_mode_end_to_end) {
   check_box(pt_box_builtin("gen5-8x-dual-misdetect"), PT_MODE_EAGER);
+}
+END_TEST
+
+/* What reaches the published gain: more communicator channels. */
+START_TEST(misdetected_box_with_four_channels) {
+  struct pt_box box = *pt_box_builtin("gen5-8x-dual-misdetect");
+  struct pt_error_rec e;
+  box.hw.min_nchannels = 4;
+  ck_assert_msg(pt_box_derive(&box, &e) == 0, "%s", e.msg);
+  ck_assert_int_eq(box.nccl.comm_channels, 4);
+  snprintf(box.name, sizeof box.name, "gen5-8x-dual-misdetect-min4");
+  check_box(&box, PT_MODE_GRAPH);
 }
 END_TEST
 
@@ -86,6 +104,7 @@ int main(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_loop_test(tc, builtin_box_end_to_end, 0, (int)pt_box_builtin_count());
   tcase_add_test(tc, eager_mode_end_to_end);
+  tcase_add_test(tc, misdetected_box_with_four_channels);
   tcase_add_test(tc, faulty_candidates_are_never_chosen);
   suite_add_tcase(s, tc);
   return pt_test_main(s);

@@ -12,26 +12,39 @@
 #include "pcie/sim_box.h"
 #include "support/pt_test.h"
 
-static double anchor_model_us(const struct pt_box *b, const struct pt_box_anchor *a) {
+/* The model's latency for an anchor: NCCL's default on the box's derived
+ * view, or the named candidate; on the anchor's own communicator when it was
+ * measured on one with a different channel count (NCCL_GRAPH_FILE, another
+ * NCCL version). */
+static double anchor_model_us(const struct pt_box *box, const struct pt_box_anchor *a) {
+  struct pt_box b = *box;
   int algo = a->algo, proto = a->proto, ch = a->channels;
-  if (algo < 0) ck_assert_int_eq(pt_box_nccl_default(b, a->coll, a->nbytes, &algo, &proto, &ch), 0);
-  return pt_box_true_us(b, a->coll, a->mode, algo, proto, ch, a->nbytes);
+  if (a->comm_channels > 0) b.nccl.comm_channels = a->comm_channels;
+  if (algo < 0) ck_assert_int_eq(pt_box_nccl_default(&b, a->coll, a->nbytes, &algo, &proto, &ch), 0);
+  return pt_box_true_us(&b, a->coll, a->mode, algo, proto, ch, a->nbytes);
 }
 
+/* In-sample anchors (the ones fitted) within 15 %; held-out ones are
+ * reported (docs/sim.md) and held to 35 %, a bound on how far another
+ * machine of the same kind may sit from the fit. */
 START_TEST(builtin_boxes_match_their_anchors) {
   ck_assert_uint_ge(pt_box_builtin_count(), 5);
   for (size_t i = 0; i < pt_box_builtin_count(); i++) {
     const struct pt_box *b = pt_box_builtin_at(i);
     struct pt_error_rec e;
+    double worst[2] = {0, 0};
+    int count[2] = {0, 0};
     ck_assert_msg(pt_box_check(b, &e) == 0, "%s: %s", b->name, e.msg);
     ck_assert_msg(b->nanchors >= 4, "%s cites only %zu anchors", b->name, b->nanchors);
     for (size_t k = 0; k < b->nanchors; k++) {
       const struct pt_box_anchor *a = &b->anchors[k];
-      double us = anchor_model_us(b, a);
-      ck_assert_msg(fabs(us / a->lat_us - 1) <= 0.15,
-                    "%s: %llu B (%s): model %.2f us, published %.2f us (%s)", b->name,
-                    (unsigned long long)a->nbytes, a->algo < 0 ? "NCCL default" : "candidate", us,
-                    a->lat_us, a->source);
+      double us = anchor_model_us(b, a), err = fabs(us / a->lat_us - 1);
+      int out = a->held_out != 0;
+      count[out]++;
+      if (err > worst[out]) worst[out] = err;
+      ck_assert_msg(err <= (out ? 0.35 : 0.15), "%s: %llu B (%s%s): model %.2f us, published %.2f us (%s)", b->name,
+                    (unsigned long long)a->nbytes, a->algo < 0 ? "NCCL default" : "candidate",
+                    out ? ", held out" : "", us, a->lat_us, a->source);
       /* The cited source is kept verbatim in test/data/real (some anchors
        * are derived from its bandwidth columns, so only its presence is
        * checked here; docs/sim.md shows each derivation). */
@@ -41,29 +54,45 @@ START_TEST(builtin_boxes_match_their_anchors) {
       ck_assert_msg(f != NULL, "%s cites %s, which is not in test/data/real", b->name, a->source);
       fclose(f);
     }
+    ck_assert_msg(count[0] >= 4, "%s: only %d in-sample anchors", b->name, count[0]);
+    printf("calibration %-24s in-sample %2d anchors, worst %4.1f %%; held out %d, worst %4.1f %%\n", b->name,
+           count[0], 100 * worst[0], count[1], 100 * worst[1]);
   }
 }
 END_TEST
 
+/* NCCL 2.30's derived view of the dual-socket box is the search fallback:
+ * Simple from 4 KB on at most 2 channels. A tuner can pick LL, but only on
+ * the communicator's 2 channels; the published 1.5-1.9x (LL on 4 channels,
+ * under NCCL_GRAPH_FILE) needs a 4-channel communicator. */
 START_TEST(misdetected_box_picks_simple_and_ll_is_faster) {
   const struct pt_box *b = pt_box_builtin("gen5-8x-dual-misdetect");
   ck_assert_ptr_nonnull(b);
-  for (uint64_t n = 32768; n <= 262144; n *= 2) {
+  ck_assert_int_eq(b->nccl.comm_channels, 2);
+  struct pt_box four = *b;
+  four.nccl.comm_channels = 4; /* what NCCL_MIN_NCHANNELS=4 or the graph file gives */
+  for (uint64_t n = 4096; n <= 262144; n *= 2) {
     int a, p, c;
     ck_assert_int_eq(pt_box_nccl_default(b, PT_ALLREDUCE, n, &a, &p, &c), 0);
     ck_assert_int_eq(a, NCCL_ALGO_RING);
     ck_assert_int_eq(p, NCCL_PROTO_SIMPLE);
+    ck_assert_int_le(c, 2);
     double def = pt_box_default_us(b, PT_ALLREDUCE, PT_MODE_EAGER, n);
-    double ll4 = pt_box_true_us(b, PT_ALLREDUCE, PT_MODE_EAGER, NCCL_ALGO_RING, NCCL_PROTO_LL, 4, n);
-    ck_assert_msg(def / ll4 >= 1.45 && def / ll4 <= 2.0, "%llu B: Simple/LL4 = %.2f",
-                  (unsigned long long)n, def / ll4);
+    double ll2 = pt_box_true_us(b, PT_ALLREDUCE, PT_MODE_EAGER, NCCL_ALGO_RING, NCCL_PROTO_LL, 2, n);
+    /* Asking for 4 channels runs on the communicator's 2. */
+    ck_assert_double_eq(pt_box_true_us(b, PT_ALLREDUCE, PT_MODE_EAGER, NCCL_ALGO_RING, NCCL_PROTO_LL, 4, n), ll2);
+    ck_assert_msg(def / ll2 >= (n <= 65536 ? 1.75 : 1.2), "%llu B: Simple/LL2 = %.2f", (unsigned long long)n,
+                  def / ll2);
+    if (n < 32768) continue;
+    double ll4 = pt_box_true_us(&four, PT_ALLREDUCE, PT_MODE_EAGER, NCCL_ALGO_RING, NCCL_PROTO_LL, 4, n);
+    ck_assert_msg(def / ll4 >= 1.45 && def / ll4 <= 2.0, "%llu B: Simple/LL4 = %.2f", (unsigned long long)n,
+                  def / ll4);
   }
-  /* Simple with 2 channels at 32 KB, as published. */
+  /* Simple with 2 channels at 32 KB, as published; LL below 4 KB. */
   int a, p, c;
   pt_box_nccl_default(b, PT_ALLREDUCE, 32768, &a, &p, &c);
   ck_assert_int_eq(c, 2);
-  /* Below the mis-detected crossover NCCL still uses LL. */
-  pt_box_nccl_default(b, PT_ALLREDUCE, 1024, &a, &p, &c);
+  pt_box_nccl_default(b, PT_ALLREDUCE, 2048, &a, &p, &c);
   ck_assert_int_eq(p, NCCL_PROTO_LL);
 }
 END_TEST
@@ -84,13 +113,15 @@ START_TEST(ll128_only_when_opted_in) {
     ck_assert_float_lt(t[NCCL_ALGO_TREE][NCCL_PROTO_SIMPLE], 0);
   }
   const struct pt_box *b = pt_box_builtin("gen5-8x-ll128");
+  /* On the derived 2-channel communicator LL128 is the best choice at
+   * 512 KB-1 MB (published: LL128 at 448 KB-3 MB on 4 channels). */
   int wins = 0;
-  for (uint64_t n = 512 << 10; n <= 2 << 20; n *= 2) {
+  for (uint64_t n = 512 << 10; n <= 1 << 20; n *= 2) {
     int a, p, c;
     pt_box_oracle_us(b, PT_ALLREDUCE, PT_MODE_GRAPH, n, &a, &p, &c);
     wins += p == NCCL_PROTO_LL128;
   }
-  ck_assert_int_eq(wins, 3);
+  ck_assert_int_eq(wins, 2);
   int a, p, c;
   pt_box_oracle_us(b, PT_ALLREDUCE, PT_MODE_GRAPH, 64 << 10, &a, &p, &c);
   ck_assert_int_eq(p, NCCL_PROTO_LL);
@@ -158,9 +189,20 @@ START_TEST(truth_shape) {
   double c1 = pt_box_true_us(b, PT_ALLREDUCE, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 1, 64 << 20);
   double c4 = pt_box_true_us(b, PT_ALLREDUCE, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 4, 64 << 20);
   ck_assert_double_lt(c4, c1 / 3);
+  /* Extra channels cost latency where the message reaches them... */
+  double m2 = pt_box_true_us(b, PT_ALLREDUCE, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_LL, 2, 64 << 10);
+  double m4 = pt_box_true_us(b, PT_ALLREDUCE, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_LL, 4, 64 << 10);
+  ck_assert_int_eq(pt_box_running_channels(b, PT_ALLREDUCE, NCCL_PROTO_LL, 4, 64 << 10), 4);
+  ck_assert_double_ne(m2, m4);
+  /* ...but NCCL's scheduler spreads a message in cells of 32 KB of traffic
+   * (enqueue.cc scheduleCollTasksToPlan): an 8 B all-reduce asked to use 4
+   * channels runs on one, and costs what one channel costs. */
+  ck_assert_int_eq(pt_box_running_channels(b, PT_ALLREDUCE, NCCL_PROTO_LL, 4, 8), 1);
   double s1 = pt_box_true_us(b, PT_ALLREDUCE, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_LL, 1, 8);
   double s4 = pt_box_true_us(b, PT_ALLREDUCE, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_LL, 4, 8);
-  ck_assert_double_lt(s1, s4);
+  ck_assert_double_eq(s1, s4);
+  /* Simple at 48 KB: 96 KB of traffic fills 3 cells, so 3 of 4 channels. */
+  ck_assert_int_eq(pt_box_running_channels(b, PT_ALLREDUCE, NCCL_PROTO_SIMPLE, 4, 48 << 10), 3);
 }
 END_TEST
 
@@ -224,6 +266,28 @@ START_TEST(box_files_load) {
   free(p);
   ck_assert_int_eq(pt_box_resolve(&b, "gen5-8x-ll128", &e), 0);
   ck_assert_str_eq(b.name, "gen5-8x-ll128");
+  ck_assert_int_eq(b.view_source, PT_VIEW_DERIVED);
+  /* A typed nccl group is an override, and says so. */
+  p = data_path("faulty.cfg");
+  ck_assert_int_eq(pt_box_load(&b, p, &e), 0);
+  ck_assert_int_eq(b.view_source, PT_VIEW_TYPED);
+  char label[256];
+  pt_box_view_label(&b, label, sizeof label);
+  ck_assert_msg(strstr(label, "typed by hand (override)"), "%s", label);
+  free(p);
+  /* Hardware in a box file: NCCL's view is derived from it. One Intel
+   * switch with P2P: 2 x 12 GB/s (PIX), doubled to 4 channels. */
+  p = data_path("hw.cfg");
+  ck_assert_msg(pt_box_load(&b, p, &e) == 0, "%s:%d: %s", e.file, e.line, e.msg);
+  ck_assert_int_eq(b.view_source, PT_VIEW_DERIVED);
+  ck_assert_int_eq(b.nranks, 4);
+  ck_assert_int_eq(b.truth.transport, PT_XPORT_P2P);
+  ck_assert_int_eq(b.nccl.search_channels, 2);
+  ck_assert_double_eq_tol(b.nccl.bw_intra, 12.0, 1e-6);
+  ck_assert_int_eq(b.nccl.comm_channels, 4);
+  pt_box_view_label(&b, label, sizeof label);
+  ck_assert_msg(strstr(label, "derived from hardware: ring 2 x 12.0 GB/s PIX, 4 channels"), "%s", label);
+  free(p);
 }
 END_TEST
 
@@ -242,7 +306,8 @@ START_TEST(box_file_errors_name_file_and_line) {
   expect_error("bad_key.cfg", PT_EINVAL, "bad_key.cfg:4: unknown key 'simpel' in 'chan_bw'");
   expect_error("bad_transport.cfg", PT_EINVAL, "bad_transport.cfg:3: unknown transport 'nvlink'");
   expect_error("bad_syntax.cfg", PT_ESYNTAX, "bad_syntax.cfg:2:");
-  expect_error("bad_missing.cfg", PT_EINVAL, "missing 'truth'");
+  expect_error("bad_missing.cfg", PT_EINVAL, "missing 'hardware'");
+  expect_error("bad_hw_parent.cfg", PT_EINVAL, "bad_hw_parent.cfg:5: parent 'switch2' is not a CPU");
   expect_error("bad_range.cfg", PT_EINVAL, "bad_range.cfg:3: 'll' = 1.5 is out of range");
   expect_error("no_such_file.cfg", PT_EIO, "cannot read box file");
   struct pt_box b;

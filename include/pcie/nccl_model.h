@@ -1,10 +1,16 @@
 /*
- * NCCL's own cost model for a single PCIe node (NCCL 2.28/2.30
- * src/graph/tuning.cc and enqueue.cc, as summarised in
- * shared/reference/nccl-tuner-abi-and-model.md §3): the cost table NCCL hands
- * the tuner, and the channel count it would use. This is NCCL's *view* of a
- * box, not how the box behaves; simulated boxes keep their true behaviour in
- * separate code with separate parameters.
+ * NCCL's own cost model for a single PCIe node (NCCL 2.30
+ * src/graph/tuning.cc ncclTopoTuneModel/ncclTopoGetAlgoTime and the
+ * selection of src/enqueue.cc topoGetAlgoInfo/scheduleCollTasksToPlan, as
+ * summarised in docs/sim.md): the cost table NCCL hands the tuner, the channel
+ * count it would use, and the channels its scheduler really spreads a message
+ * over. This is NCCL's *view* of a box, not how the box behaves; simulated
+ * boxes keep their true behaviour in separate code with separate parameters.
+ *
+ * The parameters are either derived from a box's hardware by
+ * sim/nccl_derive.c (NCCL's topology search) or typed by hand (an override).
+ * Arithmetic is done in single precision where NCCL's is, so ties and
+ * crossovers fall on the same byte counts.
  *
  * Pure functions; thread-safe.
  */
@@ -16,14 +22,20 @@
 struct pt_nccl_params {
   int nranks;
   int compcap;         /* 0 Volta, 1 Ampere (sm80-89), 2 Hopper, 3 Blackwell */
-  int search_channels; /* channels found by the ring graph search */
-  double bw_intra;     /* GB/s per search channel (graph bwIntra) */
+  int search_channels; /* ring graph nChannels (after ring/tree agree) */
+  double bw_intra;     /* ring graph bwIntra, GB/s per channel */
   int comm_channels;   /* comm->nChannels (twice the search channels by default) */
-  int ll128_enabled;   /* 1 only when the user forced LL128 through NCCL_PROTO */
+  int ll128_enabled;   /* LL128 usable (on PCIe only when NCCL_PROTO asks for it) */
   int tree_enabled;    /* 0 when NCCL_ALGO excludes Tree */
   int ll_enabled;      /* 0 when NCCL_PROTO excludes LL */
   int simple_enabled;  /* 0 when NCCL_PROTO excludes Simple */
   int max_batch_colls; /* NCCL_MAX_DEV_WORK_BATCH_COLLS: 10 in 2.28.9, 8 in 2.30 */
+  /* What a derived view adds; 0 means "as the ring" (a hand-typed view). */
+  int tree_channels;        /* tree graph nChannels */
+  double tree_bw_intra;     /* tree graph bwIntra: a chain can be faster than a ring */
+  int tree_simple_pattern;  /* 1: the tree graph is NCCL's plain TREE pattern (busBw x 0.85) */
+  int ring_diff_channels;   /* 1: ring sameChannels == 0 (broadcast/reduce pay per step) */
+  int ring_simple_threads;  /* maxThreads[Ring][Simple]: 256 or 512; 0 = NCCL's rule */
 };
 
 /* Defaults of an nranks-GPU Gen4 box on sm89 (G = 2 x 12 GB/s, 4 channels). */
@@ -38,8 +50,22 @@ void pt_nccl_cost_table(const struct pt_nccl_params *p, int coll, size_t nbytes,
  * algorithm then protocol index. Returns 0, or -1 when none is usable. */
 int pt_nccl_select(float table[7][3], int *algo, int *proto);
 
+/* maxThreads[algo][proto] of the communicator (tuning.cc). */
+int pt_nccl_max_threads(const struct pt_nccl_params *p, int algo, int proto);
+
 /* The channel count NCCL itself would use for (algo, proto) at nbytes
- * (comm channels shrunk for small messages, enqueue.cc). */
+ * (comm channels shrunk for small messages, enqueue.cc topoGetAlgoInfo):
+ * its nMaxChannels. */
 int pt_nccl_channels(const struct pt_nccl_params *p, int algo, int proto, size_t nbytes);
+
+/* Warps per block NCCL launches for (algo, proto) at nbytes (topoGetAlgoInfo). */
+int pt_nccl_warps(const struct pt_nccl_params *p, int algo, int proto, size_t nbytes);
+
+/* The channels a lone collective of nbytes really runs on when it asks for
+ * nmax channels: the request clamped to comm->nChannels, then the message cut
+ * into cells of 32 KB of traffic and spread over channels
+ * (enqueue.cc scheduleCollTasksToPlan). */
+int pt_nccl_sched_channels(const struct pt_nccl_params *p, int coll, int proto, size_t nbytes,
+                           int nmax);
 
 #endif

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "pcie/nccl_model.h"
+#include "pcie/nccl_topo.h"
 #include "pcie/profile.h"
 
 #define PT_BOX_MAX_ANCHORS 24
@@ -54,13 +55,24 @@ struct pt_box_truth {
 };
 
 /* A published measurement the box is calibrated against. algo < 0 means
- * "NCCL's default choice"; otherwise the latency of that candidate. */
+ * "NCCL's default choice"; otherwise the latency of that candidate.
+ * comm_channels > 0: the measurement ran on a communicator with that many
+ * channels (e.g. under NCCL_GRAPH_FILE), not the box's own. held_out: kept
+ * out of the fit, to report the model's out-of-sample error. */
 struct pt_box_anchor {
   int coll, mode;
   uint64_t nbytes;
   int algo, proto, channels;
   double lat_us;
-  char source[160]; /* data file (../shared/data/real) or reference it comes from */
+  char source[160]; /* data file (test/data/real) or reference it comes from */
+  int comm_channels;
+  int held_out;
+};
+
+/* Where a box's NCCL view comes from. */
+enum pt_view_source {
+  PT_VIEW_DERIVED = 0, /* derived from hw by NCCL's search (sim/nccl_derive.c) */
+  PT_VIEW_TYPED = 1,   /* typed by hand in the box file: an override */
 };
 
 /* A combination that misbehaves on this box, for backends to report. */
@@ -77,6 +89,10 @@ struct pt_box {
   int nranks, nnodes;
   struct pt_box_truth truth;
   struct pt_nccl_params nccl; /* NCCL's view */
+  int view_source;            /* enum pt_view_source */
+  int has_hw;                 /* 1: hw holds the box's hardware */
+  struct pt_hw hw;
+  struct pt_nccl_view derived; /* the full derivation when view_source is derived */
   /* Measurement noise: each sample is truth * exp(N(0, sigma)); with
    * probability outlier_prob it is further multiplied by 1 + U(0,1) *
    * outlier_scale (a preempted or late rank). */
@@ -101,16 +117,27 @@ int pt_box_load(struct pt_box *b, const char *path, struct pt_error_rec *err);
 int pt_box_resolve(struct pt_box *b, const char *name_or_path, struct pt_error_rec *err);
 /* Checks ranges; returns 0 or PT_EINVAL with err->msg set (no file/line). */
 int pt_box_check(const struct pt_box *b, struct pt_error_rec *err);
+/* Derives b->nccl from b->hw (view_source becomes derived). Returns 0, or
+ * PT_EINVAL with err->msg set. */
+int pt_box_derive(struct pt_box *b, struct pt_error_rec *err);
+/* "derived from hardware (ring 2 x 24.0 GB/s PHB, 4 channels)" or "typed by
+ * hand (override)": for provenance and show. */
+void pt_box_view_label(const struct pt_box *b, char *buf, size_t len);
 
 /* ---- the truth (sim/box.c) ---- */
 /* True latency in us of (algo, proto, channels) without noise, or -1 when the
  * algorithm does not exist for coll (Tree outside all-reduce, CollNet, ...).
  * Channels are clamped to [1, nccl.comm_channels] as NCCL clamps a tuner's
- * nChannels to the communicator's. */
+ * nChannels to the communicator's, then reduced to those NCCL's scheduler
+ * really uses for this message (pt_box_running_channels). */
 double pt_box_true_us(const struct pt_box *b, int coll, int mode, int algo, int proto,
                       int channels, uint64_t nbytes);
-/* The channel count that actually runs (the clamp above). */
+/* The request after NCCL's clamp to comm->nChannels. */
 int pt_box_effective_channels(const struct pt_box *b, int channels);
+/* The channels that really run: the clamped request, spread in cells over
+ * channels by NCCL's scheduler (fewer for small messages). */
+int pt_box_running_channels(const struct pt_box *b, int coll, int proto, int channels,
+                            uint64_t nbytes);
 /* PT_PT_OK, or the state a fault makes this combination report. */
 int pt_box_fault_state(const struct pt_box *b, int coll, int algo, int proto, uint64_t nbytes);
 

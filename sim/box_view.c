@@ -1,0 +1,38 @@
+/*
+ * A box's NCCL view: derived from its hardware (include/pcie/nccl_topo.h),
+ * or typed by hand as an override; and the label that says which, for
+ * provenance and `show`.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "pcie/sim_box.h"
+
+int pt_box_derive(struct pt_box *b, struct pt_error_rec *err) {
+  char msg[400];
+  if (!b->has_hw) {
+    snprintf(err->msg, sizeof err->msg, "box '%s' has no hardware to derive NCCL's view from", b->name);
+    return PT_EINVAL;
+  }
+  if (pt_nccl_derive(&b->hw, &b->derived, msg, sizeof msg)) {
+    snprintf(err->msg, sizeof err->msg, "hardware: %s", msg);
+    return PT_EINVAL;
+  }
+  b->nccl = b->derived.params;
+  b->nranks = b->hw.ngpus;
+  b->view_source = PT_VIEW_DERIVED;
+  return 0;
+}
+
+void pt_box_view_label(const struct pt_box *b, char *buf, size_t len) {
+  const struct pt_nccl_params *n = &b->nccl;
+  if (b->view_source == PT_VIEW_TYPED) {
+    snprintf(buf, len, "typed by hand (override): ring %d x %.1f GB/s, %d channels", n->search_channels,
+             n->bw_intra, n->comm_channels);
+    return;
+  }
+  const struct pt_nccl_graph *r = &b->derived.ring;
+  snprintf(buf, len, "derived from hardware: ring %d x %.1f GB/s %s%s, %d channels%s", r->nchannels,
+           (double)r->bw_intra, pt_path_type_name(r->type_intra), r->fallback ? " (search fallback)" : "",
+           n->comm_channels, n->ll128_enabled ? ", LL128 on" : "");
+}

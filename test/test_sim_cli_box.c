@@ -1,0 +1,113 @@
+/* pcie-tune box, run as a user runs it: a box file from NCCL's topology dump
+ * (written atomically, never over a file without --force), loaded back with
+ * NCCL's view derived, and `box NAME|FILE` printing NCCL's own choices. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pcie/sim_box.h"
+#include "support/pt_test.h"
+
+static int run(char **out, char **err, const char *fmt, const char *a, const char *b) {
+  char *args = NULL, *cmd = NULL;
+  ck_assert(asprintf(&args, fmt, a, b) > 0);
+  ck_assert(asprintf(&cmd, "'%s' %s", pt_test_cli(), args) > 0);
+  int rc = pt_test_run(cmd, out, err);
+  free(args);
+  free(cmd);
+  return rc;
+}
+
+START_TEST(from_topo_writes_a_box_nccl_would_recognise) {
+  char *dir = pt_test_tmpdir(), *out, *err, topo[1024], box[1100];
+  snprintf(topo, sizeof topo, "%s/test/data/nccl-real/sm120-gen5-8x-direct-2socket.xml", pt_test_srcdir());
+  snprintf(box, sizeof box, "%s/turin.cfg", dir);
+  ck_assert_int_eq(run(&out, &err, "box --from-topo %s --out %s", topo, box), 0);
+  ck_assert_msg(strstr(err, "8 GPUs; NCCL view derived from hardware: ring 1 x 0.1 GB/s SYS (search fallback), 2 channels"),
+                "%s", err);
+  free(out), free(err);
+  struct pt_box b;
+  struct pt_error_rec e;
+  ck_assert_msg(pt_box_load(&b, box, &e) == 0, "%s:%d: %s", e.file, e.line, e.msg);
+  ck_assert_int_eq(b.nranks, 8);
+  ck_assert_int_eq(b.hw.ncpus, 2);
+  ck_assert_int_eq(b.hw.cpu_vendor, PT_CPU_AMD);
+  ck_assert_int_eq(b.nccl.comm_channels, 2);
+  /* Not over an existing file without --force; with it, yes. */
+  ck_assert_int_eq(run(&out, &err, "box --from-topo %s --out %s", topo, box), 1);
+  ck_assert_ptr_nonnull(strstr(err, "exists; use --force"));
+  free(out), free(err);
+  ck_assert_int_eq(run(&out, &err, "box --from-topo %s --out %s --force --no-p2p", topo, box), 0);
+  free(out), free(err);
+  ck_assert_int_eq(pt_box_load(&b, box, &e), 0);
+  ck_assert_int_eq(b.hw.p2p, 0);
+  ck_assert_int_eq(b.truth.transport, PT_XPORT_SHM); /* --no-p2p takes the SHM box's truth */
+  /* box FILE prints NCCL's choice: Simple from 4 KB on this box
+   * (test/data/nccl-real/sm120-gen5-8x-direct-2socket.noP2P.txt). */
+  ck_assert_int_eq(run(&out, &err, "box %s%s", box, ""), 0);
+  ck_assert_msg(strstr(out, "        2048  ring   ll         1"), "%s", out);
+  ck_assert_msg(strstr(out, "        4096  ring   simple     1"), "%s", out);
+  ck_assert_msg(strstr(out, "       32768  ring   simple     2"), "%s", out);
+  free(out), free(err);
+  /* Nothing left behind but the box file. */
+  char *ls = NULL;
+  ck_assert(asprintf(&ls, "ls -A '%s'", dir) > 0);
+  ck_assert_int_eq(pt_test_run(ls, &out, &err), 0);
+  ck_assert_str_eq(out, "turin.cfg\n");
+  free(out), free(err), free(ls);
+  pt_test_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+START_TEST(bad_input_is_reported) {
+  char *dir = pt_test_tmpdir(), *out, *err;
+  char *bad = pt_test_write(dir, "bad.xml", "<system version=\"1\">\n<cpu arch=\"x86_64\" vendor=\"AuthenticAMD\">\n<pci busid=\"0\" class=>\n");
+  ck_assert_int_eq(run(&out, &err, "box --from-topo %s --out %s/x.cfg", bad, dir), 1);
+  ck_assert_msg(strstr(err, "bad.xml:3: expected '\"' for attribute class"), "%s", err);
+  free(out), free(err);
+  ck_assert_int_eq(run(&out, &err, "box --frob %s%s", "", ""), 2);
+  ck_assert_ptr_nonnull(strstr(err, "unknown option '--frob'"));
+  free(out), free(err);
+  ck_assert_int_eq(run(&out, &err, "box no-such-box%s%s", "", ""), 1);
+  free(out), free(err);
+  ck_assert_int_eq(run(&out, &err, "box gen5-8x-p2p%s%s", "", ""), 0);
+  ck_assert_ptr_nonnull(strstr(out, "NCCL view: derived from hardware: ring 2 x 24.0 GB/s PHB, 4 channels"));
+  free(out), free(err);
+  free(bad);
+  pt_test_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+/* A hand-typed NCCL view is an override and says so, in the profile's
+ * provenance and in show. */
+START_TEST(typed_view_is_labelled) {
+  char *dir = pt_test_tmpdir(), *out, *err, box[1024], prof[1100];
+  snprintf(box, sizeof box, "%s/test/data/boxes/faulty.cfg", pt_test_srcdir());
+  snprintf(prof, sizeof prof, "%s/p.cfg", dir);
+  ck_assert_int_eq(run(&out, &err, "box %s%s", box, ""), 0);
+  ck_assert_msg(strstr(out, "NCCL view: typed by hand (override)"), "%s", out);
+  free(out), free(err);
+  ck_assert_int_eq(run(&out, &err, "profile --backend sim --box %s --out %s --quiet", box, prof), 0);
+  free(out), free(err);
+  ck_assert_int_eq(run(&out, &err, "show %s%s", prof, ""), 0);
+  ck_assert_msg(strstr(out, "measured with backend sim, NCCL 2.30 (sim, typed view)"), "%s", out);
+  free(out), free(err);
+  pt_test_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("sim_cli_box");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, from_topo_writes_a_box_nccl_would_recognise);
+  tcase_add_test(tc, bad_input_is_reported);
+  tcase_add_test(tc, typed_view_is_labelled);
+  suite_add_tcase(s, tc);
+  return pt_test_main(s);
+}

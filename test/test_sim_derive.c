@@ -1,0 +1,261 @@
+/* NCCL's view derived from hardware (sim/nccl_*.c) against NCCL's own code:
+ * for every topology in test/data/nccl-real, the harness output of NCCL 2.30.7
+ * (and 2.29.7) gives the ring and tree search results, comm->nChannels, the
+ * thread counts and, at every all-reduce size from 8 B to 256 MB, NCCL's
+ * algorithm, protocol, channels (nMaxChannels and the scheduler's cells),
+ * warps and costs. All must match (see test/data/nccl-real/PROVENANCE.txt). */
+#include <check.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nccl/common.h"
+#include "pcie/nccl_topo.h"
+#include "pcie/profile.h"
+#include "pcie/sim_box.h"
+#include "support/pt_test.h"
+
+struct expect_graph {
+  int nch, same, pattern;
+  double bw;
+  char type[8];
+};
+
+struct expect_row {
+  unsigned long long bytes;
+  char algo[8], proto[8];
+  int nch, warps, sch;
+  double cost, tree_ll, tree_simple, ring_ll, ring_simple;
+};
+
+struct expect {
+  char topo[128], p2p[32], level[16];
+  struct expect_graph ring, tree;
+  int comm, thr[2][3]; /* [ring, tree][ll, ll128, simple] */
+  int nrows;
+  struct expect_row row[32];
+};
+
+static void read_expect(const char *path, struct expect *e) {
+  FILE *f = fopen(path, "r");
+  char line[512];
+  ck_assert_msg(f != NULL, "cannot open %s", path);
+  memset(e, 0, sizeof *e);
+  while (fgets(line, sizeof line, f)) {
+    struct expect_row *r = &e->row[e->nrows];
+    if (sscanf(line, "# topo %127s ngpus %*d sm %*s cpu arch %*d vendor %*d P2P %31s P2P_LEVEL=%15s", e->topo,
+               e->p2p, e->level) == 3)
+      continue;
+    if (sscanf(line, "# ring graph: nChannels %d bwIntra %lf typeIntra %7s sameChannels %d", &e->ring.nch,
+               &e->ring.bw, e->ring.type, &e->ring.same) == 4)
+      continue;
+    if (sscanf(line, "# tree graph: nChannels %d bwIntra %lf typeIntra %7s pattern %d", &e->tree.nch,
+               &e->tree.bw, e->tree.type, &e->tree.pattern) == 4)
+      continue;
+    if (sscanf(line, "# comm->nChannels %d maxThreads ring ll/ll128/simple %d/%d/%d tree %d/%d/%d", &e->comm,
+               &e->thr[0][0], &e->thr[0][1], &e->thr[0][2], &e->thr[1][0], &e->thr[1][1], &e->thr[1][2]) == 7)
+      continue;
+    if (line[0] >= '0' && line[0] <= '9' && e->nrows < 32 &&
+        sscanf(line, "%llu %7s %7s %d %d %d %lf %lf %lf %lf %lf", &r->bytes, r->algo, r->proto, &r->nch,
+               &r->warps, &r->sch, &r->cost, &r->tree_ll, &r->tree_simple, &r->ring_ll, &r->ring_simple) == 11)
+      e->nrows++;
+  }
+  fclose(f);
+  ck_assert_msg(e->topo[0] && e->comm > 0 && e->nrows == 26, "%s: unexpected format (%d rows)", path, e->nrows);
+}
+
+/* Costs are printed with two decimals; NCCL's float arithmetic is matched,
+ * so a hundredth (or 1e-5 relative for the large ones) is all it may differ. */
+static void near(const char *file, unsigned long long n, const char *what, double got, double want) {
+  double tol = fmax(0.0051, fabs(want) * 2e-6);
+  ck_assert_msg(fabs(got - want) <= tol, "%s: %llu B: %s %.4f, NCCL %.2f", file, n, what, got, want);
+}
+
+static const char *algo_name(int a) { return a == NCCL_ALGO_TREE ? "tree" : a == NCCL_ALGO_RING ? "ring" : "?"; }
+static const char *proto_name(int p) {
+  return p == NCCL_PROTO_LL ? "ll" : p == NCCL_PROTO_LL128 ? "ll128" : p == NCCL_PROTO_SIMPLE ? "simple" : "?";
+}
+
+static void check_graph(const char *file, const char *which, const struct pt_nccl_graph *g,
+                        const struct expect_graph *x, int is_tree) {
+  ck_assert_msg(g->nchannels == x->nch, "%s: %s nChannels %d, NCCL %d", file, which, g->nchannels, x->nch);
+  ck_assert_msg(fabs(g->bw_intra - x->bw) < 0.006, "%s: %s bwIntra %.2f, NCCL %.2f", file, which, g->bw_intra, x->bw);
+  ck_assert_msg(!strcmp(pt_path_type_name(g->type_intra), x->type), "%s: %s typeIntra %s, NCCL %s", file, which,
+                pt_path_type_name(g->type_intra), x->type);
+  if (is_tree)
+    ck_assert_msg(g->pattern == x->pattern, "%s: tree pattern %d, NCCL %d", file, g->pattern, x->pattern);
+  else
+    ck_assert_msg(g->same_channels == x->same, "%s: ring sameChannels %d, NCCL %d", file, g->same_channels, x->same);
+}
+
+static int check_one(const char *dir, const char *file) {
+  char path[2048], err[512];
+  struct expect e;
+  struct pt_hw hw;
+  struct pt_nccl_view v;
+  snprintf(path, sizeof path, "%s/%s", dir, file);
+  read_expect(path, &e);
+  snprintf(path, sizeof path, "%s/%s", dir, e.topo);
+  ck_assert_msg(pt_hw_from_topo_xml(path, &hw, err, sizeof err) == 0, "%s", err);
+  hw.p2p = strcmp(e.p2p, "not-supported") != 0;
+  if (strcmp(e.level, "(default)")) snprintf(hw.p2p_level, sizeof hw.p2p_level, "%s", e.level);
+  if (strstr(file, ".PROTO_LL_LL128_Simple.")) snprintf(hw.proto, sizeof hw.proto, "LL,LL128,Simple");
+  ck_assert_msg(pt_nccl_derive(&hw, &v, err, sizeof err) == 0, "%s: %s", file, err);
+  check_graph(file, "ring", &v.ring, &e.ring, 0);
+  check_graph(file, "tree", &v.tree, &e.tree, 1);
+  ck_assert_msg(v.comm_channels == e.comm, "%s: comm->nChannels %d, NCCL %d", file, v.comm_channels, e.comm);
+  for (int a = 0; a < 2; a++)
+    for (int p = 0; p < 3; p++) {
+      int algo = a == 0 ? NCCL_ALGO_RING : NCCL_ALGO_TREE;
+      ck_assert_msg(pt_nccl_max_threads(&v.params, algo, p) == e.thr[a][p], "%s: maxThreads %s/%s %d, NCCL %d",
+                    file, algo_name(algo), proto_name(p), pt_nccl_max_threads(&v.params, algo, p), e.thr[a][p]);
+    }
+  for (int i = 0; i < e.nrows; i++) {
+    const struct expect_row *r = &e.row[i];
+    float t[7][3];
+    int algo, proto;
+    pt_nccl_cost_table(&v.params, PT_ALLREDUCE, (size_t)r->bytes, 1, t);
+    ck_assert_int_eq(pt_nccl_select(t, &algo, &proto), 0);
+    ck_assert_msg(!strcmp(algo_name(algo), r->algo) && !strcmp(proto_name(proto), r->proto),
+                  "%s: %llu B: %s/%s, NCCL %s/%s", file, r->bytes, algo_name(algo), proto_name(proto), r->algo,
+                  r->proto);
+    int nch = pt_nccl_channels(&v.params, algo, proto, (size_t)r->bytes);
+    ck_assert_msg(nch == r->nch, "%s: %llu B: nMaxChannels %d, NCCL %d", file, r->bytes, nch, r->nch);
+    int sch = pt_nccl_sched_channels(&v.params, PT_ALLREDUCE, proto, (size_t)r->bytes, nch);
+    ck_assert_msg(sch == r->sch, "%s: %llu B: scheduled channels %d, NCCL %d", file, r->bytes, sch, r->sch);
+    int warps = pt_nccl_warps(&v.params, algo, proto, (size_t)r->bytes);
+    ck_assert_msg(warps == r->warps, "%s: %llu B: warps %d, NCCL %d", file, r->bytes, warps, r->warps);
+    near(file, r->bytes, "cost", t[algo][proto], r->cost);
+    near(file, r->bytes, "tree/LL", t[NCCL_ALGO_TREE][NCCL_PROTO_LL], r->tree_ll);
+    near(file, r->bytes, "tree/Simple", t[NCCL_ALGO_TREE][NCCL_PROTO_SIMPLE], r->tree_simple);
+    near(file, r->bytes, "ring/LL", t[NCCL_ALGO_RING][NCCL_PROTO_LL], r->ring_ll);
+    near(file, r->bytes, "ring/Simple", t[NCCL_ALGO_RING][NCCL_PROTO_SIMPLE], r->ring_simple);
+  }
+  return 1;
+}
+
+START_TEST(derived_view_matches_nccl_on_every_shared_topology) {
+  char dir[1024];
+  snprintf(dir, sizeof dir, "%s/test/data/nccl-real", pt_test_srcdir());
+  DIR *d = opendir(dir);
+  ck_assert_msg(d != NULL, "cannot open %s", dir);
+  int n = 0;
+  for (struct dirent *de; (de = readdir(d));) {
+    size_t len = strlen(de->d_name);
+    if (len > 4 && !strcmp(de->d_name + len - 4, ".txt") && strcmp(de->d_name, "PROVENANCE.txt"))
+      n += check_one(dir, de->d_name);
+  }
+  closedir(d);
+  /* 35 harness outputs over 20 topologies are in the collection. */
+  ck_assert_int_ge(n, 35);
+}
+END_TEST
+
+/* Every built-in box's hardware is a topology of the collection: its NCCL
+ * default is NCCL's own at every size. */
+START_TEST(builtin_boxes_default_is_nccls) {
+  static const struct {
+    const char *box, *file;
+  } map[] = {
+      {"gen5-8x-p2p", "sm120-gen5-8x-2switch-1socket.P2P_LEVEL_SYS.txt"},
+      {"gen5-8x-dual-misdetect", "sm120-gen5-8x-direct-2socket.P2P_LEVEL_SYS.txt"},
+      {"gen4-4x-shm", "sm89-gen4-4x-direct-1socket-intel.noP2P.txt"},
+      {"consumer-2x", "sm89-gen4-2x-direct-1socket-intel.noP2P.txt"},
+      {"gen5-8x-ll128", "sm120-gen5-8x-direct-2socket.P2P_LEVEL_SYS.PROTO_LL_LL128_Simple.txt"},
+      {"v100-4x-plx", "sm70-gen3-4x-plx.txt"},
+  };
+  ck_assert_uint_eq(sizeof map / sizeof map[0], pt_box_builtin_count());
+  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
+    char path[1024];
+    struct expect e;
+    const struct pt_box *b = pt_box_builtin(map[i].box);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_int_eq(b->view_source, PT_VIEW_DERIVED);
+    snprintf(path, sizeof path, "%s/test/data/nccl-real/%s", pt_test_srcdir(), map[i].file);
+    read_expect(path, &e);
+    ck_assert_msg(b->nccl.comm_channels == e.comm, "%s: comm %d, NCCL %d", b->name, b->nccl.comm_channels, e.comm);
+    for (int r = 0; r < e.nrows; r++) {
+      int algo, proto, ch;
+      ck_assert_int_eq(pt_box_nccl_default(b, PT_ALLREDUCE, e.row[r].bytes, &algo, &proto, &ch), 0);
+      ck_assert_msg(!strcmp(algo_name(algo), e.row[r].algo) && !strcmp(proto_name(proto), e.row[r].proto) &&
+                        ch == e.row[r].nch,
+                    "%s: %llu B: %s/%s/%d, NCCL %s/%s/%d", b->name, e.row[r].bytes, algo_name(algo),
+                    proto_name(proto), ch, e.row[r].algo, e.row[r].proto, e.row[r].nch);
+    }
+  }
+}
+END_TEST
+
+/* The fallback behind the mis-detected dual-socket box: no ring fits through
+ * AMD's 16 GB/s inter-socket link at Blackwell's slowest search speed (18),
+ * while Ada's speed array reaches 15. */
+START_TEST(dual_socket_amd_falls_back_only_on_blackwell) {
+  char path[1024], err[512];
+  struct pt_hw hw;
+  struct pt_nccl_view v;
+  snprintf(path, sizeof path, "%s/test/data/nccl-real/sm120-gen5-8x-direct-2socket.xml", pt_test_srcdir());
+  ck_assert_msg(pt_hw_from_topo_xml(path, &hw, err, sizeof err) == 0, "%s", err);
+  ck_assert_int_eq(hw.ngpus, 8);
+  ck_assert_int_eq(hw.ncpus, 2);
+  ck_assert_int_eq(hw.cpu_vendor, PT_CPU_AMD);
+  snprintf(hw.p2p_level, sizeof hw.p2p_level, "SYS");
+  ck_assert_int_eq(pt_nccl_derive(&hw, &v, err, sizeof err), 0);
+  ck_assert_int_eq(v.ring.fallback, 1);
+  ck_assert_int_eq(v.comm_channels, 2);
+  for (int g = 0; g < hw.ngpus; g++) hw.gpu[g].sm = 89;
+  ck_assert_int_eq(pt_nccl_derive(&hw, &v, err, sizeof err), 0);
+  ck_assert_int_eq(v.ring.fallback, 0);
+  ck_assert_double_eq_tol(v.ring.bw_intra, 15.0, 1e-6);
+}
+END_TEST
+
+START_TEST(bad_hardware_and_environment_are_errors) {
+  struct pt_hw hw = {.ncpus = 1, .cpu_vendor = PT_CPU_AMD, .ngpus = 2, .p2p = 1};
+  struct pt_nccl_view v;
+  char err[512];
+  for (int g = 0; g < 2; g++) hw.gpu[g] = (struct pt_hw_dev){-1, 4, 16, 89};
+  ck_assert_int_eq(pt_nccl_derive(&hw, &v, err, sizeof err), 0);
+  struct pt_hw bad = hw;
+  bad.gpu[1].parent = 3; /* no such switch */
+  ck_assert_int_eq(pt_nccl_derive(&bad, &v, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "GPU 1 hangs off switch 3"), "%s", err);
+  bad = hw;
+  snprintf(bad.proto, sizeof bad.proto, "LL,LL129");
+  ck_assert_int_eq(pt_nccl_derive(&bad, &v, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "unrecognized element 'LL129'"), "%s", err);
+  bad = hw;
+  snprintf(bad.p2p_level, sizeof bad.p2p_level, "NEAR");
+  ck_assert_int_eq(pt_nccl_derive(&bad, &v, err, sizeof err), -1);
+  /* NCCL's quirk: "^LL" turns LL128 on, even on PCIe. */
+  bad = hw;
+  snprintf(bad.proto, sizeof bad.proto, "^LL");
+  ck_assert_int_eq(pt_nccl_derive(&bad, &v, err, sizeof err), 0);
+  ck_assert_int_eq(v.params.ll128_enabled, 1);
+  ck_assert_int_eq(v.params.ll_enabled, 0);
+  char *dir = pt_test_tmpdir();
+  char *xml = pt_test_write(dir, "empty.xml", "<system version=\"1\">\n  <cpu numaid=\"0\" arch=\"x86_64\"/>\n</system>\n");
+  ck_assert_int_eq(pt_hw_from_topo_xml(xml, &hw, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "no <gpu>"), "%s", err);
+  free(xml);
+  xml = pt_test_write(dir, "bad.xml", "<system>\n  <cpu numaid=\"0\" arch=\"x86_64\">\n  <pci busid=>\n");
+  ck_assert_int_eq(pt_hw_from_topo_xml(xml, &hw, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "bad.xml:3: expected '\"'"), "%s", err);
+  free(xml);
+  pt_test_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("sim_derive");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, derived_view_matches_nccl_on_every_shared_topology);
+  tcase_add_test(tc, builtin_boxes_default_is_nccls);
+  tcase_add_test(tc, dual_socket_amd_falls_back_only_on_blackwell);
+  tcase_add_test(tc, bad_hardware_and_environment_are_errors);
+  suite_add_tcase(s, tc);
+  return pt_test_main(s);
+}
