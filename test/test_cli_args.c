@@ -101,6 +101,7 @@ START_TEST(equals_form_and_short_quiet) {
   ck_assert(asprintf(&args, "show %s/%s --collective=allreduce --graph", pt_test_srcdir(), prof) > 0);
   ck_assert_int_eq(run(&out, &err, args), 0);
   has(out, "allreduce");
+  has(out, " \u00b5s"); /* times in µs, as in every table */
   free(out);
   free(err);
   free(args);
