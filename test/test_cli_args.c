@@ -144,6 +144,12 @@ START_TEST(sizes_take_suffixes_and_names_are_listed) {
   free(out);
   free(err);
   free(args);
+  ck_assert(asprintf(&args, "simulate %s/%s --box gen5-8x-p3p", pt_test_srcdir(), prof) > 0);
+  ck_assert_int_eq(run(&out, &err, args), 2);
+  has(err, "unknown box 'gen5-8x-p3p' (built-in: gen5-8x-p2p ");
+  free(out);
+  free(err);
+  free(args);
   ck_assert(asprintf(&args, "simulate %s/%s --box gen5-8x-p2p --bytes-per-token 2X", pt_test_srcdir(), prof) > 0);
   ck_assert_int_eq(run(&out, &err, args), 2);
   has(err, "bad --bytes-per-token '2X'");
