@@ -10,6 +10,9 @@
 
 #include "pcie/profile.h"
 
+/* The rewritten vector, kept reachable until exit like argv itself. */
+static char **normalized;
+
 int cli_normalize(int *argc, char ***argv) {
   int n = *argc, extra = 0, done = 0;
   for (int i = 1; i < n && strcmp((*argv)[i], "--"); i++)
@@ -45,7 +48,7 @@ int cli_normalize(int *argc, char ***argv) {
   }
   out[k] = NULL;
   *argc = k;
-  *argv = out;
+  *argv = normalized = out;
   return 0;
 }
 

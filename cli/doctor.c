@@ -96,6 +96,13 @@ static void set_version(char *dst, size_t len, const struct nl_line *l) {
   set_str(dst + strlen(dst), len - strlen(dst), l->field[1]);
 }
 
+/* NCCL prints the commId as 0x%llx, the plugin as %016llx: compare them
+ * without leading zeros. */
+static void set_commid(char *dst, size_t len, const char *hex) {
+  while (hex[0] == '0' && hex[1]) hex++;
+  set_str(dst, len, hex);
+}
+
 static void *grow(void *p, size_t n, size_t size, int *oom) {
   /* Doubles at powers of two; n is the count before the new element. */
   if (n & (n - 1) || (n && n < 8)) return p;
@@ -210,7 +217,7 @@ static void take(struct doctor *d, const struct nl_line *l) {
   case NL_COMM_DONE:
     for (size_t i = d->nmem; i-- > 0;)
       if (d->mem[i].proc == pi && !strcmp(d->mem[i].ptr, l->field[0])) {
-        if (!d->mem[i].commid[0]) SET(d->mem[i].commid, l->field[3]);
+        if (!d->mem[i].commid[0]) set_commid(d->mem[i].commid, sizeof d->mem[i].commid, l->field[3]);
         break;
       }
     break;
@@ -226,8 +233,14 @@ static void take(struct doctor *d, const struct nl_line *l) {
     if (!m->nnodes) m->nnodes = atoi(l->field[5]);
     /* v2 has no commId and passes 0. */
     if (!m->commid[0] && l->commid[0] && strspn(l->commid, "0") != strlen(l->commid))
-      SET(m->commid, l->commid);
+      set_commid(m->commid, sizeof m->commid, l->commid);
     break;
+  case NL_PT_MSG:
+    p->ours = 1;
+    /* A WARN at init always means the plugin stepped aside (tuner/core.c);
+     * read it as a refusal even if its wording changed. */
+    if (l->level != NL_WARN) break;
+    /* fall through */
   case NL_PT_REFUSE:
     p->ours = 1;
     if (!(m = pending(d, pi, l->tid))) break;
@@ -237,7 +250,6 @@ static void take(struct doctor *d, const struct nl_line *l) {
     SET(m->reason, l->field[0]);
     break;
   case NL_PT_TRACE: p->ours = 1; add_decision(d, l); break;
-  case NL_PT_MSG: p->ours = 1; break;
   case NL_OTHER: break;
   }
 }

@@ -79,9 +79,9 @@ static void print_text(const struct pt_profile *p, const struct pt_ivset *set, i
     }
     choice_name(ch, sizeof ch, &iv->c[0]);
     printf("%12s %12s  %-22s", lo, hi, ch);
-    if (iv->c[0].lat_us > 0) printf(" %9.1f us", iv->c[0].lat_us);
+    if (iv->c[0].lat_us > 0) printf(" %9.1f \u00b5s", iv->c[0].lat_us);
     else printf(" %12s", "-");
-    if (iv->default_us > 0) printf(" %9.1f us", iv->default_us);
+    if (iv->default_us > 0) printf(" %9.1f \u00b5s", iv->default_us);
     else printf(" %12s", "-");
     if (iv->default_us > 0 && iv->c[0].lat_us > 0) printf(" %8.2fx", iv->default_us / iv->c[0].lat_us);
     else printf(" %9s", "-");

@@ -253,7 +253,15 @@ int cmd_simulate(int argc, char **argv) {
   struct pt_box box;
   struct pt_error_rec e;
   char buf[1200], sobuf[PATH_MAX];
-  if (pt_box_resolve(&box, boxname, &e)) {
+  int brc = pt_box_resolve(&box, boxname, &e);
+  if (brc == PT_EIO && !strchr(boxname, '/') && !strstr(boxname, ".cfg")) {
+    /* A bare name that is not a file: say which names there are. */
+    fprintf(stderr, "pcie-tune simulate: unknown box '%s' (built-in:", boxname);
+    for (size_t i = 0; i < pt_box_builtin_count(); i++) fprintf(stderr, " %s", pt_box_builtin_at(i)->name);
+    fprintf(stderr, "; or a box file)\n");
+    return 2;
+  }
+  if (brc) {
     pt_error_format(&e, buf, sizeof buf);
     fprintf(stderr, "pcie-tune simulate: %s\n", buf);
     return 1;

@@ -58,11 +58,10 @@ static const struct pattern patterns[] = {
     {NL_COMM_DONE,
      "comm (0x[0-9a-fA-F]+) rank ([0-9]+) nranks ([0-9]+) .*commId 0x([0-9a-fA-F]+) - Init COMPLETE",
      {1, 2, 3, 4}},
-    {NL_PT_PROFILE,
-     "^PcieTuner: profile (.+) name '(.*)' hash ([0-9a-f]+) intervals ([0-9]+) \\(nRanks ([0-9]+) "
-     "nNodes ([0-9]+)",
-     {1, 2, 3, 4, 5, 6}},
-    {NL_PT_REFUSE, "^PcieTuner: (.*); leaving (every decision|decisions) to NCCL", {1}},
+    /* The rest of the init line (intervals, nRanks, nNodes, commId) is read
+     * key by key in classify(), so a field added or moved keeps matching. */
+    {NL_PT_PROFILE, "^PcieTuner: profile (.+) name '(.*)' hash ([0-9a-f]+)", {1, 2, 3}},
+    {NL_PT_REFUSE, "^PcieTuner: (.*); leaving ", {1}},
     {NL_PT_TRACE,
      "^PcieTuner: ([a-z]+) ([0-9]+) B ([a-z]+) -> (([a-z0-9_]+/[a-z0-9_]+) ([0-9]+) ch|NCCL's own "
      "choice) \\((.*)\\)",
@@ -123,9 +122,18 @@ static void classify(struct nl_line *out) {
     break;
   }
   if (out->kind == NL_PT_PROFILE) {
-    const char *c = strstr(out->msg, " commId ");
+    /* f3 intervals, f4 nRanks, f5 nNodes: "" when the line lacks them. */
+    static const char *const keys[3] = {" intervals ", "nRanks ", "nNodes "};
+    const char *tail = strstr(out->msg, " hash ");
+    for (int k = 0; k < 3; k++) {
+      const char *at = tail ? strstr(tail, keys[k]) : NULL;
+      out->field[3 + k][0] = 0;
+      if (at) sscanf(at + strlen(keys[k]), "%31[0-9]", out->field[3 + k]);
+    }
+    out->nfield = 6;
+    const char *c = tail ? strstr(tail, "commId ") : NULL;
     out->commid[0] = 0;
-    if (c) sscanf(c + 8, "%31[0-9a-fA-F]", out->commid);
+    if (c) sscanf(c + 7, "%31[0-9a-fA-F]", out->commid);
   }
 }
 

@@ -32,7 +32,7 @@ enum nl_kind {
   NL_COMM,           /* f0 comm pointer, f1 rank, f2 nRanks, f3 nNodes */
   NL_COMM_DONE,      /* f0 comm pointer, f1 rank, f2 nranks, f3 commId (hex) */
   NL_PT_PROFILE,     /* f0 path, f1 name, f2 hash, f3 intervals, f4 nRanks, f5 nNodes */
-  NL_PT_REFUSE,      /* f0 the reason the plugin left the communicator to NCCL */
+  NL_PT_REFUSE,      /* f0 the reason the plugin left the communicator to NCCL ("...; leaving ...") */
   NL_PT_TRACE,       /* f0 collective, f1 bytes, f2 mode, f3 choice or "", f4 channels, f5 why */
   NL_PT_MSG,         /* f0 any other line of this project's plugin */
 };

@@ -101,6 +101,7 @@ START_TEST(equals_form_and_short_quiet) {
   ck_assert(asprintf(&args, "show %s/%s --collective=allreduce --graph", pt_test_srcdir(), prof) > 0);
   ck_assert_int_eq(run(&out, &err, args), 0);
   has(out, "allreduce");
+  has(out, " \u00b5s"); /* times in µs, as in every table */
   free(out);
   free(err);
   free(args);
@@ -140,6 +141,12 @@ START_TEST(sizes_take_suffixes_and_names_are_listed) {
   ck_assert(asprintf(&args, "simulate %s/%s --box gen5-8x-p2p --workload bad.txt", pt_test_srcdir(), prof) > 0);
   ck_assert_int_eq(run(&out, &err, args), 1);
   has(err, "bad.txt:1: unknown collective 'allsum' (broadcast, reduce, allgather, reducescatter, allreduce)");
+  free(out);
+  free(err);
+  free(args);
+  ck_assert(asprintf(&args, "simulate %s/%s --box gen5-8x-p3p", pt_test_srcdir(), prof) > 0);
+  ck_assert_int_eq(run(&out, &err, args), 2);
+  has(err, "unknown box 'gen5-8x-p3p' (built-in: gen5-8x-p2p ");
   free(out);
   free(err);
   free(args);
