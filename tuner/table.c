@@ -176,6 +176,12 @@ static void default_at(const struct seg *g, double x, double *lo, double *hi) {
   }
 }
 
+static int beats_at_ends(const struct seg *g, const struct pt_candidate *c) {
+  const struct pt_point *d = g->s->nccl_default;
+  double m = 1 + needed_gain(g, c);
+  return c->points[g->a].lat_us * m < d[g->a].lat_us && c->points[g->b].lat_us * m < d[g->b].lat_us;
+}
+
 /* Ranks the candidates active on the segment at size x (stable: ties keep
  * file order, so every rank compiles the same table). With NCCL's default in
  * the series, only candidates faster than it by the needed gain are ranked;
@@ -203,6 +209,10 @@ static void rank_at(const struct seg *g, double x, struct pt_interval *out) {
     /* Faster than what NCCL may run here by the needed gain, and never
      * slower than the fastest thing it may run. */
     if (dhi >= 0 && !(v * (1 + needed_gain(g, c)) < dhi && v <= dlo)) continue;
+    /* Unidentified, the straight line between NCCL's two measurements can
+     * miss a switch of its choice by far over a wide gap: the candidate must
+     * then beat NCCL where it was measured, at both ends. */
+    if (dhi >= 0 && !g->known && !beats_at_ends(g, c)) continue;
     int pos = out->n;
     while (pos > 0 && best[pos - 1] > v) pos--;
     if (pos >= PT_MAX_RANKED) continue;
