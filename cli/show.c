@@ -78,7 +78,8 @@ static void runs_str(char *buf, size_t len, const struct pt_table *t, const stru
   else snprintf(buf, len, "<=%d", c->set_channels);
 }
 
-static const char *why_nccl(const struct pt_interval *iv) {
+static const char *why_nccl(const struct pt_interval *iv, int measured) {
+  if (!measured) return "NCCL: no rule applies here";
   switch (iv->kind) {
   case PT_IV_OUTSIDE: return "NCCL: outside the measured sizes";
   case PT_IV_NO_GAIN: return "NCCL: no candidate beats its default by the margin";
@@ -129,7 +130,8 @@ static const char *served_from(const struct pt_profile *p, int coll, int mode) {
 }
 
 static void print_text(const struct pt_profile *p, const struct pt_table *t,
-                       const struct pt_ivset *set, int coll, int mode, int bytes) {
+                       const struct pt_ivset *set, int coll, int mode, int bytes, long nranks,
+                       long nnodes) {
   char lo[48], hi[48], ch[64], run[16], why[300];
   const struct pt_series *s = pt_profile_series(p, coll, mode);
   size_t rows = 0;
@@ -140,13 +142,22 @@ static void print_text(const struct pt_profile *p, const struct pt_table *t,
   if (t->comm_channels)
     printf("channels: the communicator has %d (communicator.channels); NCCL runs at most that\n",
            t->comm_channels);
-  else
+  else if (t->chan_cap)
     printf("channels: the communicator's count is unknown; all-gather keeps NCCL's count, the "
            "rest gets at most %d (the smallest measured)\n",
            t->chan_cap);
-  printf("%zu decision intervals in this table, %zu in the profile (as check and the plugin's "
-         "init line count them); %zu rows: neighbours with the same first choice share one\n",
-         set->n, t->ninterval, rows);
+  else
+    printf("channels: the communicator's count is unknown; all-gather keeps NCCL's count, a "
+           "rule's count elsewhere is passed on (NCCL clamps it)\n");
+  if (pt_profile_has_comm_rules(p) && (nranks || nnodes))
+    printf("%zu decision intervals in this table, %zu in the profile for nRanks %ld nNodes %ld "
+           "(as the plugin's init line counts them)",
+           set->n, t->ninterval, nranks, nnodes);
+  else
+    printf("%zu decision intervals in this table, %zu in the profile (as check and the "
+           "plugin's init line count them)",
+           set->n, t->ninterval);
+  printf("; %zu rows: neighbours with the same first choice share one\n", rows);
   if (s && s->nccl_default)
     printf("a candidate is chosen only where it beats NCCL's default by %.0f %% (and the "
            "measured noise)\n",
@@ -172,7 +183,7 @@ static void print_text(const struct pt_profile *p, const struct pt_table *t,
     size_str(hi, sizeof hi, set->iv[j - 1].hi, bytes);
     if (!iv->n) {
       printf("%14s %14s  %-24s %6s %11s %11s %13s  %s\n", lo, hi, "(NCCL decides)", "-", "-", "-",
-             "-", why_nccl(iv));
+             "-", why_nccl(iv, s != NULL));
       i = j;
       continue;
     }
@@ -195,6 +206,16 @@ static void print_text(const struct pt_profile *p, const struct pt_table *t,
              iv->c[0].from_rule                ? "rule"
              : iv->kind == PT_IV_NCCL_FAILS ? "measured; NCCL's own choice fails here"
                                             : "measured");
+    if (iv->c[0].pipe_lo || iv->c[0].pipe_hi) {
+      size_t w = strlen(why);
+      if (iv->c[0].pipe_lo == iv->c[0].pipe_hi)
+        snprintf(why + w, sizeof why - w, " when numPipeOps = %d", iv->c[0].pipe_lo);
+      else if (iv->c[0].pipe_hi)
+        snprintf(why + w, sizeof why - w, " when numPipeOps is %d..%d", iv->c[0].pipe_lo,
+                 iv->c[0].pipe_hi);
+      else
+        snprintf(why + w, sizeof why - w, " when numPipeOps >= %d", iv->c[0].pipe_lo);
+    }
     printf("  %s", why);
     for (int k = 1; k < iv->n; k++) {
       choice_name(ch, sizeof ch, &iv->c[k]);
@@ -359,7 +380,8 @@ int cmd_show(int argc, char **argv) {
     goto out;
   }
   if (json) print_json(&p, &t, set, coll, mode);
-  else print_text(&p, &t, set, coll, mode, bytes);
+  else print_text(&p, &t, set, coll, mode, bytes, nranks ? nranks : p.match_nranks,
+                  nnodes ? nnodes : p.match_nnodes);
   if (svg) {
     /* The series drawn is the one the table serves this mode from. */
     const struct pt_series *s = p.series[coll][mode] ? p.series[coll][mode] : p.series[coll][!mode];

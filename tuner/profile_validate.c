@@ -81,15 +81,6 @@ static int check_series(const struct pt_series *s, int coll, int mode, const cha
 
 static int modes_overlap(int a, int b) { return a < 0 || b < 0 || a == b; }
 
-/* Two rules with the same conditions that overlap in size: the later one is
- * dead there, which is never what its author meant. Rules whose conditions
- * differ may overlap; file order decides. */
-static int same_conditions(const struct pt_rule *a, const struct pt_rule *b) {
-  return a->coll == b->coll && modes_overlap(a->mode, b->mode) && a->nranks == b->nranks &&
-         a->nnodes == b->nnodes && a->min_pipe_ops == b->min_pipe_ops &&
-         a->max_pipe_ops == b->max_pipe_ops;
-}
-
 static int check_rules(const struct pt_profile *p, const char *file, struct pt_error_rec *e) {
   for (size_t i = 0; i < p->nrules; i++) {
     const struct pt_rule *r = &p->rules[i];
@@ -113,10 +104,10 @@ static int check_rules(const struct pt_profile *p, const char *file, struct pt_e
     int stacked = 0;
     for (size_t j = 0; j < i; j++) {
       const struct pt_rule *q = &p->rules[j];
+      /* Overlapping rules are tried in file order: the later one is the
+       * fallback for when NCCL has the earlier one's choice disabled or its
+       * conditions do not hold (NCCL's example tuner reads them so too). */
       int sizes = r->min_bytes <= q->max_bytes && q->min_bytes <= r->max_bytes;
-      if (same_conditions(q, r) && sizes)
-        return fail(e, file, r->line, "rule overlaps the %s rule at line %d", pt_coll_name(r->coll),
-                    q->line);
       stacked += sizes && q->coll == r->coll && modes_overlap(q->mode, r->mode) &&
                  (!q->nranks || !r->nranks || q->nranks == r->nranks) &&
                  (!q->nnodes || !r->nnodes || q->nnodes == r->nnodes);
