@@ -6,6 +6,9 @@
  * parsing, and a search with a fixed number of steps per table.
  */
 #include <float.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -634,11 +637,34 @@ const struct pt_interval *pt_table_lookup(const struct pt_table *t, int coll, in
   return set ? &set->iv[find(set, nbytes)] : NULL;
 }
 
+/* The smallest entry >= 0 of NCCL's 7x3 table (FLT_MAX when none; NaN never
+ * counts): a fixed-length pass with no data-dependent branch, four entries
+ * at a time where SSE2 exists (every x86-64). */
+static inline __attribute__((always_inline)) float best_of_table(const float *cost) {
+  float b = FLT_MAX;
+  int i = 0;
+#ifdef __SSE2__
+  const __m128 zero = _mm_setzero_ps(), big = _mm_set1_ps(FLT_MAX);
+  __m128 m = big;
+  for (; i + 4 <= NCCL_NUM_ALGORITHMS * NCCL_NUM_PROTOCOLS; i += 4) {
+    __m128 v = _mm_loadu_ps(cost + i);
+    __m128 ok = _mm_cmpge_ps(v, zero); /* false for NaN and negatives */
+    m = _mm_min_ps(m, _mm_or_ps(_mm_and_ps(ok, v), _mm_andnot_ps(ok, big)));
+  }
+  m = _mm_min_ps(m, _mm_shuffle_ps(m, m, _MM_SHUFFLE(1, 0, 3, 2)));
+  m = _mm_min_ps(m, _mm_shuffle_ps(m, m, _MM_SHUFFLE(2, 3, 0, 1)));
+  b = _mm_cvtss_f32(m);
+#endif
+  for (; i < NCCL_NUM_ALGORITHMS * NCCL_NUM_PROTOCOLS; i++)
+    b = cost[i] >= 0.0f && cost[i] < b ? cost[i] : b;
+  return b;
+}
+
 /* The one apply rule, over a packed ranked list. */
 static inline __attribute__((always_inline)) int apply_hot(const struct pt_hot *h, float *cost,
                                                           int num_algo, int num_proto,
                                                           int num_pipe_ops, int *nchannels) {
-  if (!cost || !nchannels || num_algo <= 0 || num_proto <= 0) return -1;
+  if (!cost || !nchannels || num_algo <= 0 || num_proto <= 0 || !h->n) return -1;
   /* NCCL's own best entry. An entry far above it is NCCL steering away from
    * that choice for a reason the tuner is not told (fp8 reductions beyond 8
    * ranks multiply every Ring entry by 1024, enqueue.cc updateCollCostTable);
@@ -646,11 +672,15 @@ static inline __attribute__((always_inline)) int apply_hot(const struct pt_hot *
   int na = num_algo < NCCL_NUM_ALGORITHMS ? num_algo : NCCL_NUM_ALGORITHMS;
   int np = num_proto < NCCL_NUM_PROTOCOLS ? num_proto : NCCL_NUM_PROTOCOLS;
   float best = FLT_MAX;
-  for (int a = 0; a < na; a++)
-    for (int p = 0; p < np; p++) {
-      float v = cost[a * num_proto + p];
-      best = v >= 0.0f && v < best ? v : best;
-    }
+  if (na == NCCL_NUM_ALGORITHMS && np == NCCL_NUM_PROTOCOLS && num_proto == np) {
+    best = best_of_table(cost);
+  } else {
+    for (int a = 0; a < na; a++)
+      for (int p = 0; p < np; p++) {
+        float v = cost[a * num_proto + p];
+        best = v >= 0.0f && v < best ? v : best;
+      }
+  }
   float limit = best > 0.0f && best < FLT_MAX ? best * (float)PT_STEER_AWAY_RATIO : FLT_MAX;
   for (int k = 0; k < h->n; k++) {
     if (h->algo[k] >= na || h->proto[k] >= np) continue;
@@ -661,8 +691,9 @@ static inline __attribute__((always_inline)) int apply_hot(const struct pt_hot *
     if (!(cost[idx] >= 0.0f)) continue; /* negative or NaN: NCCL disabled it */
     if (cost[idx] > limit) continue;
     /* NCCL takes the smallest entry >= 0 and breaks ties to the lower index:
-     * a zero at a lower index is raised a hair so it cannot steal the tie. */
-    for (int i = 0; i < idx; i++)
+     * a zero at a lower index is raised a hair so it cannot steal the tie
+     * (there is a zero only when NCCL's best is 0). */
+    for (int i = 0; best == 0.0f && i < idx; i++)
       if (cost[i] == 0.0f) cost[i] = FLT_MIN;
     cost[idx] = 0.0f;
     if (h->channels[k]) *nchannels = h->channels[k];
