@@ -99,6 +99,19 @@ START_TEST(imported_profile_never_forces_the_slower_choice) {
   struct ph_choice ch;
   int changed;
   open_comm(&pl, &c, 6, 8);
+  /* The init line counts intervals as check does (and says so). */
+  char *chk = NULL, *want = NULL;
+  ck_assert(asprintf(&chk, "check %s", prof) > 0);
+  ck_assert_int_eq(cli(chk, &out, &err), 0);
+  char *at = strstr(out, "hash ");
+  ck_assert_ptr_nonnull(at);
+  size_t nint = 0, ntab = 0;
+  ck_assert_int_eq(sscanf(at, "hash %*x, %zu decision intervals in %zu", &nint, &ntab), 2);
+  ck_assert(asprintf(&want, "decision intervals %zu in %zu collective/mode tables (channels "
+                            "unknown: <= 4, all-gather keeps NCCL's)",
+                     nint, ntab) > 0);
+  ck_assert_uint_eq(ph_log_find(NCCL_LOG_INFO, want), 1);
+  free(out), free(err), free(chk), free(want);
   for (int reg = 0; reg < 2; reg++) {
     for (size_t n = 512 << 10; n <= (4u << 20); n += n / 3) {
       decide(&c, ncclFuncAllReduce, n, reg, &ch, &changed);
