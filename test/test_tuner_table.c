@@ -253,6 +253,55 @@ START_TEST(chunk_rounds_to_the_grain) {
 }
 END_TEST
 
+/* NCCL ran ring/LL at 1 MiB and ring/Simple at 2 MiB (the default matches
+ * them there). In between it runs one of the two, not the straight line
+ * between its two values: ring/Simple, never slower than either and far
+ * faster than ring/LL there, is chosen; at 2 MiB itself it ties NCCL. */
+START_TEST(nccl_choice_between_sizes_is_identified) {
+  load(HEAD "allreduce = { graph = { sizes = [ 1048576L, 2097152L ];\n"
+            "  nccl_default = ( 75.0, 103.0 );\n"
+            "  candidates = ( { algo = \"ring\"; proto = \"ll\"; channels = 4; latency = ( 75.0, 144.0 ); },\n"
+            "                 { algo = \"ring\"; proto = \"simple\"; channels = 4; latency = ( 69.0, 103.0 ); } );\n"
+            "}; };\n");
+  const struct pt_choice *c = top(PT_ALLREDUCE, PT_MODE_GRAPH, 1800000);
+  ck_assert_ptr_nonnull(c);
+  ck_assert_int_eq(c->proto, NCCL_PROTO_SIMPLE);
+  unload();
+  /* The same numbers without the identification (the default matches no
+   * candidate): the straight line 75 -> 103 says ring/Simple gains < 2 %
+   * near 2 MiB, where it does not beat NCCL's measurement: NCCL decides. */
+  load(HEAD "allreduce = { graph = { sizes = [ 1048576L, 2097152L ];\n"
+            "  nccl_default = ( 76.5, 104.5 );\n"
+            "  candidates = ( { algo = \"ring\"; proto = \"simple\"; channels = 4; latency = ( 69.0, 103.0 ); } );\n"
+            "}; };\n");
+  ck_assert_ptr_null(top(PT_ALLREDUCE, PT_MODE_GRAPH, 1800000));
+  unload();
+}
+END_TEST
+
+/* Where NCCL's own default fails, nothing is left to it. */
+START_TEST(a_failing_default_is_never_deferred_to) {
+  load(HEAD "allreduce = { graph = { sizes = [ 1024L, 4096L ];\n"
+            "  nccl_default = ( \"wrong\", \"wrong\" );\n"
+            "  candidates = ( { algo = \"ring\"; proto = \"simple\"; channels = 4; latency = ( 60.0, 80.0 ); } );\n"
+            "}; };\n");
+  const struct pt_interval *iv = pt_table_lookup(&tab, PT_ALLREDUCE, PT_MODE_GRAPH, 2048);
+  ck_assert_int_eq(iv->n, 1);
+  ck_assert_int_eq(iv->kind, PT_IV_NCCL_FAILS);
+  unload();
+  /* NCCL's default matches ring/LL128, which is wrong at 4 KiB: at 1 KiB
+   * NCCL runs a failing combination, so ring/Simple is ranked there too. */
+  load(HEAD "allreduce = { graph = { sizes = [ 1024L, 4096L, 8192L ];\n"
+            "  nccl_default = ( 10.0, 12.0, 14.0 );\n"
+            "  candidates = ( { algo = \"ring\"; proto = \"ll128\"; channels = 4; latency = ( 10.0, \"wrong\", \"wrong\" ); },\n"
+            "                 { algo = \"ring\"; proto = \"simple\"; channels = 4; latency = ( 30.0, 31.0, 32.0 ); } );\n"
+            "}; };\n");
+  ck_assert_int_eq(top(PT_ALLREDUCE, PT_MODE_GRAPH, 2048)->proto, NCCL_PROTO_SIMPLE);
+  ck_assert_int_eq(top(PT_ALLREDUCE, PT_MODE_GRAPH, 6000)->proto, NCCL_PROTO_SIMPLE);
+  unload();
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("table");
   TCase *tc = tcase_create("core");
@@ -265,6 +314,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, bucketed_lookup_matches_a_linear_scan);
   tcase_add_test(tc, apply_respects_disabled_entries);
   tcase_add_test(tc, chunk_rounds_to_the_grain);
+  tcase_add_test(tc, nccl_choice_between_sizes_is_identified);
+  tcase_add_test(tc, a_failing_default_is_never_deferred_to);
   suite_add_tcase(s, tc);
   return s;
 }

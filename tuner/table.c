@@ -301,7 +301,7 @@ static int build_segment(struct seg *g, struct ivlist *l, double *cuts) {
  * there, beyond the noise, while a failing combination went unmeasured or
  * failed at that size (it runs something the sweep saw fail). A size whose
  * default matches a working candidate is never counted as failing. */
-static void nccl_fails(const struct pt_series *s, const unsigned char *ok, unsigned char *broken) {
+static void nccl_fails(const struct pt_series *s, unsigned char *broken) {
   for (size_t i = 0; i < s->nsizes; i++) {
     const struct pt_point *d = s->nccl_default ? &s->nccl_default[i] : NULL;
     int working = 0, failing = 0, unseen_failing = 0;
@@ -320,11 +320,13 @@ static void nccl_fails(const struct pt_series *s, const unsigned char *ok, unsig
         unseen_failing |= bad;
         continue;
       }
+      /* Any candidate that never failed counts as working evidence here,
+       * also one left out of the ranking by the channel clamp. */
       double tol = fmax(1e-3, 0.5 * (c->spread + d->spread));
-      if (!bad && ok[k]) best = fmin(best, c->lat_us / (1 + tol));
+      if (!bad) best = fmin(best, c->lat_us / (1 + tol));
       if (fabs(c->lat_us / d->lat_us - 1) > tol) continue;
       if (bad) failing = 1;
-      else if (ok[k]) working = 1;
+      else working = 1;
     }
     broken[i] = !working && (failing || (unseen_failing && d->lat_us < best));
   }
@@ -348,7 +350,7 @@ static int build_measured(const struct pt_series *s, double margin, int cap, str
    * were measured with, so nothing measured supports them. */
   for (size_t k = 0; k < s->ncand; k++)
     ok[k] = !poisoned(&s->cand[k], n) && (!cap || s->cand[k].channels <= cap);
-  nccl_fails(s, ok, broken);
+  nccl_fails(s, broken);
   if (s->sizes[0] > 0 && (rc = push(l, &below))) goto out;
   if (n == 1) {
     struct seg g = {s, ok, margin, 0, 0, nccl, ya, yb, 0, broken};
