@@ -70,7 +70,8 @@ static void write_profile(const char *path, int nsizes) {
     exit(1);
   }
   fprintf(f, "version = 1;\nname = \"bench-%d\";\nprovenance = { tool = \"bench\"; backend = \"synthetic\";"
-             " nccl_version = \"-\"; date = \"-\"; mode = \"graph\"; };\nallreduce = { graph = {\n sizes = [",
+             " nccl_version = \"-\"; date = \"-\"; mode = \"graph\"; };\n"
+             "communicator = { channels = 8; };\nallreduce = { graph = {\n sizes = [",
           nsizes);
   unsigned long long prev = 0;
   for (int i = 0; i < nsizes; i++) {

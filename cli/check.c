@@ -1,6 +1,8 @@
 /*
  * pcie-tune check: validates profiles exactly as the plugin loads them and
- * reports every file's first error as file:line: reason.
+ * reports every file's first error as file:line: reason, a partial sweep (the
+ * plugin refuses it) and a profile without NCCL's default (the plugin uses it
+ * but cannot tell where NCCL's own choice is faster).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,23 +17,57 @@
 #include "pcie/table.h"
 
 static const char usage[] =
-    "usage: pcie-tune check [--quiet] PROFILE|DIR...\n"
+    "usage: pcie-tune check [--quiet] [--json] PROFILE|DIR...\n"
     "       pcie-tune check PROFILE|DIR --nranks N [--nnodes M]\n"
     "\n"
     "Validates each profile as the plugin would load it (docs/profile-format.md).\n"
-    "Prints 'FILE: ok' with the profile's name, hash and decision intervals, or\n"
-    "'FILE:LINE: reason' on stderr. A DIR is checked as the plugin reads it:\n"
-    "every *.cfg directly in it. With --nranks, says instead which profile the\n"
-    "plugin would choose with PCIE_TUNER_PROFILE=PROFILE|DIR for that\n"
-    "communicator, and why (each file's verdict, ties, refusals).\n"
-    "Exit status: 0 all valid (or a profile chosen), 1 any invalid (or none\n"
-    "chosen), 2 bad usage.\n"
+    "Prints 'FILE: ok' with the profile's name, hash and decision intervals (all\n"
+    "collectives and modes, as the plugin's init line counts them), or\n"
+    "'FILE:LINE: reason' on stderr. A partial sweep is reported with how much of\n"
+    "it is measured: the plugin refuses it until 'pcie-tune profile --resume'\n"
+    "finishes it. A DIR is checked as the plugin reads it: every *.cfg directly\n"
+    "in it. With --nranks, says instead which profile the plugin would choose\n"
+    "with PCIE_TUNER_PROFILE=PROFILE|DIR for that communicator, and why (each\n"
+    "file's verdict, ties, refusals).\n"
+    "Exit status: 0 all usable (or a profile chosen), 1 any invalid or partial\n"
+    "(or none chosen), 2 bad usage.\n"
     "\n"
-    "  -q, --quiet   print nothing for valid profiles\n"
+    "  -q, --quiet   print nothing for usable profiles (warnings still go to stderr)\n"
+    "  --json        one JSON object per profile on stdout instead of text\n"
     "  --nranks N    the communicator's nRanks (1..1048576)\n"
     "  --nnodes M    the communicator's nNodes (default 1)\n";
 
-static int check_one(const char *path, int quiet) {
+static void json_str(const char *s) {
+  putchar('"');
+  for (; s && *s; s++) {
+    if (*s == '"' || *s == '\\') printf("\\%c", *s);
+    else if ((unsigned char)*s < 0x20) printf("\\u%04x", *s);
+    else putchar(*s);
+  }
+  putchar('"');
+}
+
+static void json_line(const char *path, const char *status, const char *msg,
+                      const struct pt_profile *p, const struct pt_table *t) {
+  printf("{\"file\": ");
+  json_str(path);
+  printf(", \"status\": \"%s\"", status);
+  if (msg) {
+    printf(", \"message\": ");
+    json_str(msg);
+  }
+  if (p && t) {
+    printf(", \"name\": ");
+    json_str(p->name);
+    printf(", \"hash\": \"%016llx\", \"decision_intervals\": %zu, \"tables\": %zu",
+           (unsigned long long)p->hash, t->ninterval, t->nsets);
+    printf(", \"comm_channels\": %d, \"nccl_default\": %s", p->comm_channels,
+           pt_profile_lacks_default(p) ? "false" : "true");
+  }
+  printf("}\n");
+}
+
+static int check_one(const char *path, int quiet, int json) {
   struct pt_profile p;
   struct pt_table t;
   struct pt_error_rec e;
@@ -39,20 +75,45 @@ static int check_one(const char *path, int quiet) {
   int rc = pt_profile_load(&p, path, &e);
   if (rc) {
     pt_error_format(&e, line, sizeof line);
-    fprintf(stderr, "%s\n", line);
+    if (json) json_line(path, "invalid", line, NULL, NULL);
+    else fprintf(stderr, "%s\n", line);
     return 1;
   }
   rc = pt_table_build(&t, &p);
   if (rc) {
-    fprintf(stderr, "%s: %s\n", path, pt_strerror(rc));
-  } else {
-    if (!quiet)
-      printf("%s: ok (name '%s', hash %016llx, %zu decision intervals)\n", path, p.name,
-             (unsigned long long)p.hash, t.ninterval);
-    pt_table_release(&t);
+    if (json) json_line(path, "error", pt_strerror(rc), NULL, NULL);
+    else fprintf(stderr, "%s: %s\n", path, pt_strerror(rc));
+    pt_profile_release(&p);
+    return 1;
   }
+  int status = 0;
+  if (pt_profile_partial(&p, line, sizeof line)) {
+    /* The plugin refuses it: not usable until finished. */
+    if (json) json_line(path, "partial", line, &p, &t);
+    else fprintf(stderr, "%s: %s; the plugin leaves every decision to NCCL until then\n", path, line);
+    status = 1;
+  } else if (pt_profile_lacks_default(&p)) {
+    snprintf(line, sizeof line,
+             "warning: a series has candidates but no nccl_default, so the plugin cannot tell "
+             "where it helps: it ranks candidates there as if NCCL's own choice were slower");
+    if (json) json_line(path, "ok", line, &p, &t);
+    else {
+      fprintf(stderr, "%s: %s\n", path, line);
+      if (!quiet)
+        printf("%s: ok (name '%s', hash %016llx, %zu decision intervals in %zu collective/mode "
+               "tables)\n",
+               path, p.name, (unsigned long long)p.hash, t.ninterval, t.nsets);
+    }
+  } else if (json) {
+    json_line(path, "ok", NULL, &p, &t);
+  } else if (!quiet) {
+    printf("%s: ok (name '%s', hash %016llx, %zu decision intervals in %zu collective/mode "
+           "tables)\n",
+           path, p.name, (unsigned long long)p.hash, t.ninterval, t.nsets);
+  }
+  pt_table_release(&t);
   pt_profile_release(&p);
-  return rc ? 1 : 0;
+  return status;
 }
 
 /* --nranks/--nnodes N or =N at argv[*i]; 1 when taken, 0 when not this
@@ -80,40 +141,26 @@ static int is_dir(const char *path) {
 }
 
 int cmd_check(int argc, char **argv) {
-  int quiet = 0, bad = 0, files = 0, i = 1, c, dashdash = 0;
+  int quiet = 0, json = 0, bad = 0, files = 0, c, dashdash = 0;
   long nranks = 0, nnodes = 0;
-  for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
-    if ((c = comm_opt(argc, argv, &i, "--nranks", &nranks)) ||
-        (c = comm_opt(argc, argv, &i, "--nnodes", &nnodes))) {
-      if (c < 0) return 2;
-      continue;
-    }
-    if (!strcmp(argv[i], "--")) {
-      dashdash = 1;
-      i++;
-      break;
-    }
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      fputs(usage, stdout);
-      return 0;
-    }
-    if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) {
-      quiet = 1;
-      continue;
-    }
-    return cli_usage_error("check", "unknown option '%s'", argv[i]);
-  }
-  /* Options may also follow the profiles: check DIR --nranks 8. */
+  /* Options may come before or after the profiles (check DIR --nranks 8). */
   char **paths = calloc((size_t)argc, sizeof *paths);
   if (!paths) return 1;
-  for (; i < argc; i++) {
+  for (int i = 1; i < argc; i++) {
     if (dashdash || argv[i][0] != '-' || !argv[i][1]) {
       paths[files++] = argv[i];
     } else if ((c = comm_opt(argc, argv, &i, "--nranks", &nranks)) ||
-        (c = comm_opt(argc, argv, &i, "--nnodes", &nnodes))) {
+               (c = comm_opt(argc, argv, &i, "--nnodes", &nnodes))) {
       if (c < 0) return free(paths), 2;
+    } else if (!strcmp(argv[i], "--")) {
+      dashdash = 1;
+    } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      fputs(usage, stdout);
+      return free(paths), 0;
     } else if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) {
       quiet = 1;
+    } else if (!strcmp(argv[i], "--json")) {
+      json = 1;
     } else {
       free(paths);
       return cli_usage_error("check", "unknown option '%s'", argv[i]);
@@ -125,8 +172,8 @@ int cmd_check(int argc, char **argv) {
   }
   for (int k = 0; k < files; k++) {
     if (nranks) bad |= check_select(paths[k], (size_t)nranks, nnodes ? (size_t)nnodes : 1, quiet);
-    else if (is_dir(paths[k])) bad |= check_dir(paths[k], quiet, check_one);
-    else bad |= check_one(paths[k], quiet);
+    else if (is_dir(paths[k])) bad |= check_dir(paths[k], quiet, json, check_one);
+    else bad |= check_one(paths[k], quiet, json);
   }
   free(paths);
   return bad;

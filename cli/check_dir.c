@@ -12,7 +12,7 @@
 #include "check_dir.h"
 #include "pcie/select.h"
 
-int check_dir(const char *dir, int quiet, int (*one)(const char *path, int quiet)) {
+int check_dir(const char *dir, int quiet, int json, int (*one)(const char *path, int quiet, int json)) {
   char *files[PT_SELECT_MAX_FILES];
   int n = pt_select_list(dir, files, PT_SELECT_MAX_FILES), bad = 0;
   if (n == -2) {
@@ -29,7 +29,7 @@ int check_dir(const char *dir, int quiet, int (*one)(const char *path, int quiet
     return 1;
   }
   for (int i = 0; i < n; i++) {
-    bad |= one(files[i], quiet);
+    bad |= one(files[i], quiet, json);
     free(files[i]);
   }
   return bad;

@@ -6,8 +6,8 @@
 #include <stddef.h>
 
 /* Validates every profile the plugin would consider in dir, with one(path,
- * quiet) per file; returns 0 when all are valid, 1 otherwise. */
-int check_dir(const char *dir, int quiet, int (*one)(const char *path, int quiet));
+ * quiet, json) per file; returns 0 when all are valid, 1 otherwise. */
+int check_dir(const char *dir, int quiet, int json, int (*one)(const char *path, int quiet, int json));
 
 /* Says which profile the plugin would choose with PCIE_TUNER_PROFILE=spec (a
  * file or a directory) for an (nranks, nnodes) communicator, and why: each

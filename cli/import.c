@@ -13,6 +13,7 @@
 #include "cmds.h"
 #include "import/import_build.h"
 #include "pcie/files.h"
+#include "import/nccl_example.h"
 
 /* Far above any nccl-tests log; keeps a wrong file (a core dump) out. */
 #define IMP_MAX_LOG (64u << 20)
@@ -21,6 +22,7 @@ static const char usage_text[] =
     "usage: pcie-tune import --out FILE [--force] [--in-place] [--name NAME]\n"
     "                        [--setting algo=A,proto=P,channels=N] LOG\n"
     "                        [[--setting ...] LOG]...\n"
+    "       pcie-tune import --out FILE [--force] [--name NAME] --from-nccl-example CONF\n"
     "\n"
     "Builds a profile from nccl-tests logs (all_reduce_perf, all_gather_perf,\n"
     "reduce_scatter_perf, broadcast_perf or reduce_perf), one log per setting.\n"
@@ -35,11 +37,14 @@ static const char usage_text[] =
     "  --in-place      use the in-place times (default: out-of-place)\n"
     "  --name NAME     profile name (default: FILE's base name)\n"
     "  --setting SPEC  the setting of the next LOG: algo=, proto=, channels=\n"
+    "  --from-nccl-example CONF\n"
+    "                  turn the CSV of NCCL's example tuner (NCCL_TUNER_CONFIG_FILE)\n"
+    "                  into a profile of rules with the same meaning\n"
     "\n"
     "See docs/cli-import.md.\n";
 
 struct args {
-  const char *out, *name;
+  const char *out, *name, *example;
   int force, in_place, quiet;
   size_t nlogs;
   const char **path;        /* argv strings */
@@ -76,10 +81,14 @@ static int parse_args(int argc, char **argv, struct args *a) {
       a->quiet = 1;
     } else if (!strcmp(s, "--in-place")) {
       a->in_place = 1;
-    } else if (!strcmp(s, "--out") || !strcmp(s, "--name") || !strcmp(s, "--setting")) {
+    } else if (!strcmp(s, "--out") || !strcmp(s, "--name") || !strcmp(s, "--setting") ||
+               !strcmp(s, "--from-nccl-example")) {
       if (!has_value) return usage_error("%s needs a value", s);
       const char *v = argv[++i];
-      if (!strcmp(s, "--out")) {
+      if (!strcmp(s, "--from-nccl-example")) {
+        if (a->example) return usage_error("%s given twice", s);
+        a->example = v;
+      } else if (!strcmp(s, "--out")) {
         if (a->out) return usage_error("%s given twice", s);
         a->out = v;
       } else if (!strcmp(s, "--name")) {
@@ -106,7 +115,9 @@ static int parse_args(int argc, char **argv, struct args *a) {
   }
   if (pending_spec) return usage_error("--setting '%s' is not followed by a log", pending_spec);
   if (!a->out) return usage_error("%s", "--out FILE is required");
-  if (!a->nlogs) return usage_error("%s", "no nccl-tests log given");
+  if (a->example && (a->nlogs || a->in_place))
+    return usage_error("%s", "--from-nccl-example takes no nccl-tests logs and no --in-place");
+  if (!a->example && !a->nlogs) return usage_error("%s", "no nccl-tests log given");
   return 0;
 }
 
@@ -167,6 +178,44 @@ static void summary(const struct pt_profile *p, const char *out) {
     }
 }
 
+/* --from-nccl-example: the rules of NCCL's example tuner, as a profile. */
+static int import_example(const struct args *a, const char *name, const char *date,
+                          struct pt_profile *p) {
+  char *buf = NULL, note[1200];
+  size_t len = 0;
+  struct pt_error_rec err;
+  if (read_all(a->example, &buf, &len)) return 1;
+  const char *file = strcmp(a->example, "-") ? a->example : "<stdin>";
+  int rc = imp_nccl_example(buf, len, file, p, &err);
+  free(buf);
+  if (rc) {
+    print_error(&err);
+    return 1;
+  }
+  snprintf(note, sizeof note, "rules from NCCL's example tuner configuration %s", file);
+  p->version = PT_PROFILE_VERSION;
+  p->name = pt_strdup(name);
+  p->prov.tool = pt_strdup("pcie-tune import");
+  p->prov.backend = pt_strdup("nccl-example-tuner");
+  p->prov.nccl_version = pt_strdup("any");
+  p->prov.date = pt_strdup(date);
+  p->prov.mode = pt_strdup("both");
+  p->prov.note = pt_strdup(note);
+  if (!p->name || !p->prov.tool || !p->prov.backend || !p->prov.nccl_version || !p->prov.date ||
+      !p->prov.mode || !p->prov.note) {
+    fprintf(stderr, "pcie-tune import: out of memory\n");
+    return 1;
+  }
+  /* The format's rules (e.g. how many rules may stack on one size) are
+   * reported against the configuration's own line numbers. */
+  if (pt_profile_validate(p, &err)) {
+    snprintf(err.file, sizeof err.file, "%s", file);
+    print_error(&err);
+    return 1;
+  }
+  return 0;
+}
+
 int cmd_import(int argc, char **argv) {
   struct args a = {0};
   struct imp_input *in = NULL;
@@ -179,7 +228,7 @@ int cmd_import(int argc, char **argv) {
     goto out;
   }
   ret = 1;
-  in = calloc(a.nlogs, sizeof *in);
+  in = calloc(a.nlogs ? a.nlogs : 1, sizeof *in);
   name = a.name ? strdup(a.name) : default_name(strcmp(a.out, "-") ? a.out : "imported");
   time_t now = time(NULL);
   struct tm tm;
@@ -187,9 +236,10 @@ int cmd_import(int argc, char **argv) {
     fprintf(stderr, "pcie-tune import: out of memory\n");
     goto out;
   }
-  /* Before reading anything: an --out that is one of the logs, a FIFO or
+  /* Before reading anything: an --out that is one of the inputs, a FIFO or
    * device, or in a missing directory (include/pcie/files.h). */
-  int rc = pt_output_check(a.out, a.force ? PT_OUT_FORCE : 0, a.path, a.nlogs, &err);
+  int rc = a.example ? pt_output_check(a.out, a.force ? PT_OUT_FORCE : 0, &a.example, 1, &err)
+                     : pt_output_check(a.out, a.force ? PT_OUT_FORCE : 0, a.path, a.nlogs, &err);
   if (rc == PT_EEXIST) {
     fprintf(stderr, "%s: already exists; not overwritten (use --force)\n", a.out);
     goto out;
@@ -198,11 +248,15 @@ int cmd_import(int argc, char **argv) {
     print_error(&err);
     goto out;
   }
-  if (load_logs(&a, in)) goto out;
-  struct imp_options o = {.in_place = a.in_place, .name = name, .date = date};
-  if (imp_build(&p, in, a.nlogs, &o, &err)) {
-    print_error(&err);
-    goto out;
+  if (a.example) {
+    if (import_example(&a, name, date, &p)) goto out;
+  } else {
+    if (load_logs(&a, in)) goto out;
+    struct imp_options o = {.in_place = a.in_place, .name = name, .date = date};
+    if (imp_build(&p, in, a.nlogs, &o, &err)) {
+      print_error(&err);
+      goto out;
+    }
   }
   rc = pt_profile_write(&p, a.out, a.force ? PT_WRITE_FORCE : 0, &err);
   if (rc == PT_EEXIST) {
@@ -214,7 +268,12 @@ int cmd_import(int argc, char **argv) {
     goto out;
   }
   /* With '-', stdout holds the profile alone. */
-  if (!a.quiet && strcmp(a.out, "-")) summary(&p, a.out);
+  if (!a.quiet && strcmp(a.out, "-")) {
+    if (a.example)
+      printf("%s: %zu rules from NCCL's example tuner configuration %s\n", a.out, p.nrules, a.example);
+    else
+      summary(&p, a.out);
+  }
   ret = 0;
 out:
   for (size_t i = 0; in && i < a.nlogs; i++) nt_log_release(&in[i].log);

@@ -5,6 +5,7 @@
  * decision table; nothing here ranks candidates.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,15 +18,21 @@
 #include "svg.h"
 
 static const char usage_text[] =
-    "usage: pcie-tune show PROFILE [--nranks N] [--collective C] [--graph|--eager]\n"
-    "                      [--svg FILE [--force]] [--json]\n"
+    "usage: pcie-tune show PROFILE [--nranks N] [--nnodes N] [--collective C] [--graph|--eager]\n"
+    "                      [--bytes] [--svg FILE [--force]] [--json]\n"
     "\n"
-    "Prints, per message-size interval, the candidate the plugin ranks first\n"
-    "(algo/proto/channels), its expected latency, NCCL default's and the speed-up.\n"
+    "Prints, per message-size range, what the plugin decides for a profile: the\n"
+    "candidate it ranks first (algo/proto/channels), the channel count NCCL will\n"
+    "actually run, its expected latency, NCCL default's and the speed-up, or why\n"
+    "the range is left to NCCL; then the candidates excluded and why.\n"
+    "Adjacent decision intervals with the same first choice share one row.\n"
     "\n"
-    "  --nranks N        fail unless the profile applies to N ranks\n"
+    "  --nranks N        the communicator's size: fail unless the profile applies\n"
+    "                    to it; rules for other sizes are left out\n"
+    "  --nnodes N        the same for the number of nodes\n"
     "  --collective C    allreduce (default), allgather, reducescatter, broadcast, reduce\n"
     "  --graph|--eager   launch mode (default graph: CUDA-graph capture, regBuff=1)\n"
+    "  --bytes           print every boundary in bytes (default: exact units, else bytes)\n"
     "  --svg FILE        also draw latency against size for every candidate, the\n"
     "                    chosen envelope and NCCL's default (never overwritten\n"
     "                    without --force, never the profile; '-': standard\n"
@@ -41,56 +48,194 @@ static int bad(const char *fmt, const char *arg) {
   return 2;
 }
 
-static void human(char *buf, size_t len, uint64_t n) {
+/* A boundary, exact: "32 KiB" when it is a whole number of a unit, else
+ * its bytes ("16718 B"); always bytes with --bytes. */
+static void size_str(char *buf, size_t len, uint64_t n, int bytes) {
   static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;
-  double v = (double)n;
   if (n == UINT64_MAX) {
     snprintf(buf, len, "max");
     return;
   }
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
+  while (!bytes && u < 4 && n >= 1024 && n % 1024 == 0) {
+    n /= 1024;
     u++;
   }
-  snprintf(buf, len, v == (double)(uint64_t)v ? "%.0f %s" : "%.1f %s", v, unit[u]);
+  snprintf(buf, len, "%llu %s", (unsigned long long)n, unit[u]);
 }
 
 static void choice_name(char *buf, size_t len, const struct pt_choice *c) {
-  snprintf(buf, len, "%s/%s/%d%s", pt_algo_name(c->algo), pt_proto_name(c->proto), c->channels,
-           c->from_rule ? " (rule)" : "");
+  if (c->channels)
+    snprintf(buf, len, "%s/%s/%d%s", pt_algo_name(c->algo), pt_proto_name(c->proto), c->channels,
+             c->from_rule ? " (rule)" : "");
+  else
+    snprintf(buf, len, "%s/%s%s", pt_algo_name(c->algo), pt_proto_name(c->proto),
+             c->from_rule ? " (rule)" : "");
 }
 
-static void print_text(const struct pt_profile *p, const struct pt_ivset *set, int coll, int mode) {
-  char lo[32], hi[32], ch[64];
-  printf("profile %s (%s): %s, %s mode\n", p->name, p->path ? p->path : "-", pt_coll_name(coll), pt_mode_name(mode));
+/* The channel count NCCL runs for a choice: what the plugin writes, which
+ * NCCL clamps to comm->nChannels (known: already below it), or NCCL's own. */
+static void runs_str(char *buf, size_t len, const struct pt_table *t, const struct pt_choice *c) {
+  if (!c->set_channels) snprintf(buf, len, "NCCL's");
+  else if (t->comm_channels) snprintf(buf, len, "%d", c->set_channels);
+  else snprintf(buf, len, "<=%d", c->set_channels);
+}
+
+static const char *why_nccl(const struct pt_interval *iv, int measured) {
+  if (!measured) return "NCCL: no rule applies here";
+  switch (iv->kind) {
+  case PT_IV_OUTSIDE: return "NCCL: outside the measured sizes";
+  case PT_IV_NO_GAIN: return "NCCL: no candidate beats its default by the margin";
+  default: return "NCCL: nothing usable measured here";
+  }
+}
+
+/* Two intervals share a summary row when their first choice (or their
+ * reason for leaving the size to NCCL) is the same. */
+static int same_row(const struct pt_interval *a, const struct pt_interval *b) {
+  if (!a->n || !b->n) return !a->n && !b->n && a->kind == b->kind;
+  const struct pt_choice *x = &a->c[0], *y = &b->c[0];
+  return x->algo == y->algo && x->proto == y->proto && x->channels == y->channels &&
+         x->set_channels == y->set_channels && x->from_rule == y->from_rule;
+}
+
+static double speedup(const struct pt_interval *iv) {
+  if (!iv->n || iv->c[0].lat_us <= 0 || iv->default_us <= 0) return -1;
+  return iv->default_us / iv->c[0].lat_us;
+}
+
+/* Why a candidate of s is never ranked; NULL when it may be. */
+static const char *excluded(const struct pt_table *t, const struct pt_series *s, int coll,
+                            const struct pt_candidate *c, char *buf, size_t len, int bytes) {
+  char at[48];
+  for (size_t i = 0; i < s->nsizes; i++)
+    if (c->points[i].state >= PT_PT_WRONG) {
+      size_str(at, sizeof at, s->sizes[i], bytes);
+      snprintf(buf, len, "%s at %s", pt_point_state_name(c->points[i].state), at);
+      return buf;
+    }
+  if (!t->comm_channels && coll != PT_ALLGATHER && t->chan_cap && c->channels > t->chan_cap) {
+    snprintf(buf, len,
+             "%d channels: the communicator's count is unknown, so the plugin returns at most "
+             "%d (the smallest measured) and this would not run as measured",
+             c->channels, t->chan_cap);
+    return buf;
+  }
+  return NULL;
+}
+
+static const char *served_from(const struct pt_profile *p, int coll, int mode) {
+  if (p->series[coll][mode] || !p->series[coll][!mode]) return NULL;
+  return mode == PT_MODE_GRAPH ? "graph calls (regBuff=1) use the eager data: the profile "
+                                 "has no graph series for this collective"
+                               : "eager calls use the graph data: the profile has no eager "
+                                 "series for this collective";
+}
+
+static void print_text(const struct pt_profile *p, const struct pt_table *t,
+                       const struct pt_ivset *set, int coll, int mode, int bytes, long nranks,
+                       long nnodes) {
+  char lo[48], hi[48], ch[64], run[16], why[300];
+  const struct pt_series *s = pt_profile_series(p, coll, mode);
+  size_t rows = 0;
+  for (size_t i = 0; i < set->n; i++) rows += !i || !same_row(&set->iv[i - 1], &set->iv[i]);
+  printf("profile %s (%s): %s, %s mode\n", p->name, p->path ? p->path : "-", pt_coll_name(coll),
+         pt_mode_name(mode));
   /* Which NCCL the data was measured with; on a simulated box, whether its
    * NCCL view was derived from hardware or typed by hand (docs/sim.md). */
   if (p->prov.backend && p->prov.nccl_version)
     printf("measured with backend %s, NCCL %s\n", p->prov.backend, p->prov.nccl_version);
-  printf("%12s %12s  %-22s %12s %12s %9s  %s\n", "from", "to", "choice", "latency", "NCCL", "speed-up", "fallbacks");
-  for (size_t i = 0; i < set->n; i++) {
+  if (served_from(p, coll, mode)) printf("note: %s\n", served_from(p, coll, mode));
+  if (t->comm_channels)
+    printf("channels: the communicator has %d (communicator.channels); NCCL runs at most that\n",
+           t->comm_channels);
+  else if (t->chan_cap)
+    printf("channels: the communicator's count is unknown; all-gather keeps NCCL's count, the "
+           "rest gets at most %d (the smallest measured)\n",
+           t->chan_cap);
+  else
+    printf("channels: the communicator's count is unknown; all-gather keeps NCCL's count, a "
+           "rule's count elsewhere is passed on (NCCL clamps it)\n");
+  if (pt_profile_has_comm_rules(p) && (nranks || nnodes))
+    printf("%zu decision intervals in this table, %zu in the profile for nRanks %ld nNodes %ld "
+           "(as the plugin's init line counts them)",
+           set->n, t->ninterval, nranks, nnodes);
+  else
+    printf("%zu decision intervals in this table, %zu in the profile (as check and the "
+           "plugin's init line count them)",
+           set->n, t->ninterval);
+  printf("; %zu rows: neighbours with the same first choice share one\n", rows);
+  if (s && s->nccl_default)
+    printf("a candidate is chosen only where it beats NCCL's default by %.0f %% (and the "
+           "measured noise)\n",
+           100 * pt_profile_margin(p));
+  else if (s)
+    printf("warning: no nccl_default in this series: candidates are ranked without knowing "
+           "where NCCL's own choice is faster\n");
+  printf("%14s %14s  %-24s %6s %11s %11s %13s  %s\n", "from", "to", "choice", "runs", "latency",
+         "NCCL", "speed-up", "why / fallbacks");
+  for (size_t i = 0; i < set->n;) {
     const struct pt_interval *iv = &set->iv[i];
-    human(lo, sizeof lo, iv->lo);
-    human(hi, sizeof hi, iv->hi);
+    size_t j = i;
+    double smin = INFINITY, smax = 0;
+    while (j < set->n && same_row(iv, &set->iv[j])) {
+      double sp = speedup(&set->iv[j]);
+      if (sp > 0) {
+        smin = fmin(smin, sp);
+        smax = fmax(smax, sp);
+      }
+      j++;
+    }
+    size_str(lo, sizeof lo, iv->lo, bytes);
+    size_str(hi, sizeof hi, set->iv[j - 1].hi, bytes);
     if (!iv->n) {
-      printf("%12s %12s  %-22s %12s %12s %9s\n", lo, hi, "(NCCL decides)", "-", "-", "-");
+      printf("%14s %14s  %-24s %6s %11s %11s %13s  %s\n", lo, hi, "(NCCL decides)", "-", "-", "-",
+             "-", why_nccl(iv, s != NULL));
+      i = j;
       continue;
     }
     choice_name(ch, sizeof ch, &iv->c[0]);
-    printf("%12s %12s  %-22s", lo, hi, ch);
-    if (iv->c[0].lat_us > 0) printf(" %9.1f \u00b5s", iv->c[0].lat_us);
-    else printf(" %12s", "-");
-    if (iv->default_us > 0) printf(" %9.1f \u00b5s", iv->default_us);
-    else printf(" %12s", "-");
-    if (iv->default_us > 0 && iv->c[0].lat_us > 0) printf(" %8.2fx", iv->default_us / iv->c[0].lat_us);
-    else printf(" %9s", "-");
-    printf(" ");
+    runs_str(run, sizeof run, t, &iv->c[0]);
+    printf("%14s %14s  %-24s %6s", lo, hi, ch, run);
+    if (iv->c[0].lat_us > 0) printf(" %8.1f \u00b5s", iv->c[0].lat_us);
+    else printf(" %11s", "-");
+    if (iv->default_us > 0) printf(" %8.1f \u00b5s", iv->default_us);
+    else printf(" %11s", "-");
+    /* Never a speed-up below 1x: a measured choice beats NCCL's default by
+     * construction; a rule that may not is labelled as such. */
+    if (smax >= 1.0 && smin >= 1.0 && smax - smin < 0.005) printf(" %12.2fx", smin);
+    else if (smax >= 1.0 && smin >= 1.0) {
+      char r[32];
+      snprintf(r, sizeof r, "%.2f-%.2fx", smin, smax);
+      printf(" %13s", r);
+    } else printf(" %13s", iv->c[0].from_rule && smin < 1.0 ? "rule" : "-");
+    snprintf(why, sizeof why, "%s",
+             iv->c[0].from_rule                ? "rule"
+             : iv->kind == PT_IV_NCCL_FAILS ? "measured; NCCL's own choice fails here"
+                                            : "measured");
+    if (iv->c[0].pipe_lo || iv->c[0].pipe_hi) {
+      size_t w = strlen(why);
+      if (iv->c[0].pipe_lo == iv->c[0].pipe_hi)
+        snprintf(why + w, sizeof why - w, " when numPipeOps = %d", iv->c[0].pipe_lo);
+      else if (iv->c[0].pipe_hi)
+        snprintf(why + w, sizeof why - w, " when numPipeOps is %d..%d", iv->c[0].pipe_lo,
+                 iv->c[0].pipe_hi);
+      else
+        snprintf(why + w, sizeof why - w, " when numPipeOps >= %d", iv->c[0].pipe_lo);
+    }
+    printf("  %s", why);
     for (int k = 1; k < iv->n; k++) {
       choice_name(ch, sizeof ch, &iv->c[k]);
-      printf(" %s", ch);
+      printf("%s%s", k == 1 ? "; then " : ", ", ch);
     }
     printf("\n");
+    i = j;
+  }
+  for (size_t k = 0; s && k < s->ncand; k++) {
+    const struct pt_candidate *c = &s->cand[k];
+    if (!excluded(t, s, coll, c, why, sizeof why, bytes)) continue;
+    printf("excluded: %s/%s/%d: %s\n", pt_algo_name(c->algo), pt_proto_name(c->proto), c->channels,
+           why);
   }
 }
 
@@ -104,28 +249,60 @@ static void json_string(const char *s) {
   putchar('"');
 }
 
-static void print_json(const struct pt_profile *p, const struct pt_ivset *set, int coll, int mode) {
+static const char *kind_name(const struct pt_interval *iv) {
+  if (iv->n) return iv->c[0].from_rule ? "rule" : iv->kind == PT_IV_NCCL_FAILS ? "measured_nccl_fails" : "measured";
+  return iv->kind == PT_IV_OUTSIDE ? "nccl_outside_range"
+         : iv->kind == PT_IV_NO_GAIN ? "nccl_no_gain"
+                                     : "nccl_no_data";
+}
+
+static void print_json(const struct pt_profile *p, const struct pt_table *t,
+                       const struct pt_ivset *set, int coll, int mode) {
+  const struct pt_series *s = pt_profile_series(p, coll, mode);
+  char why[300];
   printf("{\"profile\": ");
   json_string(p->name);
-  printf(", \"collective\": \"%s\", \"mode\": \"%s\", \"intervals\": [", pt_coll_name(coll), pt_mode_name(mode));
+  printf(", \"path\": ");
+  json_string(p->path);
+  printf(", \"collective\": \"%s\", \"mode\": \"%s\", \"served_from\": \"%s\"", pt_coll_name(coll),
+         pt_mode_name(mode), pt_mode_name(p->series[coll][mode] || !p->series[coll][!mode] ? mode : !mode));
+  printf(", \"comm_channels\": %d, \"channel_clamp\": %d, \"margin\": %.4f",
+         t->comm_channels, t->chan_cap, pt_profile_margin(p));
+  printf(", \"table_intervals\": %zu, \"profile_intervals\": %zu, \"intervals\": [", set->n,
+         t->ninterval);
   for (size_t i = 0; i < set->n; i++) {
     const struct pt_interval *iv = &set->iv[i];
-    printf("%s\n  {\"lo\": %llu, \"hi\": %llu, ", i ? "," : "", (unsigned long long)iv->lo,
-           (unsigned long long)iv->hi);
+    printf("%s\n  {\"lo\": %llu, \"hi\": %llu, \"decision\": \"%s\", ", i ? "," : "",
+           (unsigned long long)iv->lo, (unsigned long long)iv->hi, kind_name(iv));
     if (iv->default_us > 0) printf("\"default_us\": %.3f, ", iv->default_us);
     else printf("\"default_us\": null, ");
     printf("\"ranked\": [");
     for (int k = 0; k < iv->n; k++) {
       const struct pt_choice *c = &iv->c[k];
-      printf("%s{\"algo\": \"%s\", \"proto\": \"%s\", \"channels\": %d, \"rule\": %s", k ? ", " : "",
-             pt_algo_name(c->algo), pt_proto_name(c->proto), c->channels, c->from_rule ? "true" : "false");
+      printf("%s{\"algo\": \"%s\", \"proto\": \"%s\", \"channels\": %d, \"nccl_channels\": ",
+             k ? ", " : "", pt_algo_name(c->algo), pt_proto_name(c->proto), c->channels);
+      if (c->set_channels) printf("%d", c->set_channels);
+      else printf("null");
+      printf(", \"rule\": %s", c->from_rule ? "true" : "false");
+      if (c->pipe_lo || c->pipe_hi) printf(", \"min_pipe_ops\": %d, \"max_pipe_ops\": %d", c->pipe_lo, c->pipe_hi);
       if (c->lat_us > 0) printf(", \"lat_us\": %.3f", c->lat_us);
       printf("}");
     }
     printf("]");
-    if (iv->n && iv->c[0].lat_us > 0 && iv->default_us > 0)
-      printf(", \"speedup\": %.4f", iv->default_us / iv->c[0].lat_us);
+    double sp = speedup(iv);
+    if (sp >= 1.0) printf(", \"speedup\": %.4f", sp);
     printf("}");
+  }
+  printf("\n], \"excluded\": [");
+  int first = 1;
+  for (size_t k = 0; s && k < s->ncand; k++) {
+    const struct pt_candidate *c = &s->cand[k];
+    if (!excluded(t, s, coll, c, why, sizeof why, 1)) continue;
+    printf("%s\n  {\"algo\": \"%s\", \"proto\": \"%s\", \"channels\": %d, \"reason\": ",
+           first ? "" : ",", pt_algo_name(c->algo), pt_proto_name(c->proto), c->channels);
+    json_string(why);
+    printf("}");
+    first = 0;
   }
   printf("\n]}\n");
 }
@@ -174,8 +351,8 @@ static int svg_write(const char *svg, const char *title, const struct pt_series 
 
 int cmd_show(int argc, char **argv) {
   const char *path = NULL, *svg = NULL;
-  int coll = PT_ALLREDUCE, mode = PT_MODE_GRAPH, json = 0, force = 0, quiet = 0, status = 1;
-  long nranks = 0;
+  int coll = PT_ALLREDUCE, mode = PT_MODE_GRAPH, json = 0, force = 0, quiet = 0, status = 1, bytes = 0;
+  long nranks = 0, nnodes = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -185,8 +362,10 @@ int cmd_show(int argc, char **argv) {
     else if (!strcmp(a, "--eager")) mode = PT_MODE_EAGER;
     else if (!strcmp(a, "--json")) json = 1;
     else if (!strcmp(a, "--quiet")) quiet = 1;
+    else if (!strcmp(a, "--bytes")) bytes = 1;
     else if (!strcmp(a, "--force")) force = 1;
-    else if (!strcmp(a, "--svg") || !strcmp(a, "--collective") || !strcmp(a, "--nranks")) {
+    else if (!strcmp(a, "--svg") || !strcmp(a, "--collective") || !strcmp(a, "--nranks") ||
+             !strcmp(a, "--nnodes")) {
       if (!v) return bad("option '%s' needs a value", a);
       i++;
       if (!strcmp(a, "--svg")) svg = v;
@@ -196,8 +375,10 @@ int cmd_show(int argc, char **argv) {
       } else {
         char *end;
         errno = 0;
-        nranks = strtol(v, &end, 10);
-        if (end == v || *end || errno || nranks < 1 || nranks > 65536) return bad("bad --nranks '%s'", v);
+        long n = strtol(v, &end, 10);
+        if (end == v || *end || errno || n < 1 || n > 65536) return bad("bad count '%s'", v);
+        if (!strcmp(a, "--nranks")) nranks = n;
+        else nnodes = n;
       }
     } else if (a[0] == '-' && a[1]) {
       return bad("unknown option '%s'", a);
@@ -229,7 +410,13 @@ int cmd_show(int argc, char **argv) {
     fprintf(stderr, "pcie-tune show: %s: profile applies to %d ranks, not %ld\n", path, p.match_nranks, nranks);
     goto out;
   }
-  if (pt_table_build(&t, &p)) {
+  if (nnodes && p.match_nnodes && p.match_nnodes != nnodes) {
+    fprintf(stderr, "pcie-tune show: %s: profile applies to %d nodes, not %ld\n", path, p.match_nnodes, nnodes);
+    goto out;
+  }
+  /* Rules for other communicators are left out, as the plugin does. */
+  if (pt_table_build_for(&t, &p, (size_t)(nranks ? nranks : p.match_nranks),
+                         (size_t)(nnodes ? nnodes : p.match_nnodes))) {
     fprintf(stderr, "pcie-tune show: out of memory\n");
     goto out;
   }
@@ -244,8 +431,9 @@ int cmd_show(int argc, char **argv) {
   /* --quiet prints nothing but the chart; with --svg -, standard output
    * carries the chart alone. */
   if (!quiet && (!svg || strcmp(svg, "-"))) {
-    if (json) print_json(&p, set, coll, mode);
-    else print_text(&p, set, coll, mode);
+    if (json) print_json(&p, &t, set, coll, mode);
+    else print_text(&p, &t, set, coll, mode, bytes, nranks ? nranks : p.match_nranks,
+                    nnodes ? nnodes : p.match_nnodes);
   }
   if (svg) {
     char title[300];

@@ -44,6 +44,10 @@ int pt_sweepfile_build(const struct pt_sweep *s, const struct pt_backend_info *b
   p->name = pt_strdup(name);
   p->match_nranks = bi->nranks;
   p->match_nnodes = bi->nnodes;
+  /* communicator.channels (docs/profile-format.md): only the simulated
+   * backend knows comm->nChannels; the GPU backend records it where it reads
+   * it from NCCL. */
+  if (!strcmp(bi->name, "sim")) p->comm_channels = bi->max_channels;
   p->prov.tool = pt_strdup("pcie-tune 0.1.0");
   p->prov.backend = pt_strdup(bi->name);
   p->prov.nccl_version = pt_strdup(bi->nccl_version);

@@ -84,6 +84,99 @@ START_TEST(missing_file_fails) {
 }
 END_TEST
 
+#define PHEAD(extra)                                                                     \
+  "version = 1;\nname = \"x\";\nprovenance = { tool = \"t\"; backend = \"b\"; nccl_version = " \
+  "\"v\"; date = \"d\"; mode = \"graph\"; " extra " };\n"
+
+/* A partial sweep is reported with how much is measured, and fails; a
+ * profile without nccl_default is usable but warned about. */
+START_TEST(partial_and_defaultless_profiles) {
+  char *dir = pt_test_tmpdir(), *out, *err, *args = NULL;
+  char *part = pt_test_write(
+      dir, "part.cfg",
+      PHEAD("extra = { sweep = { state = \"partial\"; }; };")
+      "allreduce = { graph = { sizes = [ 8L, 16L ]; nccl_default = ( 2.0, \"-\" );\n"
+      " candidates = ( { algo = \"ring\"; proto = \"ll\"; channels = 1; latency = ( 1.0, \"-\" ); } ); }; };\n");
+  char *nodef = pt_test_write(
+      dir, "nodef.cfg",
+      PHEAD("") "allreduce = { graph = { sizes = [ 8L, 16L ];\n"
+      " candidates = ( { algo = \"ring\"; proto = \"ll\"; channels = 1; latency = ( 1.0, 2.0 ); } ); }; };\n");
+  ck_assert(asprintf(&args, "check %s", part) > 0);
+  ck_assert_int_eq(run(args, &out, &err), 1);
+  ck_assert_ptr_nonnull(strstr(err, "part.cfg: partial sweep (sweep.state \"partial\"): 1 of 2 candidate points "
+                                    "and NCCL's default at 1 of 2 sizes measured; finish it with pcie-tune "
+                                    "profile --resume"));
+  free(out), free(err), free(args);
+  ck_assert(asprintf(&args, "check %s", nodef) > 0);
+  ck_assert_int_eq(run(args, &out, &err), 0);
+  ck_assert_ptr_nonnull(strstr(err, "no nccl_default, so the plugin cannot tell where it helps"));
+  ck_assert_ptr_nonnull(strstr(out, "nodef.cfg: ok"));
+  free(out), free(err), free(args);
+  ck_assert(asprintf(&args, "check --json %s %s", part, nodef) > 0);
+  ck_assert_int_eq(run(args, &out, &err), 1);
+  ck_assert_ptr_nonnull(strstr(out, "\"status\": \"partial\""));
+  ck_assert_ptr_nonnull(strstr(out, "\"status\": \"ok\""));
+  ck_assert_ptr_nonnull(strstr(out, "\"nccl_default\": false"));
+  free(out), free(err), free(args);
+  free(part);
+  free(nodef);
+  pt_test_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+/* show on the issue's reproducer (a default log and a forced ring/LL/4 log):
+ * ranges left to NCCL say why, boundaries are exact, no speed-up below 1x,
+ * graph calls are said to use the eager data, and check, show and the
+ * interval counts agree. */
+START_TEST(show_reads_like_the_decisions) {
+  char *dir = pt_test_tmpdir(), *out, *err, *args = NULL;
+  const char *src = pt_test_srcdir();
+  ck_assert(asprintf(&args, "import --out %s/box.cfg %s/test/data/nccltests/synth/ar8-eager-default.txt "
+                            "%s/test/data/nccltests/synth/ar8-eager-ring-ll-4.txt", dir, src, src) > 0);
+  ck_assert_int_eq(run(args, &out, &err), 0);
+  free(out), free(err), free(args);
+  ck_assert(asprintf(&args, "show %s/box.cfg", dir) > 0);
+  ck_assert_int_eq(run(args, &out, &err), 0);
+  ck_assert_ptr_nonnull(strstr(out, "graph calls (regBuff=1) use the eager data"));
+  ck_assert_ptr_nonnull(strstr(out, "NCCL: outside the measured sizes"));
+  ck_assert_ptr_nonnull(strstr(out, "NCCL: no candidate beats its default by the margin"));
+  ck_assert_ptr_nonnull(strstr(out, "ring/ll/4"));
+  ck_assert_ptr_nonnull(strstr(out, "         1 KiB")); /* exact: the first measured size */
+  ck_assert_ptr_nonnull(strstr(out, "4194305 B            max"));
+  /* No speed-up below 1x anywhere. */
+  for (char *x = strchr(out, 'x'); x; x = strchr(x + 1, 'x')) {
+    char *p = x;
+    while (p > out && (p[-1] == '.' || (p[-1] >= '0' && p[-1] <= '9'))) p--;
+    if (p < x && x[1] == ' ') ck_assert_msg(strtod(p, NULL) >= 1.0, "speed-up %.*s", (int)(x - p), p);
+  }
+  size_t in_profile = 0;
+  char *counts = strstr(out, "decision intervals in this table, ");
+  ck_assert_ptr_nonnull(counts);
+  ck_assert_int_eq(sscanf(counts, "decision intervals in this table, %zu in the profile", &in_profile), 1);
+  free(out), free(err), free(args);
+  ck_assert(asprintf(&args, "check %s/box.cfg", dir) > 0);
+  ck_assert_int_eq(run(args, &out, &err), 0);
+  char want[64];
+  snprintf(want, sizeof want, ", %zu decision intervals in ", in_profile);
+  ck_assert_ptr_nonnull(strstr(out, want));
+  free(out), free(err), free(args);
+  ck_assert(asprintf(&args, "show --bytes --eager --json %s/box.cfg", dir) > 0);
+  ck_assert_int_eq(run(args, &out, &err), 0);
+  ck_assert_ptr_nonnull(strstr(out, "\"decision\": \"nccl_no_gain\""));
+  ck_assert_ptr_nonnull(strstr(out, "\"decision\": \"nccl_outside_range\""));
+  ck_assert_ptr_nonnull(strstr(out, "\"nccl_channels\": 4"));
+  free(out), free(err), free(args);
+  ck_assert(asprintf(&args, "show --bytes --eager %s/box.cfg", dir) > 0);
+  ck_assert_int_eq(run(args, &out, &err), 0);
+  ck_assert_ptr_nonnull(strstr(out, "      1024 B"));
+  ck_assert_ptr_null(strstr(out, "KiB"));
+  free(out), free(err), free(args);
+  pt_test_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("cli-check");
   TCase *tc = tcase_create("cli");
@@ -91,6 +184,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, invalid_profile_names_file_and_line);
   tcase_add_test(tc, bad_usage_exits_2);
   tcase_add_test(tc, missing_file_fails);
+  tcase_add_test(tc, partial_and_defaultless_profiles);
+  tcase_add_test(tc, show_reads_like_the_decisions);
   suite_add_tcase(s, tc);
   return s;
 }

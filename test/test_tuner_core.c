@@ -1,6 +1,6 @@
 /* The tuner core linked directly (not through dlopen): profile sharing and
  * reference counting in the registry, reload of edited files, and the
- * NCCL_PROTO reading the v2 shim relies on. */
+ * NCCL_ALGO/NCCL_PROTO reading the v2 shim relies on. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,17 +77,47 @@ START_TEST(failed_loads_leave_nothing_cached) {
 }
 END_TEST
 
-START_TEST(nccl_proto_ll128_rules) {
-  ck_assert_int_eq(pt_nccl_proto_forces_ll128(NULL), 0);
-  ck_assert_int_eq(pt_nccl_proto_forces_ll128(""), 0);
-  ck_assert_int_eq(pt_nccl_proto_forces_ll128("LL,Simple"), 0);
-  ck_assert_int_eq(pt_nccl_proto_forces_ll128("LL128"), 1);
-  ck_assert_int_eq(pt_nccl_proto_forces_ll128("ll,ll128"), 1);
-  ck_assert_int_eq(pt_nccl_proto_forces_ll128("^LL"), 1); /* NCCL's gotcha */
-  ck_assert_int_eq(pt_nccl_proto_forces_ll128("^LL128"), 0);
-  ck_assert_int_eq(pt_nccl_proto_forces_ll128("^LL,LL128"), 0);
-  ck_assert_int_eq(pt_nccl_proto_forces_ll128("allreduce:LL128;broadcast:Simple"), 1);
-  ck_assert_int_eq(pt_nccl_proto_forces_ll128("allreduce:Simple"), 0);
+/* NCCL_ALGO/NCCL_PROTO read as NCCL 2.24+ parseList reads them
+ * (graph/tuning.cc): '^' lists, per-collective "func:list" entries that
+ * reset that function's row, names in any case; a value NCCL refuses is -1. */
+static int proto(const char *v, int coll, int p) {
+  struct pt_nccl_enable e;
+  return pt_nccl_enabled(NULL, v, &e) ? -1 : e.proto[coll][p];
+}
+static int algo(const char *v, int coll, int a) {
+  struct pt_nccl_enable e;
+  return pt_nccl_enabled(v, NULL, &e) ? -1 : e.algo[coll][a];
+}
+
+START_TEST(nccl_algo_proto_as_nccl_reads_them) {
+  ck_assert_int_eq(proto(NULL, PT_ALLREDUCE, 1), 2); /* LL128 auto: off on PCIe */
+  ck_assert_int_eq(proto(NULL, PT_ALLREDUCE, 0), 1);
+  ck_assert_int_eq(proto("LL,Simple", PT_ALLREDUCE, 1), 0);
+  ck_assert_int_eq(proto("LL128", PT_BROADCAST, 1), 1);
+  ck_assert_int_eq(proto("LL128", PT_BROADCAST, 0), 0);
+  ck_assert_int_eq(proto("ll,ll128", PT_REDUCE, 1), 1);
+  ck_assert_int_eq(proto("^LL", PT_ALLREDUCE, 1), 1); /* NCCL's gotcha: forces LL128 on */
+  ck_assert_int_eq(proto("^LL", PT_ALLREDUCE, 0), 0);
+  ck_assert_int_eq(proto("^LL128", PT_ALLREDUCE, 1), 0);
+  ck_assert_int_eq(proto("^LL,LL128", PT_ALLREDUCE, 2), 1);
+  /* Per collective: only allreduce's row changes. */
+  ck_assert_int_eq(proto("allreduce:LL128;broadcast:Simple", PT_ALLREDUCE, 1), 1);
+  ck_assert_int_eq(proto("allreduce:LL128;broadcast:Simple", PT_ALLREDUCE, 2), 0);
+  ck_assert_int_eq(proto("allreduce:LL128;broadcast:Simple", PT_BROADCAST, 0), 0);
+  ck_assert_int_eq(proto("allreduce:LL128;broadcast:Simple", PT_ALLGATHER, 0), 1);
+  ck_assert_int_eq(proto("LL,Simple;allreduce:^LL", PT_ALLREDUCE, 0), 0);
+  ck_assert_int_eq(proto("LL,Simple;allreduce:^LL", PT_ALLREDUCE, 1), 1);
+  ck_assert_int_eq(proto("LL,Simple;allreduce:^LL", PT_REDUCE, 1), 0);
+  ck_assert_int_eq(algo("ring", PT_ALLREDUCE, 0), 0);
+  ck_assert_int_eq(algo("^tree", PT_ALLREDUCE, 1), 1);
+  ck_assert_int_eq(algo("ring,tree;allreduce:tree", PT_ALLREDUCE, 1), 0);
+  ck_assert_int_eq(algo("ring,tree;allreduce:tree", PT_ALLGATHER, 1), 1);
+  ck_assert_int_eq(algo("Ring;AllReduce:Tree", PT_ALLREDUCE, 0), 1);
+  /* What NCCL refuses, nobody can tell: -1. */
+  ck_assert_int_eq(proto("LL256", PT_ALLREDUCE, 0), -1);
+  ck_assert_int_eq(proto("LL, Simple", PT_ALLREDUCE, 0), -1);
+  ck_assert_int_eq(proto("LL;Simple", PT_ALLREDUCE, 0), -1); /* later entry without prefix */
+  ck_assert_int_eq(algo("allgatherv:ring", PT_ALLREDUCE, 0), -1);
 }
 END_TEST
 
@@ -96,7 +126,7 @@ static Suite *suite(void) {
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, one_table_per_profile_freed_at_last_finalize);
   tcase_add_test(tc, failed_loads_leave_nothing_cached);
-  tcase_add_test(tc, nccl_proto_ll128_rules);
+  tcase_add_test(tc, nccl_algo_proto_as_nccl_reads_them);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -24,6 +24,7 @@
 /* graph: LL128/8ch first (often disabled), then ring/LL/4; eager: simple/2. */
 static const char *modes_profile =
     HEAD("nranks = 8;")
+    "communicator = { channels = 8; };\n"
     "allreduce = {\n"
     " graph = { sizes = [ 1024L, 1048576L ]; candidates = (\n"
     "  { algo = \"ring\"; proto = \"ll128\"; channels = 8; latency = ( 5.0, 50.0 ); },\n"
@@ -105,7 +106,7 @@ START_TEST(same_decisions_through_every_version) {
       decide(&c[v - 2], coll, n, 1, 0, &got);
       ck_assert(got.algo == ref.algo && got.proto == ref.proto && got.nchannels == ref.nchannels);
     }
-    changed += ref.nchannels != 0;
+    changed += ref.cost == 0.0f; /* the plugin's mark on the entry it chose */
   }
   ck_assert_int_gt(changed, 1000); /* the profile really decided */
   for (int v = 2; v <= 6; v++) {
@@ -250,7 +251,9 @@ START_TEST(random_tables_property) {
       }
     ck_assert_int_ge(nch, 0);
     ck_assert_int_le(nch, 64);
-    if (nch) {
+    /* The plugin may act without setting a channel count (all-gather with an
+     * unknown communicator count, rules that keep NCCL's). */
+    if (nch || changed) {
       acted++;
       int a, q;
       ck_assert_int_eq(pt_nccl_select(table, &a, &q), 0);
@@ -281,10 +284,10 @@ START_TEST(chunk_size_from_profile) {
   open_plugin(&pl, 6);
   ck_assert_int_eq(ph_comm_init(&c, &pl, 4, 1, 1), 0);
   size_t chunk = 131072;
-  ck_assert_int_eq(ph_chunk_size(&c, ncclFuncAllReduce, 1 << 20, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, &chunk), 0);
+  ck_assert_int_eq(ph_chunk_size(&c, ncclFuncAllReduce, 1024, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, &chunk), 0);
   ck_assert_uint_eq(chunk, 70000 / 512 * 512);
   chunk = 4096;
-  ck_assert_int_eq(ph_chunk_size(&c, ncclFuncAllReduce, 1 << 20, NCCL_ALGO_RING, NCCL_PROTO_LL, &chunk), 0);
+  ck_assert_int_eq(ph_chunk_size(&c, ncclFuncAllReduce, 1024, NCCL_ALGO_RING, NCCL_PROTO_LL, &chunk), 0);
   ck_assert_uint_eq(chunk, 4096);
   ph_comm_finalize(&c);
   ph_plugin_close(&pl);
@@ -505,7 +508,7 @@ START_TEST(exports_only_the_plugin_structs) {
   static const char *allowed[] = {"ncclNetPlugin_v10", "ncclNetPlugin_v11", "ncclNetPlugin_v12",
                                   "ncclNetPlugin_v8", "ncclNetPlugin_v9", "ncclTunerPlugin_v2",
                                   "ncclTunerPlugin_v3", "ncclTunerPlugin_v4", "ncclTunerPlugin_v5",
-                                  "ncclTunerPlugin_v6", "pcieTunerControl_v1", NULL};
+                                  "ncclTunerPlugin_v6", "ncclTunerPlugin_v7", "pcieTunerControl_v1", NULL};
   int tuners = 0;
   for (char *save = NULL, *l = strtok_r(out, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
     int ok = 0;
@@ -513,7 +516,7 @@ START_TEST(exports_only_the_plugin_structs) {
     ck_assert_msg(ok, "unexpected exported symbol '%s'", l);
     tuners += !strncmp(l, "ncclTunerPlugin_v", 17);
   }
-  ck_assert_int_eq(tuners, 5);
+  ck_assert_int_eq(tuners, 6);
   free(cmd);
   free(out);
 }

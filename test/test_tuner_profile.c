@@ -113,8 +113,14 @@ static const struct bad_case bad[] = {
     {HEAD "rules = ( { collective = \"allreduce\"; min_bytes = 0L; max_bytes = 100L; algo = "
           "\"ring\"; proto = \"ll\"; channels = 2; },\n"
           "{ collective = \"allreduce\"; min_bytes = 50L; max_bytes = 200L; algo = "
-          "\"ring\"; proto = \"simple\"; channels = 2; } );\n",
-     5, "rule overlaps the allreduce rule at line 4"},
+          "\"ring\"; proto = \"simple\"; channels = 2; },\n"
+          "{ collective = \"allreduce\"; min_bytes = 50L; max_bytes = 200L; algo = "
+          "\"tree\"; proto = \"simple\"; },\n"
+          "{ collective = \"allreduce\"; min_bytes = 60L; max_bytes = 70L; algo = "
+          "\"tree\"; proto = \"ll\"; mode = \"graph\"; },\n"
+          "{ collective = \"allreduce\"; min_bytes = 0L; max_bytes = 1000L; algo = "
+          "\"ring\"; proto = \"ll128\"; nranks = 8; } );\n",
+     8, "more than 4 allreduce rules can apply to the same size"},
     {HEAD "rules = ( { collective = \"alltoall\"; min_bytes = 0L; max_bytes = 100L; algo = "
           "\"ring\"; proto = \"ll\"; channels = 2; } );\n",
      4, "unknown collective 'alltoall'"},

@@ -15,7 +15,7 @@
 #define HEAD                                                                              \
   "version = 1;\nname = \"t\";\n"                                                        \
   "provenance = { tool = \"t\"; backend = \"sim\"; nccl_version = \"2.28.9\"; date = " \
-  "\"2026-11-30\"; mode = \"graph\"; };\n"
+  "\"2026-11-30\"; mode = \"graph\"; };\ncommunicator = { channels = 8; };\n"
 
 static struct pt_profile prof;
 static struct pt_table tab;
@@ -58,20 +58,24 @@ START_TEST(crossover_becomes_a_boundary) {
   /* Both candidates stay ranked, the loser second. */
   ck_assert_int_eq(iv->n, 2);
   ck_assert_int_eq(iv->c[1].proto, NCCL_PROTO_SIMPLE);
-  ck_assert_uint_eq(tab.set[PT_ALLREDUCE][PT_MODE_GRAPH]->n, 2);
+  ck_assert_uint_eq(tab.set[PT_ALLREDUCE][PT_MODE_GRAPH]->n, 4); /* with the two outside */
   unload();
 }
 END_TEST
 
-START_TEST(measured_range_extends) {
+/* A decision rests on data: below the smallest and above the largest
+ * measured size, NCCL decides. */
+START_TEST(outside_the_measured_range_nccl_decides) {
   load(crossing);
-  ck_assert_int_eq(top(PT_ALLREDUCE, PT_MODE_GRAPH, 0)->proto, NCCL_PROTO_LL);
-  ck_assert_int_eq(top(PT_ALLREDUCE, PT_MODE_GRAPH, 1)->proto, NCCL_PROTO_LL);
+  ck_assert_ptr_null(top(PT_ALLREDUCE, PT_MODE_GRAPH, 0));
+  ck_assert_ptr_null(top(PT_ALLREDUCE, PT_MODE_GRAPH, 999));
+  ck_assert_int_eq(pt_table_lookup(&tab, PT_ALLREDUCE, PT_MODE_GRAPH, 999)->kind, PT_IV_OUTSIDE);
   ck_assert_int_eq(top(PT_ALLREDUCE, PT_MODE_GRAPH, 1000)->proto, NCCL_PROTO_LL);
   ck_assert_int_eq(top(PT_ALLREDUCE, PT_MODE_GRAPH, 100000)->proto, NCCL_PROTO_SIMPLE);
-  ck_assert_int_eq(top(PT_ALLREDUCE, PT_MODE_GRAPH, UINT64_MAX)->proto, NCCL_PROTO_SIMPLE);
+  ck_assert_ptr_null(top(PT_ALLREDUCE, PT_MODE_GRAPH, 100001));
+  ck_assert_ptr_null(top(PT_ALLREDUCE, PT_MODE_GRAPH, UINT64_MAX));
   /* Graph-only data serve eager calls too; other collectives have none. */
-  ck_assert_int_eq(top(PT_ALLREDUCE, PT_MODE_EAGER, 50)->proto, NCCL_PROTO_LL);
+  ck_assert_int_eq(top(PT_ALLREDUCE, PT_MODE_EAGER, 5000)->proto, NCCL_PROTO_LL);
   ck_assert_ptr_null(pt_table_lookup(&tab, PT_ALLGATHER, PT_MODE_GRAPH, 50));
   ck_assert_ptr_null(pt_table_lookup(&tab, -1, PT_MODE_GRAPH, 50));
   ck_assert_ptr_null(pt_table_lookup(&tab, 5, PT_MODE_GRAPH, 50));
@@ -122,7 +126,7 @@ START_TEST(wrong_crash_hang_are_never_chosen) {
                   "}; };\n",
              states[i]);
     load(text);
-    for (uint64_t n = 1; n < 1000000; n *= 3) {
+    for (uint64_t n = 1000; n <= 100000; n = n * 3 / 2) {
       const struct pt_interval *iv = pt_table_lookup(&tab, PT_ALLREDUCE, PT_MODE_GRAPH, n);
       ck_assert_int_eq(iv->n, 1);
       ck_assert_int_eq(iv->c[0].proto, NCCL_PROTO_SIMPLE);
@@ -193,10 +197,11 @@ START_TEST(bucketed_lookup_matches_a_linear_scan) {
 END_TEST
 
 START_TEST(apply_respects_disabled_entries) {
-  struct pt_interval iv = {.n = 3,
-                           .c = {{.algo = NCCL_ALGO_RING, .proto = NCCL_PROTO_LL128, .channels = 8},
-                                 {.algo = NCCL_ALGO_TREE, .proto = NCCL_PROTO_LL, .channels = 3},
-                                 {.algo = NCCL_ALGO_RING, .proto = NCCL_PROTO_SIMPLE, .channels = 2}}};
+  struct pt_interval iv = {
+      .n = 3,
+      .c = {{.algo = NCCL_ALGO_RING, .proto = NCCL_PROTO_LL128, .channels = 8, .set_channels = 8},
+            {.algo = NCCL_ALGO_TREE, .proto = NCCL_PROTO_LL, .channels = 3, .set_channels = 3},
+            {.algo = NCCL_ALGO_RING, .proto = NCCL_PROTO_SIMPLE, .channels = 2, .set_channels = 2}}};
   float t[7][3];
   int nch = 0;
   for (int a = 0; a < 7; a++)
@@ -204,7 +209,7 @@ START_TEST(apply_respects_disabled_entries) {
   t[NCCL_ALGO_RING][NCCL_PROTO_LL128] = -1.0f;
   t[NCCL_ALGO_TREE][NCCL_PROTO_LL] = -1024.0f; /* fp8 quirk: also disabled */
   t[NCCL_ALGO_TREE][NCCL_PROTO_SIMPLE] = 0.0f; /* a zero elsewhere must not win the tie */
-  ck_assert_int_eq(pt_table_apply(&iv, &t[0][0], 7, 3, &nch), 2);
+  ck_assert_int_eq(pt_table_apply(&iv, &t[0][0], 7, 3, 1, &nch), 2);
   ck_assert_float_eq(t[NCCL_ALGO_RING][NCCL_PROTO_SIMPLE], 0.0f);
   ck_assert_float_eq(t[NCCL_ALGO_RING][NCCL_PROTO_LL128], -1.0f);
   ck_assert_float_eq(t[NCCL_ALGO_TREE][NCCL_PROTO_LL], -1024.0f);
@@ -217,16 +222,16 @@ START_TEST(apply_respects_disabled_entries) {
   u[NCCL_ALGO_RING][NCCL_PROTO_SIMPLE] = NAN;
   memcpy(before, u, sizeof u);
   nch = 0;
-  ck_assert_int_eq(pt_table_apply(&iv, &u[0][0], 7, 3, &nch), -1);
+  ck_assert_int_eq(pt_table_apply(&iv, &u[0][0], 7, 3, 1, &nch), -1);
   ck_assert_int_eq(memcmp(before, u, sizeof u), 0);
   ck_assert_int_eq(nch, 0);
   /* A smaller table than NCCL's: out-of-range candidates are skipped. */
   float small[2][2] = {{1, 1}, {1, -1}}; /* ring/ll128 disabled */
-  ck_assert_int_eq(pt_table_apply(&iv, &small[0][0], 2, 2, &nch), 1);
+  ck_assert_int_eq(pt_table_apply(&iv, &small[0][0], 2, 2, 1, &nch), 1);
   ck_assert_float_eq(small[NCCL_ALGO_TREE][NCCL_PROTO_LL], 0.0f);
-  ck_assert_int_eq(pt_table_apply(NULL, &small[0][0], 2, 2, &nch), -1);
-  ck_assert_int_eq(pt_table_apply(&iv, NULL, 7, 3, &nch), -1);
-  ck_assert_int_eq(pt_table_apply(&iv, &small[0][0], 0, 3, &nch), -1);
+  ck_assert_int_eq(pt_table_apply(NULL, &small[0][0], 2, 2, 1, &nch), -1);
+  ck_assert_int_eq(pt_table_apply(&iv, NULL, 7, 3, 1, &nch), -1);
+  ck_assert_int_eq(pt_table_apply(&iv, &small[0][0], 0, 3, 1, &nch), -1);
 }
 END_TEST
 
@@ -236,13 +241,63 @@ START_TEST(chunk_rounds_to_the_grain) {
             "                 { algo = \"ring\"; proto = \"ll128\"; channels = 4; chunk = 100L; latency = ( 11.0 ); },\n"
             "                 { algo = \"ring\"; proto = \"ll\"; channels = 4; latency = ( 12.0 ); } );\n"
             "}; };\n");
-  ck_assert_uint_eq(pt_table_chunk(&tab, PT_ALLREDUCE, PT_MODE_GRAPH, 5, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE),
-                    131000 / 512 * 512);
+  ck_assert_int_eq(pt_table_chunk(&tab, PT_ALLREDUCE, PT_MODE_GRAPH, 1000, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 1),
+                   131000 / 512 * 512);
   /* Below the grain it would round to 0, which NCCL divides by. */
-  ck_assert_uint_eq(pt_table_chunk(&tab, PT_ALLREDUCE, PT_MODE_GRAPH, 5, NCCL_ALGO_RING, NCCL_PROTO_LL128), 1920);
-  ck_assert_uint_eq(pt_table_chunk(&tab, PT_ALLREDUCE, PT_MODE_GRAPH, 5, NCCL_ALGO_RING, NCCL_PROTO_LL), 0);
-  ck_assert_uint_eq(pt_table_chunk(&tab, PT_ALLREDUCE, PT_MODE_GRAPH, 5, NCCL_ALGO_TREE, NCCL_PROTO_SIMPLE), 0);
-  ck_assert_uint_eq(pt_table_chunk(&tab, PT_ALLREDUCE, PT_MODE_GRAPH, 5, NCCL_ALGO_RING, 7), 0);
+  ck_assert_int_eq(pt_table_chunk(&tab, PT_ALLREDUCE, PT_MODE_GRAPH, 1000, NCCL_ALGO_RING, NCCL_PROTO_LL128, 1), 1920);
+  ck_assert_int_eq(pt_table_chunk(&tab, PT_ALLREDUCE, PT_MODE_GRAPH, 1000, NCCL_ALGO_RING, NCCL_PROTO_LL, 1), 0);
+  ck_assert_int_eq(pt_table_chunk(&tab, PT_ALLREDUCE, PT_MODE_GRAPH, 1000, NCCL_ALGO_TREE, NCCL_PROTO_SIMPLE, 1), -1);
+  ck_assert_int_eq(pt_table_chunk(&tab, PT_ALLREDUCE, PT_MODE_GRAPH, 1000, NCCL_ALGO_RING, 7, 1), -1);
+  ck_assert_int_eq(pt_table_chunk(&tab, PT_ALLREDUCE, PT_MODE_GRAPH, 5, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 1), -1);
+  unload();
+}
+END_TEST
+
+/* NCCL ran ring/LL at 1 MiB and ring/Simple at 2 MiB (the default matches
+ * them there). In between it runs one of the two, not the straight line
+ * between its two values: ring/Simple, never slower than either and far
+ * faster than ring/LL there, is chosen; at 2 MiB itself it ties NCCL. */
+START_TEST(nccl_choice_between_sizes_is_identified) {
+  load(HEAD "allreduce = { graph = { sizes = [ 1048576L, 2097152L ];\n"
+            "  nccl_default = ( 75.0, 103.0 );\n"
+            "  candidates = ( { algo = \"ring\"; proto = \"ll\"; channels = 4; latency = ( 75.0, 144.0 ); },\n"
+            "                 { algo = \"ring\"; proto = \"simple\"; channels = 4; latency = ( 69.0, 103.0 ); } );\n"
+            "}; };\n");
+  const struct pt_choice *c = top(PT_ALLREDUCE, PT_MODE_GRAPH, 1800000);
+  ck_assert_ptr_nonnull(c);
+  ck_assert_int_eq(c->proto, NCCL_PROTO_SIMPLE);
+  unload();
+  /* The same numbers without the identification (the default matches no
+   * candidate): the straight line 75 -> 103 says ring/Simple gains < 2 %
+   * near 2 MiB, where it does not beat NCCL's measurement: NCCL decides. */
+  load(HEAD "allreduce = { graph = { sizes = [ 1048576L, 2097152L ];\n"
+            "  nccl_default = ( 76.5, 104.5 );\n"
+            "  candidates = ( { algo = \"ring\"; proto = \"simple\"; channels = 4; latency = ( 69.0, 103.0 ); } );\n"
+            "}; };\n");
+  ck_assert_ptr_null(top(PT_ALLREDUCE, PT_MODE_GRAPH, 1800000));
+  unload();
+}
+END_TEST
+
+/* Where NCCL's own default fails, nothing is left to it. */
+START_TEST(a_failing_default_is_never_deferred_to) {
+  load(HEAD "allreduce = { graph = { sizes = [ 1024L, 4096L ];\n"
+            "  nccl_default = ( \"wrong\", \"wrong\" );\n"
+            "  candidates = ( { algo = \"ring\"; proto = \"simple\"; channels = 4; latency = ( 60.0, 80.0 ); } );\n"
+            "}; };\n");
+  const struct pt_interval *iv = pt_table_lookup(&tab, PT_ALLREDUCE, PT_MODE_GRAPH, 2048);
+  ck_assert_int_eq(iv->n, 1);
+  ck_assert_int_eq(iv->kind, PT_IV_NCCL_FAILS);
+  unload();
+  /* NCCL's default matches ring/LL128, which is wrong at 4 KiB: at 1 KiB
+   * NCCL runs a failing combination, so ring/Simple is ranked there too. */
+  load(HEAD "allreduce = { graph = { sizes = [ 1024L, 4096L, 8192L ];\n"
+            "  nccl_default = ( 10.0, 12.0, 14.0 );\n"
+            "  candidates = ( { algo = \"ring\"; proto = \"ll128\"; channels = 4; latency = ( 10.0, \"wrong\", \"wrong\" ); },\n"
+            "                 { algo = \"ring\"; proto = \"simple\"; channels = 4; latency = ( 30.0, 31.0, 32.0 ); } );\n"
+            "}; };\n");
+  ck_assert_int_eq(top(PT_ALLREDUCE, PT_MODE_GRAPH, 2048)->proto, NCCL_PROTO_SIMPLE);
+  ck_assert_int_eq(top(PT_ALLREDUCE, PT_MODE_GRAPH, 6000)->proto, NCCL_PROTO_SIMPLE);
   unload();
 }
 END_TEST
@@ -251,7 +306,7 @@ static Suite *suite(void) {
   Suite *s = suite_create("table");
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, crossover_becomes_a_boundary);
-  tcase_add_test(tc, measured_range_extends);
+  tcase_add_test(tc, outside_the_measured_range_nccl_decides);
   tcase_add_test(tc, interpolation_is_log_log);
   tcase_add_test(tc, missing_points_bound_a_candidate);
   tcase_add_test(tc, wrong_crash_hang_are_never_chosen);
@@ -259,6 +314,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, bucketed_lookup_matches_a_linear_scan);
   tcase_add_test(tc, apply_respects_disabled_entries);
   tcase_add_test(tc, chunk_rounds_to_the_grain);
+  tcase_add_test(tc, nccl_choice_between_sizes_is_identified);
+  tcase_add_test(tc, a_failing_default_is_never_deferred_to);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -5,6 +5,7 @@
  */
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "nccl/common.h"
 #include "pcie/control.h"
@@ -38,6 +39,7 @@ static void control_stats(struct pt_control_stats *out) {
 int pt__control_forced(struct pt_hot *h, uint32_t *chunk) {
   uint64_t f = atomic_load_explicit(&pt__forced, memory_order_relaxed);
   if (!(f >> 63)) return 0;
+  memset(h, 0, sizeof *h);
   h->n = 1;
   h->algo[0] = (int8_t)(f >> 40 & 0xf);
   h->proto[0] = (int8_t)(f >> 44 & 0x3);

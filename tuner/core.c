@@ -28,32 +28,39 @@ __attribute__((format(printf, 4, 5))) static void logf_(ncclDebugLogger_t log, i
   log((ncclDebugLogLevel)level, flags, __FILE__, __LINE__, LOG_PREFIX "%s", buf);
 }
 
-int pt_nccl_proto_forces_ll128(const char *v) {
-  char buf[256], *save = NULL;
-  int forced = 0;
-  if (!v || !v[0]) return 0;
-  snprintf(buf, sizeof buf, "%s", v);
-  for (char *part = strtok_r(buf, ";", &save); part; part = strtok_r(NULL, ";", &save)) {
-    char *list = strchr(part, ':') ? strchr(part, ':') + 1 : part, *s2 = NULL;
-    int except = list[0] == '^', named = 0;
-    for (char *t = strtok_r(list + except, ",", &s2); t; t = strtok_r(NULL, ",", &s2)) {
-      while (*t == ' ') t++;
-      named |= !strncasecmp(t, "LL128", 5) && (t[5] == '\0' || t[5] == ' ');
-    }
-    /* NCCL: naming LL128, or excluding a list without it, force-enables it. */
-    forced |= except ? !named : named;
-  }
-  return forced;
-}
-
 static int env_on(const char *name) {
   const char *v = getenv(name);
   return v && (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes"));
 }
 
+/* Whether this communicator may use the profile at all; logs the one WARN
+ * when not. Returns 1 to go passive. */
+static int refuse(const struct pt_ctx *ctx, const struct pt_profile *p) {
+  char msg[1024];
+  if (pt_profile_partial(p, msg, sizeof msg)) {
+    logf_(ctx->log, NCCL_LOG_WARN, NCCL_ALL, "%s: %s; leaving every decision to NCCL", p->path,
+          msg);
+    return 1;
+  }
+  int diff = pt_env_compare(p, msg, sizeof msg);
+  if (diff & PT_ENV_CHANNELS && p->comm_channels) {
+    logf_(ctx->log, NCCL_LOG_WARN, NCCL_ALL,
+          "%s: %s; the profile's channel count (%d) may not hold, so every decision is left "
+          "to NCCL",
+          p->path, msg, p->comm_channels);
+    return 1;
+  }
+  if (diff)
+    logf_(ctx->log, NCCL_LOG_WARN, NCCL_ALL,
+          "%s: %s; decisions may differ from the measured ones (NCCL's disabled choices are "
+          "never revived)",
+          p->path, msg);
+  return 0;
+}
+
 void pt_core_init(struct pt_ctx **out, uint64_t comm_id, size_t nranks, size_t nnodes,
                   ncclDebugLogger_t log) {
-  char msg[1400];
+  char msg[1400], ch[64];
   struct pt_ctx *ctx = calloc(1, sizeof *ctx);
   *out = ctx;
   if (!ctx) {
@@ -65,7 +72,7 @@ void pt_core_init(struct pt_ctx **out, uint64_t comm_id, size_t nranks, size_t n
   ctx->nnodes = nnodes;
   ctx->comm_id = comm_id;
   ctx->trace = env_on("PCIE_TUNER_TRACE");
-  ctx->v2_ll128 = pt_nccl_proto_forces_ll128(getenv("NCCL_PROTO"));
+  ctx->v2_known = !pt_nccl_enabled(getenv("NCCL_ALGO"), getenv("NCCL_PROTO"), &ctx->v2_enable);
   const char *spec = getenv("PCIE_TUNER_PROFILE");
   int rc = pt_select_profile(spec, nranks, nnodes, &ctx->loaded, msg, sizeof msg);
   /* Nothing installed fits: plain INFO. A profile the user named that does
@@ -81,18 +88,46 @@ void pt_core_init(struct pt_ctx **out, uint64_t comm_id, size_t nranks, size_t n
     return;
   }
   const struct pt_profile *p = &ctx->loaded->prof;
+  ctx->table = &ctx->loaded->table;
+  if (refuse(ctx, p)) goto passive;
+  if (pt_profile_has_comm_rules(p)) {
+    /* Rules for some communicators only: this one gets its own table. */
+    ctx->own = malloc(sizeof *ctx->own);
+    if (!ctx->own || pt_table_build_for(ctx->own, p, nranks, nnodes)) {
+      free(ctx->own);
+      ctx->own = NULL;
+      logf_(log, NCCL_LOG_WARN, NCCL_ALL, "out of memory at init; leaving decisions to NCCL");
+      goto passive;
+    }
+    ctx->table = ctx->own;
+  }
+  if (ctx->table->comm_channels)
+    snprintf(ch, sizeof ch, "channels <= %d", ctx->table->comm_channels);
+  else
+    snprintf(ch, sizeof ch, "channels unknown: <= %d, all-gather keeps NCCL's",
+             ctx->table->chan_cap);
   logf_(log, NCCL_LOG_INFO, NCCL_INIT | NCCL_TUNING,
-        "profile %s name '%s' hash %016llx intervals %zu (nRanks %zu nNodes %zu commId %016llx)",
-        p->path, p->name, (unsigned long long)p->hash, ctx->loaded->table.ninterval, nranks,
-        nnodes, (unsigned long long)comm_id);
+        "profile %s name '%s' hash %016llx decision intervals %zu in %zu collective/mode tables "
+        "(%s) (nRanks %zu nNodes %zu commId %016llx)",
+        p->path, p->name, (unsigned long long)p->hash, ctx->table->ninterval, ctx->table->nsets,
+        ch, nranks, nnodes, (unsigned long long)comm_id);
+  return;
+passive:
+  pt_registry_release(ctx->loaded);
+  ctx->loaded = NULL;
+  ctx->table = NULL;
 }
 
 static void trace(const struct pt_ctx *ctx, int coll, size_t nbytes, int mode,
                   const struct pt_choice *c, const char *why) {
   const char *name = pt_coll_name(coll) ? pt_coll_name(coll) : "?";
-  if (c)
-    logf_(ctx->log, NCCL_LOG_INFO, NCCL_TUNING, "%s %zu B %s -> %s/%s %d ch (%s)", name, nbytes,
-          pt_mode_name(mode), pt_algo_name(c->algo), pt_proto_name(c->proto), c->channels, why);
+  if (c && c->set_channels)
+    logf_(ctx->log, NCCL_LOG_INFO, NCCL_TUNING, "%s %zu B %s -> %s/%s %d ch%s (%s)", name,
+          nbytes, pt_mode_name(mode), pt_algo_name(c->algo), pt_proto_name(c->proto),
+          c->set_channels, c->set_channels != c->channels ? " (clamped)" : "", why);
+  else if (c)
+    logf_(ctx->log, NCCL_LOG_INFO, NCCL_TUNING, "%s %zu B %s -> %s/%s, NCCL's channel count (%s)",
+          name, nbytes, pt_mode_name(mode), pt_algo_name(c->algo), pt_proto_name(c->proto), why);
   else
     logf_(ctx->log, NCCL_LOG_INFO, NCCL_TUNING, "%s %zu B %s -> NCCL's own choice (%s)", name,
           nbytes, pt_mode_name(mode), why);
@@ -118,34 +153,47 @@ __attribute__((noinline)) static int decide_forced(const struct pt_ctx *ctx, int
   struct pt_hot forced;
   uint32_t chunk;
   if (!pt__control_forced(&forced, &chunk)) return 0; /* released meanwhile */
-  int k = pt_table_apply_packed(&forced, cost, num_algo, num_proto, nchannels);
+  int k = pt_table_apply_packed(&forced, cost, num_algo, num_proto, 0, nchannels);
   pt__control_count(k >= 0);
   struct pt_choice c = {.algo = forced.algo[0], .proto = forced.proto[0],
-                        .channels = forced.channels[0], .chunk = chunk};
+                        .channels = forced.channels[0], .set_channels = forced.channels[0],
+                        .chunk = chunk};
   return report(ctx, coll, nbytes, mode, k, &c,
                 k >= 0 ? "forced by pcie-tune" : "forced choice disabled by NCCL", out);
 }
 
-int pt_core_decide(const struct pt_ctx *ctx, int coll, size_t nbytes, int reg_buff, float *cost,
-                   int num_algo, int num_proto, int *nchannels, struct pt_choice *out) {
+/* Why a decision was left to NCCL, for the trace. */
+static const char *why_none(const struct pt_interval *iv) {
+  if (!iv) return "no data for this collective";
+  if (!iv->n)
+    return iv->kind == PT_IV_OUTSIDE   ? "outside the measured sizes"
+           : iv->kind == PT_IV_NO_GAIN ? "NCCL's default is as fast"
+                                       : "nothing measured here";
+  return "no ranked choice usable in NCCL's table";
+}
+
+int pt_core_decide(const struct pt_ctx *ctx, int coll, size_t nbytes, int reg_buff,
+                   int num_pipe_ops, float *cost, int num_algo, int num_proto, int *nchannels,
+                   struct pt_choice *out) {
   static const char *const rank_names[PT_MAX_RANKED] = {"rank 1", "rank 2", "rank 3", "rank 4"};
   const struct pt_interval *iv;
   int mode = reg_buff ? PT_MODE_GRAPH : PT_MODE_EAGER;
   if (!ctx) return 0;
   if (__builtin_expect(pt__control_active(), 0))
     return decide_forced(ctx, coll, nbytes, mode, cost, num_algo, num_proto, nchannels, out);
-  if (!ctx->loaded) return 0;
-  int k = pt_table_decide(&ctx->loaded->table, coll, mode, nbytes, cost, num_algo, num_proto,
+  if (!ctx->table) return 0;
+  int k = pt_table_decide(ctx->table, coll, mode, nbytes, cost, num_algo, num_proto, num_pipe_ops,
                           nchannels, &iv);
   if (__builtin_expect(!out && !ctx->trace, 1)) return k >= 0; /* the default path ends here */
   static const struct pt_choice none;
   const struct pt_choice *c = k >= 0 ? &iv->c[k] : &none;
-  return report(ctx, coll, nbytes, mode, k, c,
-                k < 0 ? "no usable candidate" : c->from_rule ? "rule" : rank_names[k], out);
+  return report(ctx, coll, nbytes, mode, k, c, k >= 0 ? (c->from_rule ? "rule" : rank_names[k])
+                                              : why_none(iv),
+                out);
 }
 
 void pt_core_chunk(const struct pt_ctx *ctx, int coll, size_t nbytes, int algo, int proto,
-                   size_t *chunk) {
+                   int nchannels, size_t *chunk) {
   struct pt_hot forced;
   uint32_t fchunk;
   if (!ctx || !chunk) return;
@@ -154,16 +202,21 @@ void pt_core_chunk(const struct pt_ctx *ctx, int coll, size_t nbytes, int algo, 
       *chunk = pt_chunk_round(fchunk, proto);
     return;
   }
-  if (!ctx->loaded) return;
-  /* getChunkSize is not told regBuff: graph data first, as the verify-step
-   * collectives this tool exists for are graph-captured. */
-  size_t c = pt_table_chunk(&ctx->loaded->table, coll, PT_MODE_GRAPH, nbytes, algo, proto);
-  if (!c) c = pt_table_chunk(&ctx->loaded->table, coll, PT_MODE_EAGER, nbytes, algo, proto);
-  if (c) *chunk = c;
+  if (!ctx->table) return;
+  /* getChunkSize is not told regBuff: a chunk counts only when the graph and
+   * the eager decision that NCCL can be running agree on it. */
+  long long g = pt_table_chunk(ctx->table, coll, PT_MODE_GRAPH, nbytes, algo, proto, nchannels);
+  long long e = pt_table_chunk(ctx->table, coll, PT_MODE_EAGER, nbytes, algo, proto, nchannels);
+  long long c = g < 0 ? e : e < 0 || e == g ? g : -1;
+  if (c > 0) *chunk = (size_t)c;
 }
 
 void pt_core_finalize(struct pt_ctx *ctx) {
   if (!ctx) return;
+  if (ctx->own) {
+    pt_table_release(ctx->own);
+    free(ctx->own);
+  }
   pt_registry_release(ctx->loaded);
   free(ctx);
 }

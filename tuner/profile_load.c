@@ -233,8 +233,9 @@ static int load_collective(struct loader *L, const config_setting_t *g, int coll
 
 static int load_rule(struct loader *L, const config_setting_t *g, struct pt_rule *r) {
   static const char *const keys[] = {"collective", "min_bytes", "max_bytes", "algo", "proto",
-                                     "channels", "chunk", "mode", NULL};
-  long long lo = 0, hi = 0, ch = 0, chunk = 0;
+                                     "channels", "chunk", "mode", "nranks", "nnodes",
+                                     "min_pipe_ops", "max_pipe_ops", NULL};
+  long long lo = 0, hi = 0, ch = 0, chunk = 0, nr = 0, nn = 0, plo = 0, phi = 0;
   int rc;
   if (!config_setting_is_group(g)) return fail(L, g, "each rule must be a group { ... }");
   if ((rc = only_keys(L, g, "rule", keys))) return rc;
@@ -244,12 +245,21 @@ static int load_rule(struct loader *L, const config_setting_t *g, struct pt_rule
   if ((rc = get_int(L, g, "max_bytes", 1, 0, INT64_MAX, &hi))) return rc;
   if ((rc = get_name(L, g, "algo", pt_algo_parse, ALGOS, &r->algo))) return rc;
   if ((rc = get_name(L, g, "proto", pt_proto_parse, PROTOS, &r->proto))) return rc;
-  if ((rc = get_int(L, g, "channels", 1, 1, PT_MAX_CHANNELS, &ch))) return rc;
+  /* channels = 0 or omitted: keep NCCL's count (as NCCL's example tuner's -1). */
+  if ((rc = get_int(L, g, "channels", 0, 0, PT_MAX_CHANNELS, &ch))) return rc;
   if ((rc = get_int(L, g, "chunk", 0, 1, UINT32_MAX, &chunk))) return rc;
+  if ((rc = get_int(L, g, "nranks", 0, 1, 1 << 20, &nr))) return rc;
+  if ((rc = get_int(L, g, "nnodes", 0, 1, 1 << 20, &nn))) return rc;
+  if ((rc = get_int(L, g, "min_pipe_ops", 0, 1, 1 << 20, &plo))) return rc;
+  if ((rc = get_int(L, g, "max_pipe_ops", 0, 1, 1 << 20, &phi))) return rc;
   r->min_bytes = (uint64_t)lo;
   r->max_bytes = (uint64_t)hi;
   r->channels = (int)ch;
   r->chunk = (size_t)chunk;
+  r->nranks = (int)nr;
+  r->nnodes = (int)nn;
+  r->min_pipe_ops = (int)plo;
+  r->max_pipe_ops = (int)phi;
   r->mode = -1;
   const config_setting_t *m = config_setting_get_member(g, "mode");
   if (m) {
@@ -259,6 +269,54 @@ static int load_rule(struct loader *L, const config_setting_t *g, struct pt_rule
     else if (!strcmp(v, "eager")) r->mode = PT_MODE_EAGER;
     else return fail(L, m, "unknown mode '%s' (expected graph or eager)", v);
   }
+  return 0;
+}
+
+/* communicator = { channels = N; }: comm->nChannels when measured. */
+static int load_communicator(struct loader *L, const config_setting_t *g, struct pt_profile *p) {
+  static const char *const keys[] = {"channels", NULL};
+  long long ch = 0;
+  int rc;
+  if (!config_setting_is_group(g)) return fail(L, g, "communicator must be a group { channels; }");
+  if ((rc = only_keys(L, g, "communicator", keys))) return rc;
+  if ((rc = get_int(L, g, "channels", 0, 1, PT_MAX_CHANNELS, &ch))) return rc;
+  p->comm_channels = (int)ch;
+  return 0;
+}
+
+/* nccl_env = { NCCL_X = "value"; ... }: an empty group means none was set. */
+static int load_env(struct loader *L, const config_setting_t *g, struct pt_profile *p) {
+  if (!config_setting_is_group(g))
+    return fail(L, g, "nccl_env must be a group { NCCL_PROTO = \"...\"; }");
+  int n = config_setting_length(g);
+  p->env_recorded = 1;
+  p->env = calloc(n > 0 ? (size_t)n : 1, sizeof *p->env);
+  if (!p->env) return PT_ENOMEM;
+  for (int i = 0; i < n; i++) {
+    const config_setting_t *v = config_setting_get_elem(g, (unsigned)i);
+    const char *name = config_setting_name(v);
+    if (!name || strncmp(name, "NCCL_", 5))
+      return fail(L, v, "nccl_env: '%s' is not an NCCL_* variable", name ? name : "?");
+    if (config_setting_type(v) != CONFIG_TYPE_STRING)
+      return fail(L, v, "nccl_env.%s must be a string (the variable's value), not %s", name,
+                  type_name(config_setting_type(v)));
+    p->env[i].name = pt_strdup(name);
+    p->env[i].value = pt_strdup(config_setting_get_string(v));
+    p->nenv++;
+    if (!p->env[i].name || !p->env[i].value) return PT_ENOMEM;
+  }
+  return 0;
+}
+
+static int load_margin(struct loader *L, const config_setting_t *s, struct pt_profile *p) {
+  double v;
+  int t = config_setting_type(s);
+  if (t == CONFIG_TYPE_FLOAT) v = config_setting_get_float(s);
+  else if (t == CONFIG_TYPE_INT || t == CONFIG_TYPE_INT64) v = (double)config_setting_get_int64(s);
+  else return fail(L, s, "margin must be a number, not %s", type_name(t));
+  if (!isfinite(v) || v < 0 || v >= 1)
+    return fail(L, s, "margin must be in [0, 1) (0.02 = 2 %%), not %g", v);
+  p->margin = v;
   return 0;
 }
 
@@ -302,6 +360,17 @@ static int load_header(struct loader *L, const config_setting_t *root, struct pt
   if (x) {
     if (!config_setting_is_group(x)) return fail(L, x, "provenance.extra must be a group");
     if ((rc = pt__render_setting_body(x, &p->prov.extra))) return rc;
+    /* A sweep records its progress here (measure/sweepfile.c). */
+    const config_setting_t *sw = config_setting_get_member(x, "sweep");
+    const config_setting_t *st = sw && config_setting_is_group(sw)
+                                     ? config_setting_get_member(sw, "state")
+                                     : NULL;
+    if (sw) {
+      p->sweep_state = pt_strdup(st && config_setting_type(st) == CONFIG_TYPE_STRING
+                                     ? config_setting_get_string(st)
+                                     : "unknown");
+      if (!p->sweep_state) return PT_ENOMEM;
+    }
   }
   return 0;
 }
@@ -309,10 +378,15 @@ static int load_header(struct loader *L, const config_setting_t *root, struct pt
 static int load_root(struct loader *L, const config_setting_t *root, struct pt_profile *p) {
   static const char *const keys[] = {"version", "name", "match", "provenance", "allreduce",
                                      "allgather", "reducescatter", "broadcast", "reduce", "rules",
-                                     NULL};
+                                     "communicator", "nccl_env", "margin", NULL};
   int rc;
   if ((rc = only_keys(L, root, "the profile", keys))) return rc;
   if ((rc = load_header(L, root, p))) return rc;
+  const config_setting_t *x;
+  if ((x = config_setting_get_member(root, "communicator")) && (rc = load_communicator(L, x, p)))
+    return rc;
+  if ((x = config_setting_get_member(root, "nccl_env")) && (rc = load_env(L, x, p))) return rc;
+  if ((x = config_setting_get_member(root, "margin")) && (rc = load_margin(L, x, p))) return rc;
   for (int c = 0; c < PT_NCOLL; c++) {
     const config_setting_t *g = config_setting_get_member(root, pt_coll_name(c));
     if (g && (rc = load_collective(L, g, c, p))) return rc;

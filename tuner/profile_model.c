@@ -109,6 +109,57 @@ void pt_profile_release(struct pt_profile *p) {
   for (int c = 0; c < PT_NCOLL; c++)
     for (int m = 0; m < PT_NMODES; m++) pt_series_free(p->series[c][m]);
   free(p->rules);
+  for (size_t i = 0; i < p->nenv; i++) {
+    free(p->env[i].name);
+    free(p->env[i].value);
+  }
+  free(p->env);
+  free(p->sweep_state);
   free(p->path);
   memset(p, 0, sizeof *p);
+}
+
+double pt_profile_margin(const struct pt_profile *p) {
+  return p->margin > 0 ? p->margin : PT_DEFAULT_MARGIN;
+}
+
+int pt_profile_partial(const struct pt_profile *p, char *msg, size_t len) {
+  size_t measured = 0, total = 0, points = 0, npoints = 0;
+  int missing_default = 0;
+  if (!p->sweep_state) return 0; /* not a sweep: nothing to finish */
+  for (int c = 0; c < PT_NCOLL; c++)
+    for (int m = 0; m < PT_NMODES; m++) {
+      const struct pt_series *s = p->series[c][m];
+      if (!s) continue;
+      for (size_t k = 0; k < s->ncand; k++)
+        for (size_t i = 0; i < s->nsizes; i++) {
+          npoints++;
+          points += s->cand[k].points[i].state != PT_PT_MISSING;
+        }
+      for (size_t i = 0; i < s->nsizes; i++) {
+        total++;
+        if (s->nccl_default && s->nccl_default[i].state != PT_PT_MISSING) measured++;
+        else missing_default = 1;
+      }
+    }
+  if (!strcmp(p->sweep_state, "complete") && !missing_default) return 0;
+  if (msg && len)
+    snprintf(msg, len,
+             "partial sweep (sweep.state \"%s\"): %zu of %zu candidate points and NCCL's default "
+             "at %zu of %zu sizes measured; finish it with pcie-tune profile --resume",
+             p->sweep_state, points, npoints, measured, total);
+  return 1;
+}
+
+int pt_profile_lacks_default(const struct pt_profile *p) {
+  for (int c = 0; c < PT_NCOLL; c++)
+    for (int m = 0; m < PT_NMODES; m++)
+      if (p->series[c][m] && p->series[c][m]->ncand && !p->series[c][m]->nccl_default) return 1;
+  return 0;
+}
+
+const char *pt_profile_env(const struct pt_profile *p, const char *name) {
+  for (size_t i = 0; i < p->nenv; i++)
+    if (!strcmp(p->env[i].name, name)) return p->env[i].value;
+  return NULL;
 }

@@ -10,6 +10,7 @@
 
 #include "nccl/common.h"
 #include "pcie/profile.h"
+#include "pcie/table.h"
 #include "profile_internal.h"
 
 __attribute__((format(printf, 4, 5))) static int fail(struct pt_error_rec *e, const char *file,
@@ -81,23 +82,40 @@ static int check_series(const struct pt_series *s, int coll, int mode, const cha
 static int modes_overlap(int a, int b) { return a < 0 || b < 0 || a == b; }
 
 static int check_rules(const struct pt_profile *p, const char *file, struct pt_error_rec *e) {
-  int rc;
   for (size_t i = 0; i < p->nrules; i++) {
     const struct pt_rule *r = &p->rules[i];
     if (!pt_coll_name(r->coll)) return fail(e, file, r->line, "invalid collective %d", r->coll);
     if (r->mode < -1 || r->mode >= PT_NMODES) return fail(e, file, r->line, "invalid rule mode");
-    if ((rc = check_choice(r->algo, r->proto, r->channels, file, r->line, e))) return rc;
+    if (!pt_algo_name(r->algo)) return fail(e, file, r->line, "invalid algorithm index %d", r->algo);
+    if (!pt_proto_name(r->proto))
+      return fail(e, file, r->line, "invalid protocol index %d", r->proto);
+    if (r->channels < 0 || r->channels > PT_MAX_CHANNELS)
+      return fail(e, file, r->line, "channels must be in 0..%d (0 = NCCL's count), not %d",
+                  PT_MAX_CHANNELS, r->channels);
     if (r->min_bytes > r->max_bytes)
       return fail(e, file, r->line, "min_bytes %llu is above max_bytes %llu",
                   (unsigned long long)r->min_bytes, (unsigned long long)r->max_bytes);
     if (r->chunk > UINT32_MAX) return fail(e, file, r->line, "chunk %zu is too large", r->chunk);
+    if (r->nranks < 0 || r->nnodes < 0 || r->min_pipe_ops < 0 || r->max_pipe_ops < 0)
+      return fail(e, file, r->line, "nranks, nnodes and the pipe-op bounds must be >= 1");
+    if (r->max_pipe_ops && r->min_pipe_ops > r->max_pipe_ops)
+      return fail(e, file, r->line, "min_pipe_ops %d is above max_pipe_ops %d", r->min_pipe_ops,
+                  r->max_pipe_ops);
+    int stacked = 0;
     for (size_t j = 0; j < i; j++) {
       const struct pt_rule *q = &p->rules[j];
-      if (q->coll == r->coll && modes_overlap(q->mode, r->mode) && r->min_bytes <= q->max_bytes &&
-          q->min_bytes <= r->max_bytes)
-        return fail(e, file, r->line, "rule overlaps the %s rule at line %d", pt_coll_name(r->coll),
-                    q->line);
+      /* Overlapping rules are tried in file order: the later one is the
+       * fallback for when NCCL has the earlier one's choice disabled or its
+       * conditions do not hold (NCCL's example tuner reads them so too). */
+      int sizes = r->min_bytes <= q->max_bytes && q->min_bytes <= r->max_bytes;
+      stacked += sizes && q->coll == r->coll && modes_overlap(q->mode, r->mode) &&
+                 (!q->nranks || !r->nranks || q->nranks == r->nranks) &&
+                 (!q->nnodes || !r->nnodes || q->nnodes == r->nnodes);
     }
+    if (stacked >= PT_MAX_RANKED)
+      return fail(e, file, r->line,
+                  "more than %d %s rules can apply to the same size; the plugin keeps %d",
+                  PT_MAX_RANKED, pt_coll_name(r->coll), PT_MAX_RANKED);
   }
   return 0;
 }
@@ -112,6 +130,13 @@ int pt__validate(const struct pt_profile *p, const char *file, struct pt_error_r
     return fail(e, file, 0, "provenance needs tool, backend, nccl_version, date and mode");
   if (p->match_nranks < 0 || p->match_nnodes < 0)
     return fail(e, file, 0, "match values must be >= 1");
+  if (p->comm_channels < 0 || p->comm_channels > PT_MAX_CHANNELS)
+    return fail(e, file, 0, "communicator.channels must be in 1..%d", PT_MAX_CHANNELS);
+  if (!isfinite(p->margin) || p->margin < 0 || p->margin >= 1)
+    return fail(e, file, 0, "margin must be in [0, 1), not %g", p->margin);
+  for (size_t i = 0; i < p->nenv; i++)
+    if (!p->env[i].name || strncmp(p->env[i].name, "NCCL_", 5) || !p->env[i].value)
+      return fail(e, file, 0, "nccl_env entry %zu is not an NCCL_* variable with a value", i);
   for (int c = 0; c < PT_NCOLL; c++)
     for (int m = 0; m < PT_NMODES; m++)
       if (p->series[c][m]) {

@@ -107,6 +107,21 @@ int pt_profile_render(const struct pt_profile *p, char **out) {
   put_opt(f, "note", p->prov.note);
   if (p->prov.extra) fprintf(f, "  extra = {\n%s  };\n", p->prov.extra);
   fputs("};\n", f);
+  if (p->comm_channels) fprintf(f, "communicator = { channels = %d; };\n", p->comm_channels);
+  if (p->env_recorded) {
+    fputs("nccl_env = {", f);
+    for (size_t i = 0; i < p->nenv; i++) {
+      fprintf(f, " %s = ", p->env[i].name);
+      put_string(f, p->env[i].value);
+      fputc(';', f);
+    }
+    fputs(" };\n", f);
+  }
+  if (p->margin > 0) {
+    fputs("margin = ", f);
+    put_double(f, p->margin);
+    fputs(";\n", f);
+  }
   for (int c = 0; c < PT_NCOLL; c++) {
     if (!p->series[c][0] && !p->series[c][1]) continue;
     fprintf(f, "%s = {\n", pt_coll_name(c));
@@ -120,10 +135,15 @@ int pt_profile_render(const struct pt_profile *p, char **out) {
       const struct pt_rule *r = &p->rules[i];
       fprintf(f,
               "  { collective = \"%s\"; min_bytes = %" PRIu64 "L; max_bytes = %" PRIu64
-              "L; algo = \"%s\"; proto = \"%s\"; channels = %d;",
+              "L; algo = \"%s\"; proto = \"%s\";",
               pt_coll_name(r->coll), r->min_bytes, r->max_bytes, pt_algo_name(r->algo),
-              pt_proto_name(r->proto), r->channels);
+              pt_proto_name(r->proto));
+      if (r->channels) fprintf(f, " channels = %d;", r->channels);
       if (r->chunk) fprintf(f, " chunk = %zuL;", r->chunk);
+      if (r->nranks) fprintf(f, " nranks = %d;", r->nranks);
+      if (r->nnodes) fprintf(f, " nnodes = %d;", r->nnodes);
+      if (r->min_pipe_ops) fprintf(f, " min_pipe_ops = %d;", r->min_pipe_ops);
+      if (r->max_pipe_ops) fprintf(f, " max_pipe_ops = %d;", r->max_pipe_ops);
       if (r->mode >= 0) fprintf(f, " mode = \"%s\";", pt_mode_name(r->mode));
       fprintf(f, " }%s\n", i + 1 < p->nrules ? "," : "");
     }

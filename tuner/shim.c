@@ -24,25 +24,33 @@ ncclResult_t pt_shim_init_v5(void **ctx, uint64_t commId, size_t nRanks, size_t 
 ncclResult_t pt_shim_get_coll_info_v3(void *context, ncclFunc_t collType, size_t nBytes,
                                       int numPipeOps, float **collCostTable, int numAlgo,
                                       int numProto, int *nChannels) {
-  (void)numPipeOps;
-  pt_core_decide(context, (int)collType, nBytes, 0, (float *)collCostTable, numAlgo, numProto,
-                 nChannels, NULL);
+  pt_core_decide(context, (int)collType, nBytes, 0, numPipeOps, (float *)collCostTable, numAlgo,
+                 numProto, nChannels, NULL);
   return ncclSuccess;
 }
 
 ncclResult_t pt_shim_get_coll_info_v4(void *context, ncclFunc_t collType, size_t nBytes,
                                       int numPipeOps, float **collCostTable, int numAlgo,
                                       int numProto, int regBuff, int *nChannels) {
-  (void)numPipeOps;
-  pt_core_decide(context, (int)collType, nBytes, regBuff, (float *)collCostTable, numAlgo,
-                 numProto, nChannels, NULL);
+  pt_core_decide(context, (int)collType, nBytes, regBuff, numPipeOps, (float *)collCostTable,
+                 numAlgo, numProto, nChannels, NULL);
   return ncclSuccess;
 }
 
 ncclResult_t pt_shim_get_chunk_size(void *context, ncclFunc_t collType, size_t nBytes, int algo,
                                     int proto, int nChannels, size_t *chunkSize) {
-  (void)nChannels;
-  pt_core_chunk(context, (int)collType, nBytes, algo, proto, chunkSize);
+  pt_core_chunk(context, (int)collType, nBytes, algo, proto, nChannels, chunkSize);
+  return ncclSuccess;
+}
+
+/* v7's constants are larger (5 compute capabilities), but like v5/v6 they
+ * are left exactly as NCCL made them, so the core never sees them. */
+ncclResult_t pt_shim_init_v7(void **ctx, uint64_t commId, size_t nRanks, size_t nNodes,
+                             ncclDebugLogger_t logFunction, ncclNvlDomainInfo_v7_t *nvlDomainInfo,
+                             ncclTunerConstants_v7_t *constants) {
+  (void)nvlDomainInfo;
+  (void)constants;
+  pt_core_init((struct pt_ctx **)ctx, commId, nRanks, nNodes, logFunction);
   return ncclSuccess;
 }
 

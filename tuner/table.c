@@ -6,6 +6,9 @@
  * parsing, and a search with a fixed number of steps per table.
  */
 #include <float.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,18 +79,133 @@ static int active_in(const struct pt_candidate *c, size_t a, size_t b) {
   return c->points[a].state == PT_PT_OK && c->points[b].state == PT_PT_OK;
 }
 
-/* Ranks the candidates active on segment [a, b] at size x (stable: ties keep
- * file order, so every rank compiles the same table). */
-static void rank_at(const struct pt_series *s, const unsigned char *ok, size_t a, size_t b, double x,
-                    struct pt_interval *out) {
-  double best[PT_MAX_RANKED];
-  out->n = 0;
+/* What a segment [a, b] of one series is compiled with. */
+struct seg {
+  const struct pt_series *s;
+  const unsigned char *ok; /* per candidate: never poisoned */
+  double margin;           /* the profile's minimum relative gain */
+  size_t a, b;
+  unsigned char *nccl;     /* per candidate: NCCL's default ran it at a (bit 0) or b (bit 1) */
+  double *ya, *yb;         /* those candidates' latency at a and b */
+  int known;               /* NCCL's choice identified at both ends */
+  const unsigned char *broken; /* per size: NCCL's own choice fails there (see nccl_fails) */
+};
+
+static double at(const struct seg *g, const struct pt_point *pts, double x) {
+  if (g->a == g->b) return pts[g->a].lat_us;
+  return lerp_loglog(g->s->sizes[g->a], pts[g->a].lat_us, g->s->sizes[g->b], pts[g->b].lat_us, x);
+}
+
+/* NCCL's default is compared on this segment only when measured at both ends. */
+static int default_ok(const struct seg *g) {
+  const struct pt_point *d = g->s->nccl_default;
+  return d && d[g->a].state == PT_PT_OK && d[g->b].state == PT_PT_OK;
+}
+
+/* The gain a candidate must show over NCCL's default on the segment: the
+ * profile's margin, or more where the measurements are noisy. A spread
+ * describes single repetitions (IQR / median); the medians compared are
+ * steadier (for 7 repetitions the difference of two medians has a standard
+ * error of about half the summed spreads), so half the summed spreads is the
+ * noise a gain must clear. */
+static double needed_gain(const struct seg *g, const struct pt_candidate *c) {
+  const struct pt_point *d = g->s->nccl_default;
+  double sc = fmax(c->points[g->a].spread, c->points[g->b].spread);
+  double sd = d ? fmax(d[g->a].spread, d[g->b].spread) : 0;
+  return fmax(g->margin, 0.5 * (sc + sd));
+}
+
+/* Which candidates NCCL's default ran at the segment's ends: those measured
+ * within their own spread (at least 0.1 %) of it. Between two measured sizes
+ * NCCL runs one of them (it switches once, where its model says so), so its
+ * latency there lies between their lines, not on the straight line from one
+ * end to the other, which misses the switch. */
+static void identify(struct seg *g) {
+  const struct pt_series *s = g->s;
+  int at_a = 0, at_b = 0, spans = 1;
+  g->known = 0;
+  if (!default_ok(g) || g->broken[g->a] || g->broken[g->b]) return;
   for (size_t k = 0; k < s->ncand; k++) {
     const struct pt_candidate *c = &s->cand[k];
-    if (!ok[k] || !active_in(c, a, b)) continue;
-    double v = a == b ? c->points[a].lat_us
-                      : lerp_loglog(s->sizes[a], c->points[a].lat_us, s->sizes[b],
-                                    c->points[b].lat_us, x);
+    g->nccl[k] = 0;
+    if (!g->ok[k]) continue;
+    for (int e = 0; e < 2; e++) {
+      size_t i = e ? g->b : g->a;
+      double tol = fmax(1e-3, 0.5 * (c->points[i].spread + s->nccl_default[i].spread));
+      if (c->points[i].state == PT_PT_OK &&
+          fabs(c->points[i].lat_us / s->nccl_default[i].lat_us - 1) <= tol)
+        g->nccl[k] |= (unsigned char)(1u << e);
+    }
+    if (!g->nccl[k]) continue;
+    at_a |= g->nccl[k] & 1;
+    at_b |= g->nccl[k] >> 1 & 1;
+    /* NCCL's choice counts as known only where the candidates it ran were
+     * measured at both ends. A line drawn across a gap of "-" can miss by
+     * far where the gap spans the turn from latency- to bandwidth-bound (a
+     * 4 KiB..64 KiB gap put ring/LL/2 13 % too high at 32 KiB, and the
+     * plugin then preferred a slower ring/LL/1 over NCCL's choice). */
+    spans &= c->points[g->a].state == PT_PT_OK && c->points[g->b].state == PT_PT_OK;
+    g->ya[k] = c->points[g->a].lat_us;
+    g->yb[k] = c->points[g->b].lat_us;
+  }
+  g->known = at_a && at_b && spans;
+}
+
+/* NCCL's default at x: the straight line between its measurements, or, when
+ * identified, the range [lo, hi] spanned by the candidates it ran. */
+static void default_at(const struct seg *g, double x, double *lo, double *hi) {
+  if (!g->known) {
+    *lo = *hi = at(g, g->s->nccl_default, x);
+    return;
+  }
+  *lo = INFINITY;
+  *hi = 0;
+  for (size_t k = 0; k < g->s->ncand; k++) {
+    if (!g->nccl[k]) continue;
+    double v = g->a == g->b ? g->ya[k]
+                            : lerp_loglog(g->s->sizes[g->a], g->ya[k], g->s->sizes[g->b], g->yb[k], x);
+    *lo = fmin(*lo, v);
+    *hi = fmax(*hi, v);
+  }
+}
+
+static int beats_at_ends(const struct seg *g, const struct pt_candidate *c) {
+  const struct pt_point *d = g->s->nccl_default;
+  double m = 1 + needed_gain(g, c);
+  return c->points[g->a].lat_us * m < d[g->a].lat_us && c->points[g->b].lat_us * m < d[g->b].lat_us;
+}
+
+/* Ranks the candidates active on the segment at size x (stable: ties keep
+ * file order, so every rank compiles the same table). With NCCL's default in
+ * the series, only candidates faster than it by the needed gain are ranked;
+ * a tie goes to NCCL. */
+static void rank_at(const struct seg *g, double x, struct pt_interval *out) {
+  const struct pt_series *s = g->s;
+  double best[PT_MAX_RANKED], dlo = -1, dhi = -1;
+  int active = 0;
+  out->n = 0;
+  out->kind = PT_IV_MEASURED;
+  /* Where NCCL's own choice fails, nothing is left to it. */
+  if (s->nccl_default && (g->broken[g->a] || g->broken[g->b])) out->kind = PT_IV_NCCL_FAILS;
+  else if (s->nccl_default) {
+    if (!default_ok(g)) {
+      out->kind = PT_IV_NO_DATA; /* no default to compare with: leave it to NCCL */
+      return;
+    }
+    default_at(g, x, &dlo, &dhi);
+  }
+  for (size_t k = 0; k < s->ncand; k++) {
+    const struct pt_candidate *c = &s->cand[k];
+    if (!g->ok[k] || !active_in(c, g->a, g->b)) continue;
+    double v = at(g, c->points, x);
+    active = 1;
+    /* Faster than what NCCL may run here by the needed gain, and never
+     * slower than the fastest thing it may run. */
+    if (dhi >= 0 && !(v * (1 + needed_gain(g, c)) < dhi && v <= dlo)) continue;
+    /* Unidentified, the straight line between NCCL's two measurements can
+     * miss a switch of its choice by far over a wide gap: the candidate must
+     * then beat NCCL where it was measured, at both ends. */
+    if (dhi >= 0 && !g->known && !beats_at_ends(g, c)) continue;
     int pos = out->n;
     while (pos > 0 && best[pos - 1] > v) pos--;
     if (pos >= PT_MAX_RANKED) continue;
@@ -102,6 +220,7 @@ static void rank_at(const struct pt_series *s, const unsigned char *ok, size_t a
                                      .lat_us = (float)v};
     if (out->n < PT_MAX_RANKED) out->n++;
   }
+  if (!out->n) out->kind = active && out->kind != PT_IV_NCCL_FAILS ? PT_IV_NO_GAIN : PT_IV_NO_DATA;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -109,24 +228,48 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* Where two log-log lines (differences d0 at a, d1 at b) cross, if inside. */
+static int crossing(const struct seg *g, double d0, double d1, double *cut) {
+  if (!((d0 < 0 && d1 > 0) || (d0 > 0 && d1 < 0))) return 0;
+  double x0 = log((double)g->s->sizes[g->a]), x1 = log((double)g->s->sizes[g->b]);
+  *cut = ceil(exp(x0 + d0 / (d0 - d1) * (x1 - x0)));
+  return 1;
+}
+
 /* Splits measured segment [s_a, s_b) at every crossover of two active
- * candidates' log-log lines and ranks each piece at its log-midpoint. */
-static int build_segment(const struct pt_series *s, const unsigned char *ok, size_t a,
-                         struct ivlist *l, double *cuts) {
-  size_t b = a + 1, ncut = 0;
-  double x0 = log((double)s->sizes[a]), x1 = log((double)s->sizes[b]);
+ * candidates' log-log lines and of a candidate with NCCL's default less the
+ * needed gain, and ranks each piece at its log-midpoint: inside a piece no
+ * order and no comparison with the default changes. */
+static int build_segment(struct seg *g, struct ivlist *l, double *cuts) {
+  const struct pt_series *s = g->s;
+  size_t a = g->a, b = g->b, ncut = 0;
+  int dok = default_ok(g);
+  identify(g);
   for (size_t i = 0; i < s->ncand; i++) {
     const struct pt_candidate *ci = &s->cand[i];
-    if (!ok[i] || !active_in(ci, a, b)) continue;
+    if (!g->ok[i] || !active_in(ci, a, b)) continue;
+    for (size_t j = 0; g->known && j < s->ncand; j++) {
+      if (!g->nccl[j] || j == i) continue;
+      /* against NCCL's possible choices, with and without the needed gain */
+      for (int withm = 0; withm < 2; withm++) {
+        double m = withm ? log1p(needed_gain(g, ci)) : 0;
+        double d0 = ln_lat(ci->points[a].lat_us) + m - ln_lat(g->ya[j]);
+        double d1 = ln_lat(ci->points[b].lat_us) + m - ln_lat(g->yb[j]);
+        ncut += (size_t)crossing(g, d0, d1, &cuts[ncut]);
+      }
+    }
+    if (dok && !g->known && !g->broken[a] && !g->broken[b]) {
+      double m = log1p(needed_gain(g, ci));
+      double d0 = ln_lat(ci->points[a].lat_us) + m - ln_lat(s->nccl_default[a].lat_us);
+      double d1 = ln_lat(ci->points[b].lat_us) + m - ln_lat(s->nccl_default[b].lat_us);
+      ncut += (size_t)crossing(g, d0, d1, &cuts[ncut]);
+    }
     for (size_t j = i + 1; j < s->ncand; j++) {
       const struct pt_candidate *cj = &s->cand[j];
-      if (!ok[j] || !active_in(cj, a, b)) continue;
+      if (!g->ok[j] || !active_in(cj, a, b)) continue;
       double d0 = ln_lat(ci->points[a].lat_us) - ln_lat(cj->points[a].lat_us);
       double d1 = ln_lat(ci->points[b].lat_us) - ln_lat(cj->points[b].lat_us);
-      if ((d0 < 0 && d1 > 0) || (d0 > 0 && d1 < 0)) {
-        double t = d0 / (d0 - d1);
-        cuts[ncut++] = ceil(exp(x0 + t * (x1 - x0)));
-      }
+      ncut += (size_t)crossing(g, d0, d1, &cuts[ncut]);
     }
   }
   qsort(cuts, ncut, sizeof *cuts, cmp_double);
@@ -135,44 +278,99 @@ static int build_segment(const struct pt_series *s, const unsigned char *ok, siz
     double hi = k < ncut ? cuts[k] : (double)s->sizes[b];
     if (k < ncut && (hi <= lo || hi >= (double)s->sizes[b])) continue;
     struct pt_interval iv = {.lo = (uint64_t)lo, .hi = (uint64_t)hi - 1};
-    rank_at(s, ok, a, b, exp(0.5 * (log(lo) + log(hi))), &iv);
+    rank_at(g, exp(0.5 * (log(lo) + log(hi))), &iv);
     if (push(l, &iv)) return PT_ENOMEM;
     lo = hi;
   }
   return 0;
 }
 
-static int build_measured(const struct pt_series *s, struct ivlist *l) {
+/* Where NCCL's own choice fails: its measurement says so (wrong, crash,
+ * hang); or it measured the same as a candidate that fails at some size (it
+ * runs that combination); or it is faster than every working candidate
+ * there, beyond the noise, while a failing combination went unmeasured or
+ * failed at that size (it runs something the sweep saw fail). A size whose
+ * default matches a working candidate is never counted as failing. */
+static void nccl_fails(const struct pt_series *s, unsigned char *broken) {
+  for (size_t i = 0; i < s->nsizes; i++) {
+    const struct pt_point *d = s->nccl_default ? &s->nccl_default[i] : NULL;
+    int working = 0, failing = 0, unseen_failing = 0;
+    double best = INFINITY;
+    broken[i] = 0;
+    if (!d) continue;
+    if (d->state >= PT_PT_WRONG) {
+      broken[i] = 1;
+      continue;
+    }
+    if (d->state != PT_PT_OK) continue;
+    for (size_t k = 0; k < s->ncand; k++) {
+      const struct pt_point *c = &s->cand[k].points[i];
+      int bad = poisoned(&s->cand[k], s->nsizes);
+      if (c->state != PT_PT_OK) {
+        unseen_failing |= bad;
+        continue;
+      }
+      /* Any candidate that never failed counts as working evidence here,
+       * also one left out of the ranking by the channel clamp. */
+      double tol = fmax(1e-3, 0.5 * (c->spread + d->spread));
+      if (!bad) best = fmin(best, c->lat_us / (1 + tol));
+      if (fabs(c->lat_us / d->lat_us - 1) > tol) continue;
+      if (bad) failing = 1;
+      else working = 1;
+    }
+    broken[i] = !working && (failing || (unseen_failing && d->lat_us < best));
+  }
+}
+
+/* Intervals for one series: [sizes[0], sizes[n-1]] from the measurements, and
+ * below and above it nothing (NCCL decides): a decision rests on data. */
+static int build_measured(const struct pt_series *s, double margin, int cap, struct ivlist *l) {
   int rc = 0;
-  size_t pairs = s->ncand * s->ncand / 2 + 1;
-  unsigned char *ok = malloc(s->ncand + 1);
-  double *cuts = malloc(pairs * sizeof *cuts);
-  if (!ok || !cuts) {
+  size_t n = s->nsizes, pairs = s->ncand * (s->ncand + 1) / 2 + 2 * s->ncand * s->ncand + 1;
+  unsigned char *ok = malloc(s->ncand + 1), *nccl = calloc(s->ncand + 1, 1), *broken = calloc(n, 1);
+  double *cuts = malloc(pairs * sizeof *cuts), *ya = calloc(s->ncand + 1, sizeof *ya),
+         *yb = calloc(s->ncand + 1, sizeof *yb);
+  struct pt_interval below = {.lo = 0, .hi = s->sizes[0] - 1, .kind = PT_IV_OUTSIDE};
+  struct pt_interval above = {.lo = s->sizes[n - 1] + 1, .hi = UINT64_MAX, .kind = PT_IV_OUTSIDE};
+  if (!ok || !cuts || !nccl || !ya || !yb || !broken) {
     rc = PT_ENOMEM;
     goto out;
   }
-  for (size_t k = 0; k < s->ncand; k++) ok[k] = !poisoned(&s->cand[k], s->nsizes);
-  if (s->nsizes == 1) {
-    struct pt_interval iv = {.lo = 0, .hi = UINT64_MAX};
-    rank_at(s, ok, 0, 0, (double)s->sizes[0], &iv);
+  /* cap > 0: candidates above it would run with fewer channels than they
+   * were measured with, so nothing measured supports them. */
+  for (size_t k = 0; k < s->ncand; k++)
+    ok[k] = !poisoned(&s->cand[k], n) && (!cap || s->cand[k].channels <= cap);
+  nccl_fails(s, broken);
+  if (s->sizes[0] > 0 && (rc = push(l, &below))) goto out;
+  if (n == 1) {
+    struct seg g = {s, ok, margin, 0, 0, nccl, ya, yb, 0, broken};
+    identify(&g);
+    struct pt_interval iv = {.lo = s->sizes[0], .hi = s->sizes[0]};
+    rank_at(&g, (double)s->sizes[0], &iv);
     rc = push(l, &iv);
-    goto out;
   }
-  for (size_t a = 0; a + 1 < s->nsizes && !rc; a++) rc = build_segment(s, ok, a, l, cuts);
-  if (!rc) {
-    /* Beyond the measured range the nearest interval extends. */
-    l->iv[0].lo = 0;
-    l->iv[l->n - 1].hi = UINT64_MAX;
+  for (size_t a = 0; a + 1 < n && !rc; a++) {
+    struct seg g = {s, ok, margin, a, a + 1, nccl, ya, yb, 0, broken};
+    rc = build_segment(&g, l, cuts);
   }
+  /* build_segment ends each segment one byte short of the next size; the
+   * last measured size belongs to the last segment. */
+  if (!rc && n > 1) l->iv[l->n - 1].hi = s->sizes[n - 1];
+  if (!rc && s->sizes[n - 1] < UINT64_MAX) rc = push(l, &above);
 out:
   free(ok);
+  free(broken);
+  free(nccl);
+  free(ya);
+  free(yb);
   free(cuts);
   return rc;
 }
 
 static int same_choice(const struct pt_choice *x, const struct pt_choice *y) {
   return x->algo == y->algo && x->proto == y->proto && x->channels == y->channels &&
-         x->chunk == y->chunk && x->from_rule == y->from_rule;
+         x->chunk == y->chunk && x->from_rule == y->from_rule && x->pipe_lo == y->pipe_lo &&
+         x->pipe_hi == y->pipe_hi;
 }
 
 /* Splits the interval holding `at` so that one starts exactly at `at`. */
@@ -190,25 +388,33 @@ static int split_at(struct ivlist *l, uint64_t at) {
   return 0;
 }
 
-/* A rule ranks its choice first inside its range; the measured ranking stays
- * behind it as the fallback for when NCCL has the rule's choice disabled. */
+static uint16_t pipe_bound(int v) { return v > 65535 ? 65535 : (uint16_t)v; }
+
+/* Rules are ranked ahead of the measured ranking, in file order, inside their
+ * range; the measured ranking stays behind them as the fallback for when NCCL
+ * has a rule's choice disabled (or its numPipeOps condition does not hold).
+ * Validation keeps at most PT_MAX_RANKED rules on any size. */
 static int apply_rule(struct ivlist *l, const struct pt_rule *r) {
   int rc = split_at(l, r->min_bytes);
   if (!rc && r->max_bytes < UINT64_MAX) rc = split_at(l, r->max_bytes + 1);
   if (rc) return rc;
+  int cond = r->min_pipe_ops || r->max_pipe_ops;
   struct pt_choice rc0 = {.algo = (int8_t)r->algo, .proto = (int8_t)r->proto,
                           .channels = (uint8_t)r->channels, .from_rule = 1,
-                          .chunk = (uint32_t)r->chunk};
+                          .pipe_lo = pipe_bound(r->min_pipe_ops),
+                          .pipe_hi = pipe_bound(r->max_pipe_ops), .chunk = (uint32_t)r->chunk};
   for (size_t i = 0; i < l->n; i++) {
     struct pt_interval *iv = &l->iv[i];
     if (iv->lo < r->min_bytes || iv->hi > r->max_bytes) continue;
     struct pt_choice keep[PT_MAX_RANKED];
-    int n = 0;
+    int n = 0, k = 0;
+    for (; k < iv->n && iv->c[k].from_rule; k++) keep[n++] = iv->c[k];
+    if (n == PT_MAX_RANKED) continue;
     keep[n++] = rc0;
-    for (int k = 0; k < iv->n && n < PT_MAX_RANKED; k++)
-      if (!(iv->c[k].algo == r->algo && iv->c[k].proto == r->proto &&
-            iv->c[k].channels == r->channels))
-        keep[n++] = iv->c[k];
+    /* Behind an unconditional rule, the same (algo, proto) can never be
+     * reached again: it is usable exactly when the rule's choice is. */
+    for (; k < iv->n && n < PT_MAX_RANKED; k++)
+      if (cond || !(iv->c[k].algo == r->algo && iv->c[k].proto == r->proto)) keep[n++] = iv->c[k];
     memcpy(iv->c, keep, sizeof keep);
     iv->n = (uint8_t)n;
   }
@@ -219,7 +425,7 @@ static void merge_equal(struct ivlist *l) {
   size_t w = 0;
   for (size_t i = 1; i < l->n; i++) {
     struct pt_interval *cur = &l->iv[w], *nx = &l->iv[i];
-    int eq = cur->n == nx->n;
+    int eq = cur->n == nx->n && cur->kind == nx->kind;
     for (int k = 0; eq && k < cur->n; k++) eq = same_choice(&cur->c[k], &nx->c[k]);
     if (eq) cur->hi = nx->hi;
     else l->iv[++w] = *nx;
@@ -237,13 +443,14 @@ static void annotate(struct ivlist *l, const struct pt_series *s) {
     double lo = fmax((double)iv->lo, (double)s->sizes[0]);
     double hi = fmin((double)iv->hi, (double)s->sizes[s->nsizes - 1]);
     if (hi < lo) lo = hi = iv->lo < s->sizes[0] ? (double)s->sizes[0] : (double)s->sizes[s->nsizes - 1];
+    if (lo < 1) lo = 1;
     uint64_t ref = (uint64_t)llround(exp(0.5 * (log(lo) + log(hi))));
-    double d = pt_interp_latency(s, s->nccl_default, ref);
+    double d = iv->kind == PT_IV_OUTSIDE ? -1 : pt_interp_latency(s, s->nccl_default, ref);
     iv->default_us = (float)d;
     for (int k = 0; k < iv->n; k++) {
       struct pt_choice *c = &iv->c[k];
       c->lat_us = 0;
-      for (size_t j = 0; j < s->ncand; j++) {
+      for (size_t j = 0; j < s->ncand && iv->kind != PT_IV_OUTSIDE; j++) {
         const struct pt_candidate *cd = &s->cand[j];
         if (cd->algo == c->algo && cd->proto == c->proto && cd->channels == c->channels) {
           double v = pt_interp_latency(s, cd->points, ref);
@@ -281,46 +488,96 @@ static int index_keys(struct pt_ivset *set) {
   return 0;
 }
 
+static int rule_fits(const struct pt_rule *r, int coll, int mode, size_t nranks, size_t nnodes) {
+  return r->coll == coll && (r->mode < 0 || r->mode == mode) &&
+         (!r->nranks || !nranks || (size_t)r->nranks == nranks) &&
+         (!r->nnodes || !nnodes || (size_t)r->nnodes == nnodes);
+}
+
+/* What the plugin writes to *nChannels for a choice (docs/decisions.md,
+ * "Channels"): never more than the communicator's count when the profile
+ * recorded it. Unknown, all-gather is left alone (NCCL's AllGatherV path,
+ * scheduler/allgatherv_sched.cc, uses the tuner's count unclamped) and the
+ * rest is clamped to the smallest count the profile measured; NCCL clamps
+ * those to comm->nChannels itself (enqueue.cc, scheduleCollTasksToPlan). */
+static uint8_t set_channels(const struct pt_table *t, int coll, int ch) {
+  if (ch <= 0) return 0;
+  if (t->comm_channels) return (uint8_t)(ch < t->comm_channels ? ch : t->comm_channels);
+  if (coll == PT_ALLGATHER) return 0;
+  return (uint8_t)(t->chan_cap && ch > t->chan_cap ? t->chan_cap : ch);
+}
+
 /* Each mode is compiled from its own series or, lacking one, the other
  * mode's, so that a mode-specific rule never leaks into the other mode. */
-static int build_set(struct pt_ivset *set, const struct pt_profile *p, int coll, int mode) {
+static int build_set(struct pt_table *t, struct pt_ivset *set, const struct pt_profile *p, int coll,
+                     int mode, size_t nranks, size_t nnodes) {
   const struct pt_series *s = pt_profile_series(p, coll, mode);
-  struct pt_interval all = {.lo = 0, .hi = UINT64_MAX};
+  struct pt_interval all = {.lo = 0, .hi = UINT64_MAX, .kind = PT_IV_NO_DATA};
   struct ivlist l = {0};
   int rc = 0, has_rule = 0;
-  for (size_t i = 0; i < p->nrules; i++)
-    has_rule |= p->rules[i].coll == coll && (p->rules[i].mode < 0 || p->rules[i].mode == mode);
+  for (size_t i = 0; i < p->nrules; i++) has_rule |= rule_fits(&p->rules[i], coll, mode, nranks, nnodes);
   if (!s && !has_rule) return 0;
-  rc = s ? build_measured(s, &l) : push(&l, &all);
+  /* With the communicator's count unknown, candidates above the clamp are
+   * left out rather than run clamped (all-gather keeps NCCL's count). */
+  int cap = !t->comm_channels && coll != PT_ALLGATHER ? t->chan_cap : 0;
+  rc = s ? build_measured(s, pt_profile_margin(p), cap, &l) : push(&l, &all);
   for (size_t i = 0; i < p->nrules && !rc; i++)
-    if (p->rules[i].coll == coll && (p->rules[i].mode < 0 || p->rules[i].mode == mode))
-      rc = apply_rule(&l, &p->rules[i]);
+    if (rule_fits(&p->rules[i], coll, mode, nranks, nnodes)) rc = apply_rule(&l, &p->rules[i]);
   if (rc) {
     free(l.iv);
     return rc;
   }
   merge_equal(&l);
   annotate(&l, s);
+  for (size_t i = 0; i < l.n; i++)
+    for (int k = 0; k < l.iv[i].n; k++)
+      l.iv[i].c[k].set_channels = set_channels(t, coll, l.iv[i].c[k].channels);
   set->iv = l.iv;
   set->n = l.n;
   return index_keys(set);
 }
 
-int pt_table_build(struct pt_table *t, const struct pt_profile *p) {
+int pt_profile_has_comm_rules(const struct pt_profile *p) {
+  for (size_t i = 0; i < p->nrules; i++)
+    if (p->rules[i].nranks || p->rules[i].nnodes) return 1;
+  return 0;
+}
+
+/* The smallest channel count any candidate was measured with (0 = none). */
+static int smallest_measured(const struct pt_profile *p) {
+  int m = 0;
+  for (int c = 0; c < PT_NCOLL; c++)
+    for (int md = 0; md < PT_NMODES; md++) {
+      const struct pt_series *s = p->series[c][md];
+      for (size_t k = 0; s && k < s->ncand; k++)
+        if (!m || s->cand[k].channels < m) m = s->cand[k].channels;
+    }
+  return m;
+}
+
+int pt_table_build_for(struct pt_table *t, const struct pt_profile *p, size_t nranks,
+                       size_t nnodes) {
   memset(t, 0, sizeof *t);
+  t->comm_channels = p->comm_channels;
+  t->chan_cap = p->comm_channels ? p->comm_channels : smallest_measured(p);
   for (int c = 0; c < PT_NCOLL; c++) {
     for (int m = 0; m < PT_NMODES; m++) {
-      int rc = build_set(&t->storage[c][m], p, c, m);
+      int rc = build_set(t, &t->storage[c][m], p, c, m, nranks, nnodes);
       if (rc) {
         pt_table_release(t);
         return rc;
       }
       t->ninterval += t->storage[c][m].n;
+      t->nsets += t->storage[c][m].n > 0;
     }
     for (int m = 0; m < PT_NMODES; m++)
       t->set[c][m] = t->storage[c][m].n ? &t->storage[c][m] : NULL;
   }
   return 0;
+}
+
+int pt_table_build(struct pt_table *t, const struct pt_profile *p) {
+  return pt_table_build_for(t, p, 0, 0);
 }
 
 void pt_table_release(struct pt_table *t) {
@@ -372,21 +629,66 @@ const struct pt_interval *pt_table_lookup(const struct pt_table *t, int coll, in
   return set ? &set->iv[find(set, nbytes)] : NULL;
 }
 
+/* The smallest entry >= 0 of NCCL's 7x3 table (FLT_MAX when none; NaN never
+ * counts): a fixed-length pass with no data-dependent branch, four entries
+ * at a time where SSE2 exists (every x86-64). */
+static inline __attribute__((always_inline)) float best_of_table(const float *cost) {
+  float b = FLT_MAX;
+  int i = 0;
+#ifdef __SSE2__
+  const __m128 zero = _mm_setzero_ps(), big = _mm_set1_ps(FLT_MAX);
+  __m128 m = big;
+  for (; i + 4 <= NCCL_NUM_ALGORITHMS * NCCL_NUM_PROTOCOLS; i += 4) {
+    __m128 v = _mm_loadu_ps(cost + i);
+    __m128 ok = _mm_cmpge_ps(v, zero); /* false for NaN and negatives */
+    m = _mm_min_ps(m, _mm_or_ps(_mm_and_ps(ok, v), _mm_andnot_ps(ok, big)));
+  }
+  m = _mm_min_ps(m, _mm_shuffle_ps(m, m, _MM_SHUFFLE(1, 0, 3, 2)));
+  m = _mm_min_ps(m, _mm_shuffle_ps(m, m, _MM_SHUFFLE(2, 3, 0, 1)));
+  b = _mm_cvtss_f32(m);
+#endif
+  for (; i < NCCL_NUM_ALGORITHMS * NCCL_NUM_PROTOCOLS; i++)
+    b = cost[i] >= 0.0f && cost[i] < b ? cost[i] : b;
+  return b;
+}
+
 /* The one apply rule, over a packed ranked list. */
 static inline __attribute__((always_inline)) int apply_hot(const struct pt_hot *h, float *cost,
                                                           int num_algo, int num_proto,
-                                                          int *nchannels) {
-  if (!cost || !nchannels || num_algo <= 0 || num_proto <= 0) return -1;
+                                                          int num_pipe_ops, int *nchannels) {
+  if (!cost || !nchannels || num_algo <= 0 || num_proto <= 0 || !h->n) return -1;
+  /* NCCL's own best entry. An entry far above it is NCCL steering away from
+   * that choice for a reason the tuner is not told (fp8 reductions beyond 8
+   * ranks multiply every Ring entry by 1024, enqueue.cc updateCollCostTable);
+   * no real cost ratio between usable choices comes near PT_STEER_AWAY_RATIO. */
+  int na = num_algo < NCCL_NUM_ALGORITHMS ? num_algo : NCCL_NUM_ALGORITHMS;
+  int np = num_proto < NCCL_NUM_PROTOCOLS ? num_proto : NCCL_NUM_PROTOCOLS;
+  float best = FLT_MAX;
+  if (na == NCCL_NUM_ALGORITHMS && np == NCCL_NUM_PROTOCOLS && num_proto == np) {
+    best = best_of_table(cost);
+  } else {
+    for (int a = 0; a < na; a++)
+      for (int p = 0; p < np; p++) {
+        float v = cost[a * num_proto + p];
+        best = v >= 0.0f && v < best ? v : best;
+      }
+  }
+  float limit = best > 0.0f && best < FLT_MAX ? best * (float)PT_STEER_AWAY_RATIO : FLT_MAX;
   for (int k = 0; k < h->n; k++) {
-    if (h->algo[k] >= num_algo || h->proto[k] >= num_proto) continue;
+    if (h->algo[k] >= na || h->proto[k] >= np) continue;
+    if ((h->cond >> k & 1) &&
+        (num_pipe_ops < h->pipe_lo[k] || (h->pipe_hi[k] && num_pipe_ops > h->pipe_hi[k])))
+      continue;
     int idx = h->algo[k] * num_proto + h->proto[k];
     if (!(cost[idx] >= 0.0f)) continue; /* negative or NaN: NCCL disabled it */
+    if (cost[idx] > limit) continue;
     /* NCCL takes the smallest entry >= 0 and breaks ties to the lower index:
-     * a zero at a lower index is raised a hair so it cannot steal the tie. */
-    for (int i = 0; i < idx; i++)
+     * a zero at a lower index is raised a hair so it cannot steal the tie
+     * (there is a zero only when NCCL's best is 0). */
+    for (int i = 0; best == 0.0f && i < idx; i++)
       if (cost[i] == 0.0f) cost[i] = FLT_MIN;
     cost[idx] = 0.0f;
-    *nchannels = h->channels[k];
+    if (h->channels[k]) *nchannels = h->channels[k];
     return k;
   }
   return -1;
@@ -398,31 +700,35 @@ static void pack(const struct pt_interval *iv, struct pt_hot *h) {
   for (int k = 0; k < iv->n; k++) {
     h->algo[k] = iv->c[k].algo;
     h->proto[k] = iv->c[k].proto;
-    h->channels[k] = iv->c[k].channels;
+    h->channels[k] = iv->c[k].set_channels;
+    h->pipe_lo[k] = iv->c[k].pipe_lo;
+    h->pipe_hi[k] = iv->c[k].pipe_hi;
+    if (iv->c[k].pipe_lo || iv->c[k].pipe_hi) h->cond |= (uint8_t)(1u << k);
   }
 }
 
 int pt_table_apply(const struct pt_interval *iv, float *cost, int num_algo, int num_proto,
-                   int *nchannels) {
+                   int num_pipe_ops, int *nchannels) {
   struct pt_hot h;
   if (!iv) return -1;
   pack(iv, &h);
-  return apply_hot(&h, cost, num_algo, num_proto, nchannels);
+  return apply_hot(&h, cost, num_algo, num_proto, num_pipe_ops, nchannels);
 }
 
 int pt_table_apply_packed(const struct pt_hot *h, float *cost, int num_algo, int num_proto,
-                          int *nchannels) {
-  return apply_hot(h, cost, num_algo, num_proto, nchannels);
+                          int num_pipe_ops, int *nchannels) {
+  return apply_hot(h, cost, num_algo, num_proto, num_pipe_ops, nchannels);
 }
 
 int pt_table_decide(const struct pt_table *t, int coll, int mode, uint64_t nbytes, float *cost,
-                    int num_algo, int num_proto, int *nchannels, const struct pt_interval **iv) {
+                    int num_algo, int num_proto, int num_pipe_ops, int *nchannels,
+                    const struct pt_interval **iv) {
   const struct pt_ivset *set = set_of(t, coll, mode);
   *iv = NULL;
   if (!set) return -1;
   size_t i = find(set, nbytes);
   *iv = &set->iv[i];
-  return apply_hot(&set->hot[i], cost, num_algo, num_proto, nchannels);
+  return apply_hot(&set->hot[i], cost, num_algo, num_proto, num_pipe_ops, nchannels);
 }
 
 static size_t grain(int proto) {
@@ -435,12 +741,23 @@ size_t pt_chunk_round(size_t chunk, int proto) {
   return c < g ? g : c;
 }
 
-size_t pt_table_chunk(const struct pt_table *t, int coll, int mode, uint64_t nbytes, int algo,
-                      int proto) {
+long long pt_table_chunk(const struct pt_table *t, int coll, int mode, uint64_t nbytes, int algo,
+                         int proto, int nchannels) {
   const struct pt_interval *iv = pt_table_lookup(t, coll, mode, nbytes);
-  if (!iv || proto < 0 || proto >= NCCL_NUM_PROTOCOLS) return 0;
-  for (int k = 0; k < iv->n; k++)
-    if (iv->c[k].algo == algo && iv->c[k].proto == proto && iv->c[k].chunk)
-      return pt_chunk_round(iv->c[k].chunk, proto);
-  return 0;
+  long long found = -2;
+  if (!iv || proto < 0 || proto >= NCCL_NUM_PROTOCOLS) return -1;
+  /* Ring and Tree partitions arrive with nChannels = 1 (enqueue.cc,
+   * scheduleCollTasksToPlan), so only other algorithms can be checked. */
+  int check_ch = algo != NCCL_ALGO_RING && algo != NCCL_ALGO_TREE;
+  for (int k = 0; k < iv->n; k++) {
+    const struct pt_choice *c = &iv->c[k];
+    if (c->algo != algo || c->proto != proto) continue;
+    long long v = check_ch && c->set_channels && c->set_channels != nchannels ? -1
+                  : c->chunk ? (long long)pt_chunk_round(c->chunk, proto)
+                             : 0;
+    if (found != -2 && found != v) return -1; /* which one NCCL runs depends on numPipeOps */
+    found = v;
+    if (!c->pipe_lo && !c->pipe_hi) break; /* unconditional: nothing behind it is reached */
+  }
+  return found == -2 ? -1 : found;
 }

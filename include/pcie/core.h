@@ -42,31 +42,51 @@ size_t pt_registry_count(void); /* live entries, for tests */
 int pt_select_profile(const char *spec, size_t nranks, size_t nnodes,
                       const struct pt_loaded **out, char *msg, size_t msglen);
 
+/* Which algorithms and protocols NCCL enables per collective, from
+ * NCCL_ALGO/NCCL_PROTO (graph/tuning.cc): 0 off, 1 on; proto 2 = NCCL's
+ * "auto" for LL128 (off on a PCIe-only node). */
+struct pt_nccl_enable {
+  unsigned char algo[PT_NCOLL][NCCL_NUM_ALGORITHMS];
+  unsigned char proto[PT_NCOLL][NCCL_NUM_PROTOCOLS];
+};
+
 struct pt_ctx {
   const struct pt_loaded *loaded; /* NULL: passive, NCCL decides */
+  const struct pt_table *table;   /* loaded's table, or own */
+  struct pt_table *own;           /* compiled for this communicator (rules on nranks/nnodes) */
   ncclDebugLogger_t log;
   size_t nranks, nnodes;
   uint64_t comm_id;
   int trace;        /* PCIE_TUNER_TRACE=1 at init */
-  int v2_ll128;     /* NCCL_PROTO forces LL128 on (only the v2 shim needs it) */
+  int v2_known;     /* v2 shim: NCCL_ALGO/NCCL_PROTO understood (else it answers nothing) */
+  struct pt_nccl_enable v2_enable;
 };
 
 /* Never fails: *out is a context (possibly passive) or NULL on ENOMEM. */
 void pt_core_init(struct pt_ctx **out, uint64_t comm_id, size_t nranks, size_t nnodes,
                   ncclDebugLogger_t log);
-/* Applies the ranked choice for (coll, nbytes, regBuff) to NCCL's cost table
- * (float[num_algo][num_proto]), or the profiler's forced choice
+/* Applies the ranked choice for (coll, nbytes, regBuff, numPipeOps) to NCCL's
+ * cost table (float[num_algo][num_proto]), or the profiler's forced choice
  * (include/pcie/control.h). Returns 1 with *out (when not NULL) set to the
  * applied choice, or 0 with the table and *nchannels untouched. Any argument
  * may be junk: no error exists. */
-int pt_core_decide(const struct pt_ctx *ctx, int coll, size_t nbytes, int reg_buff, float *cost,
-                   int num_algo, int num_proto, int *nchannels, struct pt_choice *out);
-/* v6 getChunkSize: sets *chunk from the profile when it names one. */
+int pt_core_decide(const struct pt_ctx *ctx, int coll, size_t nbytes, int reg_buff,
+                   int num_pipe_ops, float *cost, int num_algo, int num_proto, int *nchannels,
+                   struct pt_choice *out);
+/* v6/v7 getChunkSize: sets *chunk from the profile when the decision NCCL
+ * runs as (algo, proto, nchannels) names one. */
 void pt_core_chunk(const struct pt_ctx *ctx, int coll, size_t nbytes, int algo, int proto,
-                   size_t *chunk);
+                   int nchannels, size_t *chunk);
 void pt_core_finalize(struct pt_ctx *ctx); /* NULL-safe */
 
-/* Whether NCCL_PROTO (as NCCL parses it) forces LL128 on. */
-int pt_nccl_proto_forces_ll128(const char *nccl_proto);
+/* NCCL_ALGO/NCCL_PROTO (either may be NULL) as NCCL parses them. Returns 0,
+ * or -1 when NCCL would refuse the value (then nobody can tell what it runs). */
+int pt_nccl_enabled(const char *algo_env, const char *proto_env, struct pt_nccl_enable *out);
+
+enum { PT_ENV_CHANNELS = 1, PT_ENV_PROTOCOLS = 2 };
+/* Compares the profile's nccl_env with this process's environment. Returns
+ * 0, or PT_ENV_* bits for what the differences can change; msg names each
+ * differing variable. 0 when the profile recorded no environment. */
+int pt_env_compare(const struct pt_profile *p, char *msg, size_t len);
 
 #endif

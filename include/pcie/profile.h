@@ -103,14 +103,29 @@ struct pt_series {
   int line;
 };
 
+/* A hand rule. Rules are tried in file order; the first whose conditions
+ * hold and whose (algo, proto) NCCL has enabled decides. */
 struct pt_rule {
   int coll;
   int mode; /* -1 = both modes */
   uint64_t min_bytes, max_bytes; /* inclusive */
-  int algo, proto, channels;
+  int algo, proto;
+  int channels;   /* 0 = keep NCCL's channel count */
   size_t chunk;
+  int nranks, nnodes;             /* 0 = any communicator */
+  int min_pipe_ops, max_pipe_ops; /* numPipeOps range, inclusive; 0 = unbounded */
   int line;
 };
+
+/* One NCCL_* variable in effect when the profile was measured. */
+struct pt_env_var {
+  char *name, *value;
+};
+
+#define PT_DEFAULT_MARGIN 0.02 /* minimum relative gain over NCCL's default */
+/* Above this ratio to NCCL's own best entry, a cost-table entry is NCCL
+ * steering away (fp8 Ring x1024, enqueue.cc updateCollCostTable). */
+#define PT_STEER_AWAY_RATIO 100.0
 
 struct pt_provenance {
   char *tool, *backend, *nccl_version, *date, *mode; /* mode: graph|eager|both */
@@ -127,6 +142,15 @@ struct pt_profile {
   struct pt_series *series[PT_NCOLL][PT_NMODES]; /* NULL when absent */
   size_t nrules;
   struct pt_rule *rules;
+  /* communicator.channels: comm->nChannels when measured; 0 = unknown. */
+  int comm_channels;
+  /* nccl_env: the NCCL_* variables set when measured. env_recorded = 0 when
+   * the profile does not say (then nenv is 0 too). */
+  int env_recorded;
+  size_t nenv;
+  struct pt_env_var *env;
+  double margin;     /* 0 = PT_DEFAULT_MARGIN */
+  char *sweep_state; /* provenance.extra.sweep.state; NULL when not a sweep */
   char *path;       /* where it was loaded from, or NULL */
   uint64_t hash;    /* FNV-1a 64 of the file's bytes; 0 when built in memory */
 };
@@ -160,5 +184,17 @@ void pt_series_free(struct pt_series *s);
 char *pt_strdup(const char *s); /* NULL-safe */
 
 uint64_t pt_hash_bytes(const void *data, size_t len);
+
+/* The margin in effect (the profile's, or PT_DEFAULT_MARGIN). */
+double pt_profile_margin(const struct pt_profile *p);
+/* 1 when the profile is a sweep that did not finish: sweep.state is not
+ * "complete", or NCCL's default is missing at a measured size (a complete
+ * sweep measures it everywhere). msg gets how much is measured. */
+int pt_profile_partial(const struct pt_profile *p, char *msg, size_t len);
+/* 1 when some series has candidates but no nccl_default: the plugin then
+ * ranks candidates without knowing where NCCL's own choice is better. */
+int pt_profile_lacks_default(const struct pt_profile *p);
+/* The recorded value of NCCL variable name, or NULL (unset or unknown). */
+const char *pt_profile_env(const struct pt_profile *p, const char *name);
 
 #endif

@@ -19,31 +19,49 @@
 
 struct pt_choice {
   int8_t algo, proto;
-  uint8_t channels;
-  uint8_t from_rule; /* 1 when a hand rule put it here */
+  uint8_t channels;     /* requested; 0 = keep NCCL's count (rules only) */
+  uint8_t set_channels; /* what the plugin writes to *nChannels after its own
+                           clamp (communicator.channels, see table.c); 0 = it
+                           leaves NCCL's count alone */
+  uint8_t from_rule;    /* 1 when a hand rule put it here */
+  uint8_t pad;
+  uint16_t pipe_lo, pipe_hi; /* a rule's numPipeOps range; 0 = unbounded */
   uint32_t chunk;    /* bytes, 0 = NCCL's own */
-  float lat_us;      /* expected latency at the interval's reference size; 0 for rules */
+  float lat_us;      /* expected latency at the interval's reference size; 0 when unknown */
+};
+
+/* Why an interval has the ranked list it has (for show and the trace). */
+enum pt_iv_kind {
+  PT_IV_MEASURED = 0, /* candidates beat NCCL's default by the margin (or no default) */
+  PT_IV_NO_GAIN,      /* measured, and no candidate beats NCCL's default by the margin */
+  PT_IV_OUTSIDE,      /* outside the measured size range */
+  PT_IV_NO_DATA,      /* inside the range, but nothing usable was measured there */
+  PT_IV_NCCL_FAILS,   /* NCCL's own choice fails here: every working candidate is ranked */
 };
 
 struct pt_interval {
   uint64_t lo, hi; /* inclusive byte range */
-  uint8_t n;       /* ranked candidates */
+  uint8_t n;       /* ranked candidates; 0 = NCCL decides */
+  uint8_t kind;    /* enum pt_iv_kind of the measured part */
   struct pt_choice c[PT_MAX_RANKED];
   float default_us; /* NCCL default's interpolated latency, or -1 */
 };
 
-/* An interval's ranked list packed for the hot path (16 bytes). */
+/* An interval's ranked list packed for the hot path (32 bytes). */
 struct pt_hot {
   int8_t algo[PT_MAX_RANKED], proto[PT_MAX_RANKED];
-  uint8_t channels[PT_MAX_RANKED];
-  uint8_t n, pad[3];
+  uint8_t channels[PT_MAX_RANKED]; /* written to *nChannels; 0 = left alone */
+  uint8_t n;
+  uint8_t cond; /* bit k: entry k holds only for numPipeOps in [pipe_lo, pipe_hi] */
+  uint8_t pad[2];
+  uint16_t pipe_lo[PT_MAX_RANKED], pipe_hi[PT_MAX_RANKED];
 };
 
 /* One collective in one mode. Intervals cover 0..UINT64_MAX without gaps. */
 struct pt_ivset {
   size_t n;
   struct pt_interval *iv;
-  /* Hot mirrors of iv[], so a lookup touches 24 bytes per interval. */
+  /* Hot mirrors of iv[], so a lookup touches few bytes per interval. */
   uint64_t *his;      /* iv[i].hi */
   struct pt_hot *hot; /* iv[i]'s ranked list */
   /* start[k] = the interval holding the smallest size of key k (16 keys per
@@ -58,6 +76,11 @@ struct pt_table {
    * data of its own is compiled from the other mode's series. */
   const struct pt_ivset *set[PT_NCOLL][PT_NMODES];
   size_t ninterval; /* total over all sets, for the init log line */
+  size_t nsets;     /* collective/mode tables with intervals */
+  /* The channel policy (docs/decisions.md): comm_channels from the profile
+   * (0 = unknown); chan_cap = the clamp used when it is unknown (the
+   * smallest channel count measured, 0 = none). */
+  int comm_channels, chan_cap;
   struct pt_ivset storage[PT_NCOLL][PT_NMODES];
 };
 
@@ -70,8 +93,15 @@ double pt_interp_latency(const struct pt_series *s, const struct pt_point *pts, 
 /* The series serving (coll, mode): the mode's own, else the other mode's. */
 const struct pt_series *pt_profile_series(const struct pt_profile *p, int coll, int mode);
 
-/* Compiles a validated profile. Returns 0 or PT_ENOMEM. */
+/* Compiles a validated profile for a communicator of nranks x nnodes (0 =
+ * unknown: rules conditioned on it are kept). Returns 0 or PT_ENOMEM. */
+int pt_table_build_for(struct pt_table *t, const struct pt_profile *p, size_t nranks,
+                       size_t nnodes);
+/* pt_table_build_for(t, p, 0, 0). */
 int pt_table_build(struct pt_table *t, const struct pt_profile *p);
+/* 1 when some rule applies only to some communicators (nranks/nnodes), so a
+ * shared table cannot serve every communicator. */
+int pt_profile_has_comm_rules(const struct pt_profile *p);
 void pt_table_release(struct pt_table *t);
 
 /* The interval for (coll, mode, nbytes), or NULL when the profile has no data
@@ -80,27 +110,32 @@ const struct pt_interval *pt_table_lookup(const struct pt_table *t, int coll, in
                                           uint64_t nbytes);
 
 /* Applies an interval to NCCL's cost table (float[num_algo][num_proto]): the
- * first ranked candidate whose entry is >= 0 gets 0.0 and its channels go to
- * *nchannels. Returns the index of the applied candidate, or -1 with nothing
- * changed. */
+ * first ranked candidate that holds for num_pipe_ops and whose entry is
+ * usable (>= 0, and not over PT_STEER_AWAY_RATIO x NCCL's own best) gets 0.0,
+ * and its set_channels (when not 0) go to *nchannels. Returns the index of
+ * the applied candidate, or -1 with nothing changed. */
 int pt_table_apply(const struct pt_interval *iv, float *cost, int num_algo, int num_proto,
-                   int *nchannels);
+                   int num_pipe_ops, int *nchannels);
 
 /* pt_table_apply over a packed ranked list (the profiler's forced choice). */
 int pt_table_apply_packed(const struct pt_hot *h, float *cost, int num_algo, int num_proto,
-                          int *nchannels);
+                          int num_pipe_ops, int *nchannels);
 /* A chunk size rounded down to the protocol's grain, never below one grain. */
 size_t pt_chunk_round(size_t chunk, int proto);
 
 /* The hot path: lookup and apply in one, on the packed mirrors. Returns the
  * applied rank (or -1, nothing changed); *iv gets the interval (or NULL). */
 int pt_table_decide(const struct pt_table *t, int coll, int mode, uint64_t nbytes, float *cost,
-                    int num_algo, int num_proto, int *nchannels, const struct pt_interval **iv);
+                    int num_algo, int num_proto, int num_pipe_ops, int *nchannels,
+                    const struct pt_interval **iv);
 
-/* The chunk size a candidate (algo, proto) asks for at nbytes in mode, rounded
- * down to the protocol's grain and never below it; 0 when the profile sets
- * none. */
-size_t pt_table_chunk(const struct pt_table *t, int coll, int mode, uint64_t nbytes, int algo,
-                      int proto);
+/* The chunk of the decision at nbytes in mode that NCCL runs as (algo, proto,
+ * nchannels): the first ranked entry with that (algo, proto) is the one the
+ * plugin decided (every entry before it was unusable), and it counts only when
+ * it asked for nchannels (or left the count to NCCL). Returns its chunk rounded
+ * down to the protocol's grain (never below it), 0 when it names none, or -1
+ * when no decision of the profile matches. */
+long long pt_table_chunk(const struct pt_table *t, int coll, int mode, uint64_t nbytes, int algo,
+                         int proto, int nchannels);
 
 #endif

@@ -1,0 +1,469 @@
+/* Decisions a user can trust (issue 9 §1-3, §5), through dlopen of the built
+ * plugin and the simulated NCCL host: never slower than NCCL's measured
+ * default, never beyond the communicator's channels, NCCL's steering in the
+ * cost table respected, chunks only for the decision NCCL runs, the v2 shim
+ * reading NCCL_ALGO/NCCL_PROTO as NCCL does, and tuner ABI v7. */
+#include <check.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nccl/common.h"
+#include "nccl/tuner_v7.h"
+#include "pcie/host.h"
+#include "pcie/nccl_model.h"
+#include "support/pt_test.h"
+
+#define HEAD(extra)                                                                       \
+  "version = 1;\nname = \"d\";\n"                                                        \
+  "provenance = { tool = \"t\"; backend = \"sim\"; nccl_version = \"2.28.9\"; date = " \
+  "\"2026-11-30\"; mode = \"both\"; " extra " };\n"
+
+static char *dir;
+
+static void setup(void) {
+  dir = pt_test_tmpdir();
+  unsetenv("PCIE_TUNER_PROFILE");
+  unsetenv("PCIE_TUNER_TRACE");
+  unsetenv("NCCL_PROTO");
+  unsetenv("NCCL_ALGO");
+  unsetenv("NCCL_MAX_NCHANNELS");
+  ph_log_clear();
+}
+
+static void teardown(void) {
+  pt_test_rmtree(dir);
+  free(dir);
+}
+
+static void use_profile(const char *text) {
+  char *p = pt_test_write(dir, "p.cfg", text);
+  setenv("PCIE_TUNER_PROFILE", p, 1);
+  free(p);
+}
+
+static void open_comm(struct ph_plugin *pl, struct ph_comm *c, int version, int nranks) {
+  char err[512];
+  ck_assert_msg(ph_plugin_open(pl, pt_test_so(), version, err, sizeof err) == 0, "%s", err);
+  ck_assert_int_eq(ph_comm_init(c, pl, (size_t)nranks, 1, 77), ncclSuccess);
+}
+
+static void close_comm(struct ph_plugin *pl, struct ph_comm *c) {
+  ck_assert_int_eq(ph_comm_finalize(c), ncclSuccess);
+  ph_plugin_close(pl);
+}
+
+/* One decision on NCCL's table for an 8-rank PCIe node; *changed says
+ * whether the plugin touched the table. */
+static void decide(struct ph_comm *c, int coll, size_t n, int reg, struct ph_choice *ch,
+                   int *changed) {
+  float t[7][3], before[7][3];
+  pt_test_nccl_table(t, coll, n, (int)c->nranks, 0);
+  memcpy(before, t, sizeof t);
+  ph_decide(c, coll, n, reg, t, ch);
+  ck_assert_int_eq(ch->rc, ncclSuccess);
+  if (changed) *changed = memcmp(before, t, sizeof t) != 0;
+}
+
+static char *fixture(const char *name) {
+  char *p = NULL;
+  ck_assert(asprintf(&p, "%s/test/data/nccltests/synth/%s", pt_test_srcdir(), name) > 0);
+  return p;
+}
+
+static int cli(const char *args, char **out, char **err) {
+  char *cmd = NULL;
+  ck_assert(asprintf(&cmd, "'%s' %s", pt_test_cli(), args) > 0);
+  int rc = pt_test_run(cmd, out, err);
+  free(cmd);
+  return rc;
+}
+
+/* §1 reproducer: a default log and a forced ring/LL/4 log imported as a user
+ * does. The logs say ring/LL/4 is 2x slower than NCCL from 512 KiB up: the
+ * plugin must leave those sizes to NCCL, and still use ring/LL/4 where it is
+ * clearly faster. */
+START_TEST(imported_profile_never_forces_the_slower_choice) {
+  char *def = fixture("ar8-eager-default.txt"), *ll = fixture("ar8-eager-ring-ll-4.txt");
+  char *args = NULL, *out, *err;
+  ck_assert(asprintf(&args, "import --out %s/box.cfg %s %s", dir, def, ll) > 0);
+  ck_assert_int_eq(cli(args, &out, &err), 0);
+  free(out);
+  free(err);
+  char *prof = NULL;
+  ck_assert(asprintf(&prof, "%s/box.cfg", dir) > 0);
+  setenv("PCIE_TUNER_PROFILE", prof, 1);
+  struct ph_plugin pl;
+  struct ph_comm c;
+  struct ph_choice ch;
+  int changed;
+  open_comm(&pl, &c, 6, 8);
+  /* The init line counts intervals as check does (and says so). */
+  char *chk = NULL, *want = NULL;
+  ck_assert(asprintf(&chk, "check %s", prof) > 0);
+  ck_assert_int_eq(cli(chk, &out, &err), 0);
+  char *at = strstr(out, "hash ");
+  ck_assert_ptr_nonnull(at);
+  size_t nint = 0, ntab = 0;
+  ck_assert_int_eq(sscanf(at, "hash %*x, %zu decision intervals in %zu", &nint, &ntab), 2);
+  ck_assert(asprintf(&want, "decision intervals %zu in %zu collective/mode tables (channels "
+                            "unknown: <= 4, all-gather keeps NCCL's)",
+                     nint, ntab) > 0);
+  ck_assert_uint_eq(ph_log_find(NCCL_LOG_INFO, want), 1);
+  free(out), free(err), free(chk), free(want);
+  for (int reg = 0; reg < 2; reg++) {
+    for (size_t n = 512 << 10; n <= (4u << 20); n += n / 3) {
+      decide(&c, ncclFuncAllReduce, n, reg, &ch, &changed);
+      ck_assert_msg(!changed && ch.nchannels == 0, "%zu B (regBuff %d): plugin acted", n, reg);
+    }
+    /* 262144 B: 43.13 us vs NCCL's 43.11 us, a tie: NCCL's. */
+    decide(&c, ncclFuncAllReduce, 262144, reg, &ch, &changed);
+    ck_assert(!changed);
+    /* Outside the measured 1 KiB .. 4 MiB: NCCL's. */
+    decide(&c, ncclFuncAllReduce, 512, reg, &ch, &changed);
+    ck_assert(!changed);
+    decide(&c, ncclFuncAllReduce, 64u << 20, reg, &ch, &changed);
+    ck_assert(!changed);
+    /* 4 KiB: 14.5 us vs 22.2 us: ring/LL/4. */
+    decide(&c, ncclFuncAllReduce, 4096, reg, &ch, &changed);
+    ck_assert_int_eq(ch.algo, NCCL_ALGO_RING);
+    ck_assert_int_eq(ch.proto, NCCL_PROTO_LL);
+    ck_assert_int_eq(ch.nchannels, 4);
+  }
+  close_comm(&pl, &c);
+  free(prof);
+  free(args);
+  free(def);
+  free(ll);
+}
+END_TEST
+
+/* Candidate 5 % faster than NCCL's default at every size. */
+static const char *five_percent(const char *margin, const char *spread) {
+  static char buf[2048];
+  snprintf(buf, sizeof buf,
+           HEAD("") "%s\n"
+           "allreduce = { eager = { sizes = [ 1024L, 1048576L ];\n"
+           "  nccl_default = ( 100.0, 1000.0 );\n"
+           "  candidates = ( { algo = \"ring\"; proto = \"ll\"; channels = 2;\n"
+           "    latency = ( 95.0, 950.0 ); %s } ); }; };\n",
+           margin, spread);
+  return buf;
+}
+
+static int acts_at(size_t n) {
+  struct ph_plugin pl;
+  struct ph_comm c;
+  struct ph_choice ch;
+  int changed;
+  open_comm(&pl, &c, 6, 8);
+  decide(&c, ncclFuncAllReduce, n, 0, &ch, &changed);
+  close_comm(&pl, &c);
+  return changed;
+}
+
+START_TEST(a_gain_must_clear_the_margin_and_the_noise) {
+  use_profile(five_percent("", ""));
+  ck_assert(acts_at(32768)); /* 5 % > default 2 % */
+  use_profile(five_percent("margin = 0.1;", ""));
+  ck_assert(!acts_at(32768)); /* the profile's own margin */
+  use_profile(five_percent("", "spread = ( 0.08, 0.08 );"));
+  ck_assert(acts_at(32768)); /* 5 % clears the noise of an 8 % spread (4 %) */
+  use_profile(five_percent("", "spread = ( 0.02, 0.12 );"));
+  ck_assert(!acts_at(32768)); /* but not of a 12 % one: a gain inside the noise is none */
+}
+END_TEST
+
+START_TEST(ties_and_small_gains_go_to_nccl) {
+  use_profile(HEAD("") "allreduce = { eager = { sizes = [ 1024L, 1048576L ];\n"
+              "  nccl_default = ( 100.0, 1000.0 );\n"
+              "  candidates = ( { algo = \"ring\"; proto = \"ll\"; channels = 2; latency = ( 100.0, 1000.0 ); },\n"
+              "                 { algo = \"tree\"; proto = \"ll\"; channels = 2; latency = ( 99.0, 990.0 ); } ); }; };\n");
+  ck_assert(!acts_at(1024));
+  ck_assert(!acts_at(32768));
+  ck_assert(!acts_at(1048576));
+}
+END_TEST
+
+START_TEST(partial_sweep_is_refused_with_one_warn) {
+  static const char *const bodies[] = {
+      /* the sweep did not finish */
+      HEAD("extra = { sweep = { state = \"running\"; }; };")
+      "allreduce = { eager = { sizes = [ 1024L, 2048L ]; nccl_default = ( 10.0, 20.0 );\n"
+      "  candidates = ( { algo = \"ring\"; proto = \"ll\"; channels = 2; latency = ( 1.0, 2.0 ); } ); }; };\n",
+      /* complete, but NCCL's default missing at a size a complete sweep measures */
+      HEAD("extra = { sweep = { state = \"complete\"; }; };")
+      "allreduce = { eager = { sizes = [ 1024L, 2048L ]; nccl_default = ( 10.0, \"-\" );\n"
+      "  candidates = ( { algo = \"ring\"; proto = \"ll\"; channels = 2; latency = ( 1.0, 2.0 ); } ); }; };\n",
+  };
+  for (int i = 0; i < 2; i++) {
+    use_profile(bodies[i]);
+    ph_log_clear();
+    struct ph_plugin pl;
+    struct ph_comm c;
+    struct ph_choice ch;
+    int changed;
+    open_comm(&pl, &c, 6, 8);
+    ck_assert_uint_eq(ph_log_count(), 1);
+    ck_assert_uint_eq(ph_log_find(NCCL_LOG_WARN, "partial sweep"), 1);
+    struct ph_log_entry e;
+    ck_assert_int_eq(ph_log_get(0, &e), 0);
+    ck_assert_uint_eq(e.flags, NCCL_ALL);
+    decide(&c, ncclFuncAllReduce, 1024, 0, &ch, &changed);
+    ck_assert(!changed);
+    close_comm(&pl, &c);
+  }
+}
+END_TEST
+
+START_TEST(no_default_still_decides) {
+  use_profile(HEAD("") "allreduce = { eager = { sizes = [ 1024L, 2048L ];\n"
+              "  candidates = ( { algo = \"ring\"; proto = \"ll\"; channels = 2; latency = ( 1.0, 2.0 ); } ); }; };\n");
+  ck_assert(acts_at(1500));
+}
+END_TEST
+
+/* §2: the plugin never returns more channels than the communicator has. */
+static const char *eight_channels(const char *comm) {
+  static char buf[2048];
+  snprintf(buf, sizeof buf,
+           HEAD("") "%s\n"
+           "allreduce = { eager = { sizes = [ 1024L, 1048576L ];\n"
+           "  candidates = ( { algo = \"ring\"; proto = \"simple\"; channels = 8; latency = ( 1.0, 10.0 ); },\n"
+           "                 { algo = \"ring\"; proto = \"ll\"; channels = 4; latency = ( 2.0, 20.0 ); } ); }; };\n"
+           "allgather = { eager = { sizes = [ 1024L, 1048576L ];\n"
+           "  candidates = ( { algo = \"ring\"; proto = \"simple\"; channels = 8; latency = ( 1.0, 10.0 ); } ); }; };\n"
+           "rules = ( { collective = \"broadcast\"; min_bytes = 0L; max_bytes = 1048576L; algo = \"ring\";"
+           " proto = \"ll\"; } );\n",
+           comm);
+  return buf;
+}
+
+START_TEST(channels_never_exceed_the_communicator) {
+  struct ph_plugin pl;
+  struct ph_comm c;
+  struct ph_choice ch;
+  int changed;
+  /* Recorded: 2 channels. Every collective, all-gather included (NCCL's
+   * AllGatherV path uses the tuner's count unclamped). */
+  use_profile(eight_channels("communicator = { channels = 2; };"));
+  open_comm(&pl, &c, 6, 8);
+  decide(&c, ncclFuncAllReduce, 4096, 0, &ch, NULL);
+  ck_assert_int_eq(ch.proto, NCCL_PROTO_SIMPLE);
+  ck_assert_int_eq(ch.nchannels, 2);
+  decide(&c, ncclFuncAllGather, 4096, 0, &ch, NULL);
+  ck_assert_int_eq(ch.nchannels, 2);
+  /* A rule without channels keeps NCCL's count. */
+  decide(&c, ncclFuncBroadcast, 4096, 0, &ch, &changed);
+  ck_assert(changed);
+  ck_assert_int_eq(ch.proto, NCCL_PROTO_LL);
+  ck_assert_int_eq(ch.nchannels, 0);
+  close_comm(&pl, &c);
+  /* Unknown: all-gather keeps NCCL's count; the rest never gets more than
+   * the smallest count the profile measured (4): ring/simple/8 would run
+   * with fewer channels than measured, so ring/LL/4 is chosen. */
+  use_profile(eight_channels(""));
+  open_comm(&pl, &c, 6, 8);
+  decide(&c, ncclFuncAllReduce, 4096, 0, &ch, NULL);
+  ck_assert_int_eq(ch.proto, NCCL_PROTO_LL);
+  ck_assert_int_eq(ch.nchannels, 4);
+  decide(&c, ncclFuncAllGather, 4096, 0, &ch, &changed);
+  ck_assert(changed);
+  ck_assert_int_eq(ch.nchannels, 0);
+  close_comm(&pl, &c);
+}
+END_TEST
+
+START_TEST(environment_differences_warn_and_distrust_the_count) {
+  struct ph_plugin pl;
+  struct ph_comm c;
+  struct ph_choice ch;
+  int changed;
+  use_profile(eight_channels("communicator = { channels = 2; };\n"
+                             "nccl_env = { NCCL_MAX_NCHANNELS = \"2\"; NCCL_PROTO = \"^LL128\"; };"));
+  /* Same environment: silent and active. */
+  setenv("NCCL_MAX_NCHANNELS", "2", 1);
+  setenv("NCCL_PROTO", "^LL128", 1);
+  open_comm(&pl, &c, 6, 8);
+  ck_assert_uint_eq(ph_log_find(NCCL_LOG_WARN, NULL), 0);
+  decide(&c, ncclFuncAllReduce, 4096, 0, &ch, &changed);
+  ck_assert(changed);
+  close_comm(&pl, &c);
+  /* A protocol variable differs: WARN naming it, still active. */
+  ph_log_clear();
+  setenv("NCCL_PROTO", "Simple", 1);
+  open_comm(&pl, &c, 6, 8);
+  ck_assert_uint_eq(ph_log_find(NCCL_LOG_WARN, "NCCL_PROTO is 'Simple' here but was '^LL128'"), 1);
+  decide(&c, ncclFuncAllReduce, 4096, 0, &ch, &changed);
+  ck_assert(changed);
+  close_comm(&pl, &c);
+  /* A channel variable differs: the recorded count cannot be trusted. */
+  ph_log_clear();
+  setenv("NCCL_PROTO", "^LL128", 1);
+  unsetenv("NCCL_MAX_NCHANNELS");
+  open_comm(&pl, &c, 6, 8);
+  ck_assert_uint_eq(ph_log_find(NCCL_LOG_WARN, "NCCL_MAX_NCHANNELS is unset here but was '2'"), 1);
+  ck_assert_uint_eq(ph_log_count(), 1);
+  decide(&c, ncclFuncAllReduce, 4096, 0, &ch, &changed);
+  ck_assert(!changed);
+  close_comm(&pl, &c);
+}
+END_TEST
+
+/* §3: NCCL 2.30 multiplies every Ring entry by 1024 for fp8 reductions
+ * beyond 8 ranks (enqueue.cc updateCollCostTable) so that it picks Tree. */
+START_TEST(fp8_ring_steering_is_respected) {
+  use_profile(HEAD("") "allreduce = { eager = { sizes = [ 1024L, 1048576L ];\n"
+              "  candidates = ( { algo = \"ring\"; proto = \"ll\"; channels = 2; latency = ( 1.0, 10.0 ); },\n"
+              "                 { algo = \"tree\"; proto = \"simple\"; channels = 2; latency = ( 3.0, 30.0 ); } ); }; };\n");
+  struct ph_plugin pl;
+  struct ph_comm c;
+  struct ph_choice ch;
+  open_comm(&pl, &c, 6, 16);
+  for (size_t n = 1024; n <= 1048576; n *= 4) {
+    float t[7][3];
+    pt_test_nccl_table(t, ncclFuncAllReduce, n, 16, 0);
+    for (int p = 0; p < 3; p++)
+      if (t[NCCL_ALGO_RING][p] >= 0) t[NCCL_ALGO_RING][p] *= 1024.0f;
+    ph_decide(&c, ncclFuncAllReduce, n, 0, t, &ch);
+    ck_assert_msg(ch.algo == NCCL_ALGO_TREE, "%zu B: plugin revived Ring", n);
+    ck_assert_int_eq(ch.proto, NCCL_PROTO_SIMPLE);
+    /* The same table without the fp8 factor: Ring, as measured. */
+    pt_test_nccl_table(t, ncclFuncAllReduce, n, 16, 0);
+    ph_decide(&c, ncclFuncAllReduce, n, 0, t, &ch);
+    ck_assert_int_eq(ch.algo, NCCL_ALGO_RING);
+  }
+  close_comm(&pl, &c);
+}
+END_TEST
+
+/* getChunkSize returns a chunk only for the decision NCCL runs. */
+START_TEST(chunk_only_for_the_decided_candidate) {
+  use_profile(HEAD("") "communicator = { channels = 8; };\nallreduce = {\n"
+              " graph = { sizes = [ 1024L, 1048576L ]; candidates = (\n"
+              "  { algo = \"ring\"; proto = \"simple\"; channels = 4; latency = ( 1.0, 10.0 ); },\n"
+              "  { algo = \"ring\"; proto = \"simple\"; channels = 2; chunk = 65536L; latency = ( 2.0, 20.0 ); } ); };\n"
+              " eager = { sizes = [ 1024L, 1048576L ]; candidates = (\n"
+              "  { algo = \"ring\"; proto = \"simple\"; channels = 4; chunk = 262144L; latency = ( 1.0, 10.0 ); } ); };\n"
+              "};\n"
+              "reduce = { eager = { sizes = [ 1024L, 1048576L ]; candidates = (\n"
+              "  { algo = \"ring\"; proto = \"simple\"; channels = 4; chunk = 262144L; latency = ( 1.0, 10.0 ); },\n"
+              "  { algo = \"ring\"; proto = \"ll\"; channels = 2; chunk = 4096L; latency = ( 2.0, 20.0 ); } ); }; };\n");
+  struct ph_plugin pl;
+  struct ph_comm c;
+  open_comm(&pl, &c, 6, 8);
+  /* All-reduce: graph decided ring/simple/4 without a chunk, eager ring/
+   * simple/4 with 262144. Told neither regBuff nor which, the plugin must
+   * not hand out ring/simple/2's 65536. */
+  size_t chunk = 131072;
+  ck_assert_int_eq(ph_chunk_size(&c, ncclFuncAllReduce, 65536, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, &chunk), 0);
+  ck_assert_uint_ne(chunk, 65536);
+  /* Reduce: one mode, the decided ring/simple/4 names 262144. */
+  chunk = 131072;
+  ck_assert_int_eq(ph_chunk_size(&c, ncclFuncReduce, 65536, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, &chunk), 0);
+  ck_assert_uint_eq(chunk, 262144);
+  close_comm(&pl, &c);
+}
+END_TEST
+
+/* The v2 shim answers only pairs NCCL has enabled. */
+static void v2_answer(const char *algo_env, const char *proto_env, int coll, int *algo, int *proto) {
+  struct ph_plugin pl;
+  struct ph_comm c;
+  if (algo_env) setenv("NCCL_ALGO", algo_env, 1);
+  else unsetenv("NCCL_ALGO");
+  if (proto_env) setenv("NCCL_PROTO", proto_env, 1);
+  else unsetenv("NCCL_PROTO");
+  open_comm(&pl, &c, 2, 8);
+  const ncclTuner_v2_t *t = pl.sym;
+  int nch = 0;
+  *algo = *proto = -1;
+  ck_assert_int_eq(t->getCollInfo(c.ctx, (ncclFunc_t)coll, 4096, 0, 0, 1, algo, proto, &nch), 0);
+  close_comm(&pl, &c);
+}
+
+START_TEST(v2_reads_nccl_algo_and_proto_like_nccl) {
+  use_profile(HEAD("") "allreduce = { eager = { sizes = [ 1024L, 1048576L ]; candidates = (\n"
+              "  { algo = \"ring\"; proto = \"ll\"; channels = 2; latency = ( 1.0, 10.0 ); },\n"
+              "  { algo = \"tree\"; proto = \"simple\"; channels = 2; latency = ( 2.0, 20.0 ); },\n"
+              "  { algo = \"ring\"; proto = \"simple\"; channels = 2; latency = ( 3.0, 30.0 ); } ); }; };\n");
+  int a, p;
+  v2_answer(NULL, NULL, ncclFuncAllReduce, &a, &p);
+  ck_assert(a == NCCL_ALGO_RING && p == NCCL_PROTO_LL);
+  v2_answer(NULL, "^LL", ncclFuncAllReduce, &a, &p);
+  ck_assert(a == NCCL_ALGO_TREE && p == NCCL_PROTO_SIMPLE);
+  v2_answer(NULL, "broadcast:LL;allreduce:^LL", ncclFuncAllReduce, &a, &p);
+  ck_assert(a == NCCL_ALGO_TREE && p == NCCL_PROTO_SIMPLE);
+  v2_answer("allreduce:ring", NULL, ncclFuncAllReduce, &a, &p);
+  ck_assert(a == NCCL_ALGO_RING && p == NCCL_PROTO_LL);
+  v2_answer("ring;allreduce:^ring", "allreduce:simple", ncclFuncAllReduce, &a, &p);
+  ck_assert(a == NCCL_ALGO_TREE && p == NCCL_PROTO_SIMPLE);
+  /* What NCCL would refuse: no answer at all. */
+  v2_answer(NULL, "LL, Simple", ncclFuncAllReduce, &a, &p);
+  ck_assert(a == -1 && p == -1);
+  v2_answer("ring,banana", NULL, ncclFuncAllReduce, &a, &p);
+  ck_assert(a == -1 && p == -1);
+}
+END_TEST
+
+/* §5: NCCL 2.32 loads ncclTunerPlugin_v7 and hands it v7 constants. */
+START_TEST(abi_v7_is_exported_and_decides_like_v6) {
+  use_profile(five_percent("", ""));
+  void *dl = dlopen(pt_test_so(), RTLD_NOW | RTLD_LOCAL);
+  ck_assert_ptr_nonnull(dl);
+  const ncclTuner_v7_t *t7 = dlsym(dl, "ncclTunerPlugin_v7");
+  const ncclTuner_v6_t *t6 = dlsym(dl, "ncclTunerPlugin_v6");
+  ck_assert_ptr_nonnull(t7);
+  ck_assert_ptr_nonnull(t6);
+  ck_assert_str_eq(t7->name, "PcieTuner");
+  ck_assert_ptr_nonnull(t7->getChunkSize);
+  ncclTunerConstants_v7_t k, before;
+  unsigned char *b = (unsigned char *)&k;
+  for (size_t i = 0; i < sizeof k; i++) b[i] = (unsigned char)(i * 7 + 3);
+  memcpy(&before, &k, sizeof k);
+  ncclNvlDomainInfo_v7_t nvl = {1, 8, 8};
+  void *c7 = NULL, *c6 = NULL;
+  ck_assert_int_eq(t7->init(&c7, 5, 8, 1, ph_logger, &nvl, &k), ncclSuccess);
+  ck_assert_int_eq(memcmp(&k, &before, sizeof k), 0); /* all 1272 bytes left as NCCL made them */
+  ncclTunerConstants_v6_t k6;
+  memset(&k6, 0, sizeof k6);
+  ck_assert_int_eq(t6->init(&c6, 5, 8, 1, ph_logger, &nvl, &k6), ncclSuccess);
+  for (size_t n = 512; n < (4u << 20); n = n * 3 / 2) {
+    float a[7][3], b6[7][3];
+    int na = 0, nb = 0;
+    pt_test_nccl_table(a, ncclFuncAllReduce, n, 8, 0);
+    memcpy(b6, a, sizeof a);
+    ck_assert_int_eq(t7->getCollInfo(c7, ncclFuncAllReduce, n, 1, (float **)a, 7, 3, 0, &na), 0);
+    ck_assert_int_eq(t6->getCollInfo(c6, ncclFuncAllReduce, n, 1, (float **)b6, 7, 3, 0, &nb), 0);
+    ck_assert_int_eq(memcmp(a, b6, sizeof a), 0);
+    ck_assert_int_eq(na, nb);
+  }
+  ck_assert_int_eq(t7->finalize(c7), ncclSuccess);
+  ck_assert_int_eq(t6->finalize(c6), ncclSuccess);
+  ck_assert_int_eq(t7->finalize(NULL), ncclSuccess);
+  dlclose(dl);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("decisions");
+  TCase *tc = tcase_create("dlopen");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, imported_profile_never_forces_the_slower_choice);
+  tcase_add_test(tc, a_gain_must_clear_the_margin_and_the_noise);
+  tcase_add_test(tc, ties_and_small_gains_go_to_nccl);
+  tcase_add_test(tc, partial_sweep_is_refused_with_one_warn);
+  tcase_add_test(tc, no_default_still_decides);
+  tcase_add_test(tc, channels_never_exceed_the_communicator);
+  tcase_add_test(tc, environment_differences_warn_and_distrust_the_count);
+  tcase_add_test(tc, fp8_ring_steering_is_respected);
+  tcase_add_test(tc, chunk_only_for_the_decided_candidate);
+  tcase_add_test(tc, v2_reads_nccl_algo_and_proto_like_nccl);
+  tcase_add_test(tc, abi_v7_is_exported_and_decides_like_v6);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) { return pt_test_main(suite()); }

@@ -1,0 +1,163 @@
+/* Property (issue 9, "Done when"): a swept or imported profile never makes
+ * the plugin slower than NCCL's default beyond the measurement noise, on any
+ * built-in simulated box, in graph and eager mode. Random profiles are
+ * "measured" from each box's truth with noise, the way a sweep or an
+ * nccl-tests import sees it; the built plugin is then judged through dlopen
+ * and the simulated host with sim/simeval.h, as `pcie-tune simulate` judges
+ * it. Boxes come from the box list API, so re-derived boxes are covered. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nccl/common.h"
+#include "pcie/host.h"
+#include "pcie/sim_box.h"
+#include "sim/simeval.h"
+#include "support/pt_test.h"
+
+#define PROFILES_PER_BOX 6
+/* The measured medians carry 1 % noise (sigma); two of them compared, plus
+ * log-log interpolation between measured sizes: 5 % is "beyond noise". */
+#define NOISE_SIGMA 0.01
+#define TOLERANCE 0.05
+
+static double gauss(unsigned *seed) {
+  double u = (rand_r(seed) + 1.0) / ((double)RAND_MAX + 2.0);
+  double v = (rand_r(seed) + 1.0) / ((double)RAND_MAX + 2.0);
+  return sqrt(-2 * log(u)) * cos(2 * M_PI * v);
+}
+
+static void put_point(FILE *f, const struct pt_box *b, int mode, int algo, int proto, int ch,
+                      uint64_t n, unsigned *seed, int may_skip) {
+  float table[7][3];
+  pt_box_nccl_table(b, PT_ALLREDUCE, n, table);
+  double us = pt_box_true_us(b, PT_ALLREDUCE, mode, algo, proto, ch, n);
+  int fault = pt_box_fault_state(b, PT_ALLREDUCE, algo, proto, n);
+  if (table[algo][proto] < 0 || us < 0) fputs("\"unsupported\"", f);
+  else if (fault != PT_PT_OK) fprintf(f, "\"%s\"", pt_point_state_name(fault));
+  else if (may_skip && rand_r(seed) % 10 == 0) fputs("\"-\"", f); /* an adaptive sweep's gap */
+  else fprintf(f, "%.6f", us * exp(NOISE_SIGMA * gauss(seed)));
+}
+
+/* A random profile of all-reduce in mode on box b; swept = 1 records the
+ * communicator's channel count as a sweep does, 0 leaves it unknown as an
+ * nccl-tests import without INFO lines does. */
+static char *random_profile(const struct pt_box *b, int mode, int swept, unsigned *seed) {
+  uint64_t sizes[32];
+  size_t ns = 0;
+  for (uint64_t s = (uint64_t)1 << (3 + rand_r(seed) % 10); s <= ((uint64_t)1 << 28) && ns < 24;
+       s <<= 1 + rand_r(seed) % 2) /* factor 2 or 4, as sweeps and nccl-tests -f 2 */
+    sizes[ns++] = s;
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  fprintf(f,
+          "version = 1;\nname = \"random\";\nmatch = { nranks = %d; };\n"
+          "provenance = { tool = \"test\"; backend = \"sim\"; nccl_version = \"2.30\"; "
+          "date = \"2026-12-01\"; mode = \"%s\"; };\n",
+          b->nranks, pt_mode_name(mode));
+  if (swept) fprintf(f, "communicator = { channels = %d; };\n", b->nccl.comm_channels);
+  fprintf(f, "allreduce = { %s = {\n  sizes = [ ", pt_mode_name(mode));
+  for (size_t i = 0; i < ns; i++) fprintf(f, "%s%lluL", i ? ", " : "", (unsigned long long)sizes[i]);
+  fputs(" ];\n  nccl_default = ( ", f);
+  for (size_t i = 0; i < ns; i++)
+    fprintf(f, "%s%.6f", i ? ", " : "",
+            pt_box_default_us(b, PT_ALLREDUCE, mode, sizes[i]) * exp(NOISE_SIGMA * gauss(seed)));
+  fputs(" );\n  candidates = (\n", f);
+  int ncand = 0, maxch = b->nccl.comm_channels < 8 ? b->nccl.comm_channels : 8;
+  while (!ncand) {
+    for (int a = 0; a < 2; a++)
+      for (int p = 0; p < 3; p++)
+        for (int ch = 1; ch <= maxch; ch++) {
+          if (rand_r(seed) % 10 >= 4) continue;
+          fprintf(f, "%s    { algo = \"%s\"; proto = \"%s\"; channels = %d;\n      latency = ( ",
+                  ncand++ ? ",\n" : "", a ? "ring" : "tree", p == 0 ? "ll" : p == 1 ? "ll128" : "simple",
+                  ch);
+          for (size_t i = 0; i < ns; i++) {
+            if (i) fputs(", ", f);
+            put_point(f, b, mode, a ? NCCL_ALGO_RING : NCCL_ALGO_TREE, p, ch, sizes[i], seed,
+                      i > 0 && i + 1 < ns);
+          }
+          fprintf(f, " );\n      spread = ( ");
+          for (size_t i = 0; i < ns; i++) fprintf(f, "%s%.3f", i ? ", " : "", 3 * NOISE_SIGMA);
+          fputs(" ); }", f);
+        }
+  }
+  fputs("\n  );\n}; };\n", f);
+  fclose(f);
+  return text;
+}
+
+START_TEST(never_slower_than_nccl_on_any_box) {
+  char *dir = pt_test_tmpdir();
+  /* PT_SEED=N explores other random profiles (seeds 1-6 were tried too). */
+  unsigned seed = getenv("PT_SEED") ? (unsigned)atoi(getenv("PT_SEED")) : 2026;
+  double worst = 0;
+  size_t acted = 0, judged = 0;
+  for (size_t bi = 0; bi < pt_box_builtin_count(); bi++) {
+    const struct pt_box *b = pt_box_builtin_at(bi);
+    for (int mode = 0; mode < PT_NMODES; mode++)
+      for (int r = 0; r < PROFILES_PER_BOX; r++) {
+        int swept = r % 2 == 0;
+        char *text = random_profile(b, mode, swept, &seed);
+        char *path = pt_test_write(dir, "random.cfg", text);
+        setenv("PCIE_TUNER_PROFILE", path, 1);
+        struct ph_plugin pl;
+        struct ph_comm comm;
+        char err[512];
+        ck_assert_msg(ph_plugin_open(&pl, pt_test_so(), 0, err, sizeof err) == 0, "%s", err);
+        ck_assert_int_eq(ph_comm_init(&comm, &pl, (size_t)b->nranks, 1, 1), ncclSuccess);
+        ck_assert_msg(ph_log_find(NCCL_LOG_WARN, NULL) == 0, "%s: the profile was refused", b->name);
+        for (int k = 8; k <= 4 * 30; k++) {
+          uint64_t n = (uint64_t)llround(pow(2.0, k / 4.0));
+          struct pt_sim_eval ev;
+          pt_sim_eval(&comm, b, PT_ALLREDUCE, mode, n, &ev);
+          ck_assert_int_eq(ev.plugin_rc, 0);
+          if (ev.nccl.us < 0) continue;
+          if (pt_box_fault_state(b, PT_ALLREDUCE, ev.nccl.algo, ev.nccl.proto, n) != PT_PT_OK)
+            continue; /* NCCL's own choice fails here: not a question of speed */
+          judged++;
+          acted += ev.tuned.algo != ev.nccl.algo || ev.tuned.proto != ev.nccl.proto ||
+                   ev.tuned.channels != ev.nccl.channels;
+          ck_assert_msg(ev.tuned.state == PT_PT_OK, "%s %s: the plugin chose a failing %d/%d at %llu B",
+                        b->name, pt_mode_name(mode), ev.tuned.algo, ev.tuned.proto,
+                        (unsigned long long)n);
+          double ratio = ev.tuned.us / ev.nccl.us;
+          if (ratio > worst) worst = ratio;
+          if (ratio > 1 + TOLERANCE) fprintf(stderr, "the profile:\n%s", text);
+          ck_assert_msg(ratio <= 1 + TOLERANCE,
+                        "%s %s (%s profile %d): %llu B tuned %d/%d/%d %.2f us vs NCCL %d/%d/%d "
+                        "%.2f us (x%.3f)",
+                        b->name, pt_mode_name(mode), swept ? "swept" : "imported", r,
+                        (unsigned long long)n, ev.tuned.algo, ev.tuned.proto, ev.tuned.channels,
+                        ev.tuned.us, ev.nccl.algo, ev.nccl.proto, ev.nccl.channels, ev.nccl.us,
+                        ratio);
+        }
+        ph_log_clear();
+        ck_assert_int_eq(ph_comm_finalize(&comm), ncclSuccess);
+        ph_plugin_close(&pl);
+        free(path);
+        free(text);
+      }
+  }
+  printf("never-slower: %zu sizes judged, plugin acted on %zu, worst tuned/NCCL %.4f\n", judged,
+         acted, worst);
+  /* The property must not hold vacuously. */
+  ck_assert_uint_gt(acted, judged / 100);
+  pt_test_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("never-slower");
+  TCase *tc = tcase_create("property");
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, never_slower_than_nccl_on_any_box);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) { return pt_test_main(suite()); }
