@@ -228,6 +228,19 @@ START_TEST(bad_hardware_and_environment_are_errors) {
   bad = hw;
   snprintf(bad.p2p_level, sizeof bad.p2p_level, "NEAR");
   ck_assert_int_eq(pt_nccl_derive(&bad, &v, err, sizeof err), -1);
+  /* NCCL_MAX_NCHANNELS caps the communicator below the search's channels;
+   * NCCL_MIN_NCHANNELS raises it; the cost table keeps the search's. */
+  bad = hw;
+  ck_assert_int_eq(pt_nccl_derive(&bad, &v, err, sizeof err), 0);
+  ck_assert_int_eq(v.ring.nchannels, 2);
+  bad.max_nchannels = 1;
+  ck_assert_int_eq(pt_nccl_derive(&bad, &v, err, sizeof err), 0);
+  ck_assert_int_eq(v.comm_channels, 1);
+  ck_assert_int_eq(v.params.search_channels, 2);
+  bad.max_nchannels = 0;
+  bad.min_nchannels = 8;
+  ck_assert_int_eq(pt_nccl_derive(&bad, &v, err, sizeof err), 0);
+  ck_assert_int_eq(v.comm_channels, 8);
   /* NCCL's quirk: "^LL" turns LL128 on, even on PCIe. */
   bad = hw;
   snprintf(bad.proto, sizeof bad.proto, "^LL");
