@@ -515,7 +515,9 @@ out:
 
 int pt_box_check(const struct pt_box *b, struct pt_error_rec *err) {
   const struct pt_nccl_params *n = &b->nccl;
-  if (n->comm_channels < n->search_channels) {
+  /* A derived view may have fewer communicator than search channels
+   * (NCCL_MAX_NCHANNELS); a typed one with that is a typo. */
+  if (b->view_source == PT_VIEW_TYPED && n->comm_channels < n->search_channels) {
     snprintf(err->msg, sizeof err->msg, "nccl.comm_channels (%d) is below nccl.search_channels (%d)",
              n->comm_channels, n->search_channels);
     return PT_EINVAL;

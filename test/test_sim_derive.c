@@ -148,8 +148,8 @@ START_TEST(derived_view_matches_nccl_on_every_shared_topology) {
       n += check_one(dir, de->d_name);
   }
   closedir(d);
-  /* 35 harness outputs over 20 topologies are in the collection. */
-  ck_assert_int_ge(n, 35);
+  /* 47 harness outputs over 26 topologies are in the collection. */
+  ck_assert_int_ge(n, 47);
 }
 END_TEST
 
@@ -228,6 +228,19 @@ START_TEST(bad_hardware_and_environment_are_errors) {
   bad = hw;
   snprintf(bad.p2p_level, sizeof bad.p2p_level, "NEAR");
   ck_assert_int_eq(pt_nccl_derive(&bad, &v, err, sizeof err), -1);
+  /* NCCL_MAX_NCHANNELS caps the communicator below the search's channels;
+   * NCCL_MIN_NCHANNELS raises it; the cost table keeps the search's. */
+  bad = hw;
+  ck_assert_int_eq(pt_nccl_derive(&bad, &v, err, sizeof err), 0);
+  ck_assert_int_eq(v.ring.nchannels, 2);
+  bad.max_nchannels = 1;
+  ck_assert_int_eq(pt_nccl_derive(&bad, &v, err, sizeof err), 0);
+  ck_assert_int_eq(v.comm_channels, 1);
+  ck_assert_int_eq(v.params.search_channels, 2);
+  bad.max_nchannels = 0;
+  bad.min_nchannels = 8;
+  ck_assert_int_eq(pt_nccl_derive(&bad, &v, err, sizeof err), 0);
+  ck_assert_int_eq(v.comm_channels, 8);
   /* NCCL's quirk: "^LL" turns LL128 on, even on PCIe. */
   bad = hw;
   snprintf(bad.proto, sizeof bad.proto, "^LL");
@@ -248,6 +261,52 @@ START_TEST(bad_hardware_and_environment_are_errors) {
 }
 END_TEST
 
+/* Every prefix of a real topology, and the file with one byte changed
+ * anywhere, is read without a crash: either a box or a file:line error. */
+START_TEST(truncated_or_corrupt_topology_never_crashes) {
+  char path[1024], err[600];
+  snprintf(path, sizeof path, "%s/test/data/nccl-real/rand13-sm86-8x-2cpu-intel.xml", pt_test_srcdir());
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  static char text[16384];
+  size_t len = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  ck_assert_uint_gt(len, 1000);
+  char *dir = pt_test_tmpdir(), *tmp = NULL;
+  ck_assert(asprintf(&tmp, "%s/t.xml", dir) > 0);
+  int ok = 0, bad = 0;
+  for (size_t cut = 0; cut < len; cut += 13) {
+    for (int mode = 0; mode < 2; mode++) {
+      FILE *o = fopen(tmp, "w");
+      ck_assert_ptr_nonnull(o);
+      if (mode == 0) {
+        fwrite(text, 1, cut, o);
+      } else {
+        char save = text[cut];
+        text[cut] = "<>\"=/ x"[cut % 7];
+        fwrite(text, 1, len, o);
+        text[cut] = save;
+      }
+      fclose(o);
+      struct pt_hw hw;
+      struct pt_nccl_view v;
+      if (pt_hw_from_topo_xml(tmp, &hw, err, sizeof err) == 0) {
+        ok++;
+        ck_assert_int_eq(pt_nccl_derive(&hw, &v, err, sizeof err) == 0 || strlen(err) > 0, 1);
+      } else {
+        bad++;
+        ck_assert_msg(strncmp(err, tmp, strlen(tmp)) == 0, "error does not name the file: %s", err);
+      }
+    }
+  }
+  ck_assert_int_gt(ok, 0);
+  ck_assert_int_gt(bad, 0);
+  pt_test_rmtree(dir);
+  free(dir);
+  free(tmp);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("sim_derive");
   TCase *tc = tcase_create("core");
@@ -256,6 +315,7 @@ int main(void) {
   tcase_add_test(tc, builtin_boxes_default_is_nccls);
   tcase_add_test(tc, dual_socket_amd_falls_back_only_on_blackwell);
   tcase_add_test(tc, bad_hardware_and_environment_are_errors);
+  tcase_add_test(tc, truncated_or_corrupt_topology_never_crashes);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }
