@@ -13,6 +13,7 @@
 #include "args.h"
 #include "check_dir.h"
 #include "cmds.h"
+#include "json.h"
 #include "pcie/profile.h"
 #include "pcie/table.h"
 
@@ -37,28 +38,18 @@ static const char usage[] =
     "  --nranks N    the communicator's nRanks (1..1048576)\n"
     "  --nnodes M    the communicator's nNodes (default 1)\n";
 
-static void json_str(const char *s) {
-  putchar('"');
-  for (; s && *s; s++) {
-    if (*s == '"' || *s == '\\') printf("\\%c", *s);
-    else if ((unsigned char)*s < 0x20) printf("\\u%04x", *s);
-    else putchar(*s);
-  }
-  putchar('"');
-}
-
 static void json_line(const char *path, const char *status, const char *msg,
                       const struct pt_profile *p, const struct pt_table *t) {
   printf("{\"file\": ");
-  json_str(path);
+  cli_json_str(path);
   printf(", \"status\": \"%s\"", status);
   if (msg) {
     printf(", \"message\": ");
-    json_str(msg);
+    cli_json_str(msg);
   }
   if (p && t) {
     printf(", \"name\": ");
-    json_str(p->name);
+    cli_json_str(p->name);
     printf(", \"hash\": \"%016llx\", \"decision_intervals\": %zu, \"tables\": %zu",
            (unsigned long long)p->hash, t->ninterval, t->nsets);
     printf(", \"comm_channels\": %d, \"nccl_default\": %s", p->comm_channels,

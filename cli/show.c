@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cmds.h"
+#include "json.h"
 #include "pcie/files.h"
 #include "pcie/table.h"
 #include "svg.h"
@@ -239,16 +240,6 @@ static void print_text(const struct pt_profile *p, const struct pt_table *t,
   }
 }
 
-static void json_string(const char *s) {
-  putchar('"');
-  for (; s && *s; s++) {
-    if (*s == '"' || *s == '\\') printf("\\%c", *s);
-    else if ((unsigned char)*s < 0x20) printf("\\u%04x", *s);
-    else putchar(*s);
-  }
-  putchar('"');
-}
-
 static const char *kind_name(const struct pt_interval *iv) {
   if (iv->n) return iv->c[0].from_rule ? "rule" : iv->kind == PT_IV_NCCL_FAILS ? "measured_nccl_fails" : "measured";
   return iv->kind == PT_IV_OUTSIDE ? "nccl_outside_range"
@@ -261,9 +252,9 @@ static void print_json(const struct pt_profile *p, const struct pt_table *t,
   const struct pt_series *s = pt_profile_series(p, coll, mode);
   char why[300];
   printf("{\"profile\": ");
-  json_string(p->name);
+  cli_json_str(p->name);
   printf(", \"path\": ");
-  json_string(p->path);
+  cli_json_str(p->path);
   printf(", \"collective\": \"%s\", \"mode\": \"%s\", \"served_from\": \"%s\"", pt_coll_name(coll),
          pt_mode_name(mode), pt_mode_name(p->series[coll][mode] || !p->series[coll][!mode] ? mode : !mode));
   printf(", \"comm_channels\": %d, \"channel_clamp\": %d, \"margin\": %.4f",
@@ -300,7 +291,7 @@ static void print_json(const struct pt_profile *p, const struct pt_table *t,
     if (!excluded(t, s, coll, c, why, sizeof why, 1)) continue;
     printf("%s\n  {\"algo\": \"%s\", \"proto\": \"%s\", \"channels\": %d, \"reason\": ",
            first ? "" : ",", pt_algo_name(c->algo), pt_proto_name(c->proto), c->channels);
-    json_string(why);
+    cli_json_str(why);
     printf("}");
     first = 0;
   }

@@ -15,6 +15,7 @@
 
 #include "args.h"
 #include "cmds.h"
+#include "json.h"
 #include "pcie/files.h"
 #include "sim/simeval.h"
 
@@ -172,17 +173,6 @@ static void choice(char *buf, size_t len, const struct pt_sim_choice *c) {
 }
 
 /* A JSON string: quotes, backslashes and control characters escaped. */
-static void json_str(const char *s) {
-  putchar('"');
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') printf("\\%c", c);
-    else if (c < 0x20) printf("\\u%04x", c);
-    else putchar(c);
-  }
-  putchar('"');
-}
-
 static void json_choice(const struct pt_sim_choice *c) {
   if (c->algo < 0) {
     printf("null");
@@ -317,20 +307,20 @@ int cmd_simulate(int argc, char **argv) {
   }
   if (json) {
     printf("{\n  \"box\": ");
-    json_str(box.name);
+    cli_json_str(box.name);
     printf(", \"nranks\": %d, \"nnodes\": %d, \"mode\": \"%s\",\n  \"profile\": ", box.nranks, box.nnodes,
            pt_mode_name(mode));
-    json_str(profile);
+    cli_json_str(profile);
     printf(", \"plugin\": ");
-    json_str(so);
+    cli_json_str(so);
     printf(", \"tuner_abi\": %d,\n  \"plugin_log\": [", pl.version);
     for (size_t i = 0; ph_log_get(i, &le) == 0; i++) {
       printf("%s{\"level\": \"%s\", \"msg\": ", i ? ", " : "", le.level == NCCL_LOG_WARN ? "WARN" : "INFO");
-      json_str(le.msg);
+      cli_json_str(le.msg);
       printf("}");
     }
     printf("],\n  \"warning\": ");
-    if (warning[0]) json_str(warning);
+    if (warning[0]) cli_json_str(warning);
     else printf("null");
     printf(",\n  \"steps\": [");
     ph_log_clear();
@@ -350,7 +340,7 @@ int cmd_simulate(int argc, char **argv) {
     int first = s;
     if (json) {
       printf("%s\n    {\"step\": ", nstep ? "," : "");
-      json_str(items[first].step);
+      cli_json_str(items[first].step);
       printf(", \"items\": [");
     }
     for (; s < nitems && !strcmp(items[s].step, items[first].step); s++) {
