@@ -49,6 +49,12 @@
  * go out (and come in) on the caller's thread without a helper wake-up;
  * anything larger is left to the helpers. */
 #define PT_INLINE_BUDGET (64 * 1024)
+/* Messages up to this size are received by the caller alone (no helper
+ * watches a stream whose last message was this small): the latency-bound
+ * sizes. Larger ones keep the helpers streaming, since a receiver that
+ * drains only when the caller polls leaves the sender's socket full and
+ * its helper waking on every bit of room. */
+#define PT_SMALL_MSG (16 * 1024)
 #define PT_RX_BOUNCE 4096
 
 #define PT_WIRE_MAGIC 0x7063696574637031ULL /* "pcietcp1" */
@@ -246,7 +252,7 @@ struct pt_stream {
   char rxbuf[PT_RX_BOUNCE];
   struct pt_recv_slot *rreq;
   int rbuf;
-  int bulk; /* the last chunk placed belonged to a message above PT_INLINE_BUDGET */
+  int bulk; /* the last chunk placed belonged to a message above PT_SMALL_MSG */
   char *dst;
   size_t left;
   /* published for test's dead-peer check (written by the owner only):
@@ -321,21 +327,21 @@ void pt__stream_run(struct pt_stream *s, size_t budget);
 ncclResult_t pt__pool_acquire(ncclDebugLogger_t log);
 void pt__pool_release(void);
 int pt__pool_add(struct pt_stream *s, uint32_t interest);
-/* Epoll interests, all one-shot (the owner re-arms after every event).
- * Send streams: writable is almost always true, so EPOLLOUT is asked for
- * only while a chunk waits for room. Receive streams: a helper watches the
- * data while the stream carries large messages (its last chunk belonged to
- * one above PT_INLINE_BUDGET, or one is in progress, or bytes were left
- * unread); after a small message only a hang-up wakes it, and the caller's
- * test reads the next header itself. So small messages cost no helper
- * wake-up (no context switch on the critical path; NCCL's socket
- * transport by default moves everything on the proxy thread), while
- * large ones keep the helpers streaming. Arming re-evaluates readiness,
- * so data that arrived meanwhile is not lost. */
+/* Epoll interests. Send streams are one-shot: writable is almost always
+ * true, so EPOLLOUT is asked for only while a chunk waits for room, and
+ * the owner re-arms after every event. Receive streams are edge-triggered
+ * (no syscall per message); a helper watches their data only while they
+ * carry large messages (the last chunk belonged to one above PT_SMALL_MSG,
+ * or one is in progress, or bytes were left unread). After a small
+ * message only a hang-up wakes a helper and the caller's test reads the
+ * next header itself, so small messages cost no helper wake-up (no
+ * context switch on the critical path; NCCL's socket transport by
+ * default moves everything on the proxy thread). Changing the interest
+ * re-evaluates readiness, so data that arrived meanwhile is not lost. */
 #define PT_SEND_IDLE (EPOLLIN | EPOLLRDHUP | EPOLLONESHOT)
 #define PT_SEND_BUSY (EPOLLIN | EPOLLRDHUP | EPOLLOUT | EPOLLONESHOT)
-#define PT_RECV_IDLE (EPOLLRDHUP | EPOLLONESHOT)
-#define PT_RECV_BULK (EPOLLIN | EPOLLRDHUP | EPOLLONESHOT)
+#define PT_RECV_IDLE (EPOLLRDHUP | EPOLLET)
+#define PT_RECV_BULK (EPOLLIN | EPOLLRDHUP | EPOLLET)
 /* Changes a stream's epoll interest; only its owner may call it. */
 void pt__pool_arm(struct pt_stream *s, uint32_t interest);
 /* Removes the comm's streams and waits until no helper thread can still

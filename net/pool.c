@@ -37,10 +37,8 @@ static void *worker_main(void *arg)
 {
   struct pt_worker *w = arg;
   struct epoll_event ev[PT_WORKER_EVENTS];
-  /* Named, so a core dump or `top -H` says whose thread it is. Named by
-   * itself, not by its creator: a thread starts with every signal blocked
-   * until glibc restores the mask it was created with, and the name marks
-   * the point where its own mask is in force. */
+  /* Named, so a core dump or `top -H` says whose thread it is. Set here,
+   * once the thread runs with its own signal mask. */
   (void)pthread_setname_np(pthread_self(), "pcie-net");
   while (!atomic_load(&w->stop)) {
     int n = epoll_wait(w->epfd, ev, PT_WORKER_EVENTS, -1);

@@ -190,7 +190,7 @@ static int place(struct pt_stream *s)
   }
   s->rreq = r;
   s->rbuf = b;
-  s->bulk = hd->total > PT_INLINE_BUDGET;
+  s->bulk = hd->total > PT_SMALL_MSG;
   s->dst = r->data[b] + hd->offset;
   s->left = hd->len;
   return 1;
@@ -229,11 +229,12 @@ static ssize_t rx(struct pt_stream *s, void *buf, size_t len, int *eof)
   }
 }
 
-/* Returns 1 when a helper thread should watch the stream's data: it stopped
- * inside a chunk, with bytes possibly left in the socket (budget spent),
- * or it carries large messages. After a small message with the socket
- * drained it returns 0: the caller's test finds the next header, so a
- * small message never wakes a helper (see PT_RECV_IDLE).
+/* Returns PT_RX_WATCH when a helper thread should watch the stream's data
+ * (it stopped inside a chunk, or the stream carries large messages), plus
+ * PT_RX_UNDRAINED when bytes may be left in the socket (budget spent), so
+ * the edge-triggered registration needs a fresh edge. After a small
+ * message with the socket drained it returns 0: the caller's test finds
+ * the next header, so a small message never wakes a helper (PT_RECV_IDLE).
  *
  * A short read means the socket was empty at that moment (a TCP receive
  * queue gives all it has), so the stream stops there instead of paying a
@@ -241,6 +242,9 @@ static ssize_t rx(struct pt_stream *s, void *buf, size_t len, int *eof)
  * sat on the round trip's critical path. The exception is a hang-up
  * reported by epoll (fired): the FIN may already sit behind the data, and
  * its event has been consumed, so read until EOF. */
+#define PT_RX_WATCH 1
+#define PT_RX_UNDRAINED 2
+
 static int recv_step(struct pt_stream *s, size_t budget, uint32_t fired)
 {
   struct pt_comm *c = s->comm;
@@ -333,24 +337,26 @@ static int recv_step(struct pt_stream *s, size_t budget, uint32_t fired)
   if (atomic_load_explicit(&c->err, memory_order_relaxed) || s->phase == PT_RX_DEAD ||
       s->phase == PT_RX_PARKED)
     return 0;
-  return !drained || s->phase == PT_RX_DATA || s->bulk;
+  if (!drained)
+    return PT_RX_WATCH | PT_RX_UNDRAINED;
+  return s->phase == PT_RX_DATA || s->bulk ? PT_RX_WATCH : 0;
 }
 
 static void step(struct pt_stream *s, size_t budget)
 {
   uint32_t fired = atomic_exchange(&s->fired, 0);
-  uint32_t want;
   if (s->comm->magic == PT_MAGIC_RECV) {
-    int bulk = recv_step(s, budget, fired);
-    /* Once a hang-up was reported, watching for it again would re-fire at
-     * once: the caller's test takes it from there. */
-    int hung = (fired & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0;
+    /* Edge-triggered, so nothing to re-arm per event: only a change of
+     * interest, or a fresh edge for bytes left unread. */
+    int r = recv_step(s, budget, fired);
     int over = atomic_load_explicit(&s->comm->err, memory_order_relaxed) ||
                s->phase == PT_RX_DEAD;
-    want = bulk ? PT_RECV_BULK : hung || over ? 0 : PT_RECV_IDLE;
-  } else {
-    want = send_step(s, budget, fired);
+    uint32_t want = r & PT_RX_WATCH ? PT_RECV_BULK : over ? 0 : PT_RECV_IDLE;
+    if (want != s->interest || (r & PT_RX_UNDRAINED))
+      pt__pool_arm(s, want);
+    return;
   }
+  uint32_t want = send_step(s, budget, fired);
   if (fired && want == 0)
     s->interest = 0; /* one-shot: already disarmed */
   else if (fired || want != s->interest)
