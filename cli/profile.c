@@ -36,8 +36,13 @@ static const char usage_text[] =
     "  --backend nccl|sim     the GPUs through NCCL (docs/gpu.md), or a simulated box\n"
     "  --gpus LIST            nccl: CUDA devices, e.g. 0-7 or 0,2,4,6\n"
     "  --ops N                nccl: all-reduces per captured graph / timed launch; 20\n"
-    "  --warmup N             nccl: untimed launches before timing; 5\n"
-    "  --timeout SECONDS      per measurement in a worker; a hang is recorded after it; 60\n"
+    "  --warmup N             nccl: untimed launches after the first one; 5\n"
+    "  --nccl-lib PATH        nccl: the libnccl to measure with (e.g. your torch wheel's)\n"
+    "  --cudart-lib PATH      nccl: the CUDA runtime; default beside libnccl, then the system's\n"
+    "  --plugin PATH          nccl: the tuner plugin NCCL loads; default next to pcie-tune\n"
+    "  --process-model M      nccl: per-gpu (a process per GPU, as vLLM/torch) or single; per-gpu\n"
+    "  --timeout SECONDS      base deadline per measurement and between heartbeats, scaled\n"
+    "                         up with size (docs/gpu.md); a hang is retried once; 60\n"
     "  --box NAME|FILE        sim: a built-in box name or a box file (docs/sim.md)\n"
     "  --isolate              sim: measure in worker processes too, as nccl always does\n"
     "  --inject FAULT         sim --isolate: crash|abort|hang|wrong|exit|garbage:ALGO/PROTO/CH[@MIN]\n"
@@ -67,7 +72,8 @@ static void on_signal(int sig) { interrupted = sig; }
 #define MAX_INJECT 8
 
 struct opts {
-  const char *backend, *box, *out, *name, *gpus;
+  const char *backend, *box, *out, *name, *gpus, *nccl_lib, *plugin, *cudart_lib;
+  int single; /* --process-model single */
   const char *inject[MAX_INJECT];
   size_t ninject;
   int isolate;
@@ -209,6 +215,15 @@ static int parse(int argc, char **argv, struct opts *o) {
       if (parse_ull(v, 0, 86400, &o->checkpoint_s)) return bad("bad --checkpoint '%s' (seconds, 0..86400)", v);
     }
     else if (!strcmp(a, "--backend")) { NEED_ARG o->backend = v; }
+    else if (!strcmp(a, "--nccl-lib") || !strcmp(a, "--plugin") || !strcmp(a, "--cudart-lib")) {
+      NEED_ARG
+      if (record_word(a, v)) return 2;
+      *(a[2] == 'n' ? &o->nccl_lib : a[2] == 'p' ? &o->plugin : &o->cudart_lib) = v;
+    } else if (!strcmp(a, "--process-model")) {
+      NEED_ARG
+      if (strcmp(v, "per-gpu") && strcmp(v, "single")) return bad("bad --process-model '%s' (per-gpu or single)", v);
+      o->single = !strcmp(v, "single");
+    }
     else if (!strcmp(a, "--box")) {
       NEED_ARG
       if (record_word(a, v)) return 2;
@@ -290,8 +305,11 @@ static int canonical(const struct opts *o, char *buf, size_t len) {
   buf[0] = 0;
   rec_add(&r, "--backend %s", o->backend);
   if (!strcmp(o->backend, "nccl")) {
-    rec_add(&r, " --gpus %s --ops %llu --warmup %llu --timeout %llu", o->gpus, o->ops, o->warmup,
-            o->timeout_s);
+    rec_add(&r, " --gpus %s --ops %llu --warmup %llu --timeout %llu --process-model %s", o->gpus, o->ops,
+            o->warmup, o->timeout_s, o->single ? "single" : "per-gpu");
+    if (o->nccl_lib) rec_add(&r, " --nccl-lib %s", o->nccl_lib);
+    if (o->cudart_lib) rec_add(&r, " --cudart-lib %s", o->cudart_lib);
+    if (o->plugin) rec_add(&r, " --plugin %s", o->plugin);
   } else {
     rec_add(&r, " --box %s --seed %llu", o->box, o->seed);
     if (o->isolate) rec_add(&r, " --isolate --timeout %llu", o->timeout_s);
@@ -366,6 +384,10 @@ static int open_backend(const struct opts *o, struct pt_backend *be) {
     no.ops = (unsigned)o->ops;
     no.warmup = (unsigned)o->warmup;
     no.timeout_s = (double)o->timeout_s;
+    no.nccl_lib = o->nccl_lib;
+    no.cudart_lib = o->cudart_lib;
+    no.plugin = o->plugin;
+    no.single = o->single;
     no.stop = &interrupted;
     rc = pt_backend_nccl_open(be, &no, &e);
   } else {
@@ -554,7 +576,8 @@ int cmd_profile(int argc, char **argv) {
     char stored[sizeof fs.args]; /* the resumed options point into it */
     given = o;
     /* Everything but --out, --budget and --quiet comes from the file. */
-    if (given.backend || given.box || given.gpus || given.full || given.force || given.name)
+    if (given.backend || given.box || given.gpus || given.full || given.force || given.name || given.nccl_lib ||
+        given.plugin || given.cudart_lib)
       return bad("--resume takes the sweep's options from %s; give only --out, --budget, --quiet", o.out);
     for (int i = 1; i < argc; i++)
       if (strcmp(argv[i], "--resume") && strcmp(argv[i], "--out") && strcmp(argv[i], "--budget") &&
@@ -585,6 +608,8 @@ int cmd_profile(int argc, char **argv) {
     if (!o.gpus) return bad("missing --gpus LIST for the nccl backend (e.g. --gpus 0-7)");
     if (o.box || o.isolate || o.ninject) return bad("--box, --isolate and --inject are for --backend sim");
   } else if (!strcmp(o.backend, "sim")) {
+    if (o.nccl_lib || o.plugin || o.cudart_lib || o.single)
+      return bad("--nccl-lib, --cudart-lib, --plugin and --process-model are for --backend nccl");
     if (!o.box) return bad("missing --box NAME|FILE for the sim backend");
     if (o.gpus) return bad("--gpus is for --backend nccl");
     if (o.ninject && !o.isolate) return bad("--inject needs --isolate (faults happen in workers)");

@@ -97,7 +97,7 @@ int pt_proto_read(int fd, int64_t deadline_ms, unsigned char *buf, size_t cap,
   if (magic != PT_PROTO_MAGIC)
     return bad(why, whylen, "bad frame magic 0x%08x (bytes \"%.4s\")", magic,
                (const char *)hdr);
-  if (f->type < PT_MSG_HELLO || f->type > PT_MSG_FAIL)
+  if (f->type < PT_MSG_HELLO || f->type > PT_MSG_BEAT)
     return bad(why, whylen, "unknown frame type %u", f->type);
   if (f->len > PT_PROTO_MAX_PAYLOAD || f->len > cap)
     return bad(why, whylen, "frame payload of %u bytes exceeds %u", f->len, PT_PROTO_MAX_PAYLOAD);

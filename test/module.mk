@@ -10,3 +10,6 @@ layout-check:
 	@bad=$$(grep -lE '#include "(cli/|cmds\.h|progress\.h|svg\.h)' \
 	  tuner/* net/* sim/* measure/* import/* include/*/* 2>/dev/null); \
 	if [ -n "$$bad" ]; then echo "layout: these include a cli/ header: $$bad"; exit 1; fi
+
+# The CUDA runtime + NCCL double that the GPU backend's tests run through.
+include test/double/module.mk
