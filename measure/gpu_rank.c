@@ -325,7 +325,10 @@ static int measure(struct rank *k, const struct pt_rank_cmd *cmd, double *sample
     if (run_once(k, exec, count, nout, res)) goto out;
   if (!graph && verdict(k, cmd, res)) goto out;
   CU("cudaStreamSynchronize", a->StreamSynchronize(k->st));
-  if (check(k, count, nout, "warm-up", res)) goto out;
+  /* A wrong result is remembered, but the rank runs on: its peers wait in
+   * the same collectives, so every rank keeps the same sequence. */
+  struct pt_measure_res bad = {PT_PT_OK, ""};
+  check(k, count, nout, "warm-up", &bad);
   for (unsigned i = 0; i < q->reps; i++) {
     float ms = 0;
     char when[48];
@@ -339,9 +342,11 @@ static int measure(struct rank *k, const struct pt_rank_cmd *cmd, double *sample
     CU("cudaEventElapsedTime", a->EventElapsedTime(&ms, k->ev0, k->ev1));
     samples[i] = (double)ms * 1000.0 / k->c->ops;
     snprintf(when, sizeof when, "timed replay %u", q->first_rep + i + 1);
-    if (check(k, count, nout, when, res)) goto out;
+    if (bad.state == PT_PT_OK) check(k, count, nout, when, &bad);
+    if (bad.state == PT_PT_CRASH) break;
     beat(k, i + 1);
   }
+  if (bad.state != PT_PT_OK) *res = bad;
 out:
   if (exec) a->GraphExecDestroy(exec);
   return rc;
