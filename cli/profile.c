@@ -508,6 +508,16 @@ static int run(struct opts *o, const char *args, int resume) {
     status = 2;
     goto out;
   }
+  if (!strcmp(o->backend, "nccl")) {
+    /* Say what narrows the sweep, instead of leaving it to "unsupported". */
+    const char *algo = getenv("NCCL_ALGO"), *proto = getenv("NCCL_PROTO");
+    if (algo || proto)
+      fprintf(stderr, "pcie-tune profile: warning: NCCL_ALGO=%s NCCL_PROTO=%s are set: candidates they exclude "
+                      "come back unsupported\n", algo ? algo : "(unset)", proto ? proto : "(unset)");
+    if ((o->proto_mask & (1u << NCCL_PROTO_LL128)) && (!proto || !strstr(proto, "LL128") || strchr(proto, '^')))
+      fprintf(stderr, "pcie-tune profile: note: NCCL disables LL128 on PCIe unless NCCL_PROTO enables it "
+                      "(e.g. NCCL_PROTO=LL,LL128,Simple); ll128 candidates will be unsupported\n");
+  }
   pt_progress_init(&r.pg, o->quiet);
   r.last_write = now_s();
   so.progress = on_progress;
