@@ -24,6 +24,7 @@
 #include "pcie/sim_box.h"
 #include "progress.h"
 #include "measure/sweepfile.h"
+#include "measure/workload.h"
 
 static const char usage_text[] =
     "usage: pcie-tune profile --backend nccl --gpus LIST --out FILE [options]\n"
@@ -50,7 +51,10 @@ static const char usage_text[] =
     "  --checkpoint SECONDS   write the partial profile this often, so --resume survives\n"
     "                         even a killed profiler; 30 (0 = after every measurement)\n"
     "  --out FILE             profile to write (never overwritten without --force)\n"
-    "  --sizes MIN:MAX        sizes in bytes, powers of two from MIN (K/M/G suffixes); 8:256M\n"
+    "  --sizes MIN:MAX|LIST   sizes in bytes, powers of two from MIN, or exactly the comma\n"
+    "                         LIST (K/M/G suffixes); 8:256M\n"
+    "  --workload FILE        also measure every size of a workload file (the format of\n"
+    "                         'pcie-tune simulate --workload')\n"
     "  --graph | --eager | --both   launch mode(s) to measure; --graph\n"
     "  --collectives LIST     allreduce,allgather,reducescatter,broadcast,reduce or all; allreduce\n"
     "  --algos LIST           ring,tree; ring,tree\n"
@@ -79,6 +83,10 @@ struct opts {
   int isolate;
   unsigned long long ops, warmup, timeout_s, checkpoint_s;
   uint64_t min_bytes, max_bytes;
+  uint64_t sizes[PT_SWEEP_MAX_SIZES]; /* --sizes LIST and --workload, merged */
+  size_t nsizes;
+  const char *sizes_list, *workload; /* as given, for the resume record */
+  int sizes_range;                   /* --sizes MIN:MAX was given */
   unsigned mode_mask, coll_mask, algo_mask, proto_mask;
   int channels[PT_MAX_CHANNELS];
   size_t nch;
@@ -154,6 +162,18 @@ static int parse_channels(const char *s, struct opts *o) {
     o->channels[o->nch++] = (int)v;
   }
   return o->nch ? 0 : -1;
+}
+
+/* "14336,28672,1M": sizes in bytes with K/M/G suffixes, merged into o->sizes. */
+static int parse_size_list(const char *s, struct opts *o) {
+  char buf[1024];
+  if (strlen(s) >= sizeof buf) return -1;
+  snprintf(buf, sizeof buf, "%s", s);
+  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    uint64_t v;
+    if (parse_bytes(t, &v) || pt_sizes_add(o->sizes, &o->nsizes, PT_SWEEP_MAX_SIZES, v)) return -1;
+  }
+  return o->nsizes ? 0 : -1;
 }
 
 static int proto_parse(const char *s) { return pt_proto_parse(s); }
@@ -234,8 +254,23 @@ static int parse(int argc, char **argv, struct opts *o) {
       o->name = v;
     }
     else if (!strcmp(a, "--out")) { NEED_ARG o->out = v; }
-    else if (!strcmp(a, "--sizes")) {
+    else if (!strcmp(a, "--sizes") && !strchr(v ? v : ":", ':')) {
       NEED_ARG
+      if (record_word(a, v) || parse_size_list(v, o)) return bad("bad --sizes '%s' (MIN:MAX, or a comma list of at most %d sizes)", v, PT_SWEEP_MAX_SIZES);
+      o->sizes_list = v;
+    } else if (!strcmp(a, "--workload")) {
+      NEED_ARG
+      struct pt_error_rec we;
+      if (record_word(a, v)) return 2;
+      if (pt_workload_sizes(v, o->sizes, &o->nsizes, PT_SWEEP_MAX_SIZES, &we)) {
+        char buf[1200];
+        pt_error_format(&we, buf, sizeof buf);
+        return bad("--workload: %s", buf);
+      }
+      o->workload = v;
+    } else if (!strcmp(a, "--sizes")) {
+      NEED_ARG
+      o->sizes_range = 1;
       char lo[64], *colon = strchr(v, ':');
       size_t lolen = colon ? (size_t)(colon - v) : strlen(v);
       snprintf(lo, sizeof lo, "%.*s", (int)(lolen < sizeof lo ? lolen : 0), v);
@@ -315,8 +350,10 @@ static int canonical(const struct opts *o, char *buf, size_t len) {
     if (o->isolate) rec_add(&r, " --isolate --timeout %llu", o->timeout_s);
     for (size_t i = 0; i < o->ninject; i++) rec_add(&r, " --inject %s", o->inject[i]);
   }
-  rec_add(&r, " --sizes %llu:%llu --%s --collectives ", (unsigned long long)o->min_bytes,
-          (unsigned long long)o->max_bytes,
+  if (o->sizes_list) rec_add(&r, " --sizes %s", o->sizes_list);
+  if (o->workload) rec_add(&r, " --workload %s", o->workload);
+  if (!o->nsizes) rec_add(&r, " --sizes %llu:%llu", (unsigned long long)o->min_bytes, (unsigned long long)o->max_bytes);
+  rec_add(&r, " --%s --collectives ",
           o->mode_mask == 3u ? "both" : o->mode_mask == (1u << PT_MODE_GRAPH) ? "graph" : "eager");
   for (int c = 0; c < PT_NCOLL; c++)
     if (o->coll_mask & (1u << c)) rec_add(&r, "%s%s", sep, pt_coll_name(c)), sep = ",";
@@ -492,6 +529,8 @@ static int run(struct opts *o, const char *args, int resume) {
   pt_sweep_opts_default(&so);
   so.min_bytes = o->min_bytes;
   so.max_bytes = o->max_bytes;
+  so.sizes = o->sizes;
+  so.nsizes = o->nsizes;
   so.coll_mask = o->coll_mask;
   so.mode_mask = o->mode_mask;
   so.reps = o->reps;
@@ -614,6 +653,7 @@ int cmd_profile(int argc, char **argv) {
     return run(&o, args, 1);
   }
   if (!o.backend) return bad("missing --backend (nccl or sim)");
+  if (o.sizes_range && o.nsizes) return bad("--sizes MIN:MAX and a size list (--sizes LIST, --workload) exclude each other");
   if (!strcmp(o.backend, "nccl")) {
     if (!o.gpus) return bad("missing --gpus LIST for the nccl backend (e.g. --gpus 0-7)");
     if (o.box || o.isolate || o.ninject) return bad("--box, --isolate and --inject are for --backend sim");

@@ -100,7 +100,13 @@ int pt_sweep_init(struct pt_sweep *s, const struct pt_sweep_opts *o, struct pt_e
              o->screen_reps, o->reps, PT_SWEEP_MAX_REPS);
     return PT_EINVAL;
   }
-  if (o->min_bytes < 1 || o->max_bytes < o->min_bytes) {
+  for (size_t i = 0; i < o->nsizes; i++)
+    if (!o->sizes[i] || (i && o->sizes[i] <= o->sizes[i - 1]) || o->nsizes > PT_SWEEP_MAX_SIZES) {
+      snprintf(err->msg, sizeof err->msg, "sizes must be ascending, distinct, > 0 and at most %d",
+               PT_SWEEP_MAX_SIZES);
+      return PT_EINVAL;
+    }
+  if (!o->nsizes && (o->min_bytes < 1 || o->max_bytes < o->min_bytes)) {
     snprintf(err->msg, sizeof err->msg, "size range %llu..%llu is empty",
              (unsigned long long)o->min_bytes, (unsigned long long)o->max_bytes);
     return PT_EINVAL;
@@ -110,9 +116,11 @@ int pt_sweep_init(struct pt_sweep *s, const struct pt_sweep_opts *o, struct pt_e
     return PT_EINVAL;
   }
   s->opts = *o;
+  s->opts.sizes = NULL; /* copied into every series' grid below */
   struct pt_cand_spec *cands = malloc(o->ncand * sizeof *cands);
   size_t ngrid = 0;
-  for (uint64_t n = o->min_bytes; n <= o->max_bytes && n; n *= 2) ngrid++;
+  for (uint64_t n = o->min_bytes; !o->nsizes && n <= o->max_bytes && n; n *= 2) ngrid++;
+  if (o->nsizes) ngrid = o->nsizes;
   s->series = calloc(PT_NCOLL * PT_NMODES, sizeof *s->series);
   if (!cands || !s->series) {
     free(cands);
@@ -139,7 +147,7 @@ int pt_sweep_init(struct pt_sweep *s, const struct pt_sweep_opts *o, struct pt_e
         return PT_ENOMEM;
       }
       uint64_t n = o->min_bytes;
-      for (size_t i = 0; i < ngrid; i++, n *= 2) se->grid[i] = n;
+      for (size_t i = 0; i < ngrid; i++, n *= 2) se->grid[i] = o->nsizes ? o->sizes[i] : n;
       for (size_t k = 0; k < se->nrow * ngrid; k++) se->pts[k].state = PT_PT_MISSING;
       for (size_t r = 0; r < se->nrow; r++) se->dead_from[r] = ngrid;
     }

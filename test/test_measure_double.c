@@ -8,6 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "nccl/common.h"
@@ -248,6 +252,121 @@ START_TEST(decisions_match_the_sim_backend) {
 }
 END_TEST
 
+/* Workers or ranks whose command line names this test's directory. */
+static int alive(void) {
+  DIR *d = opendir("/proc");
+  struct dirent *e;
+  int n = 0;
+  while ((e = readdir(d))) {
+    char path[300], buf[4096];
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    size_t k = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    for (size_t i = 0; i < k; i++)
+      if (!buf[i]) buf[i] = ' ';
+    buf[k] = 0;
+    n += strstr(buf, " worker ") && strstr(buf, dir);
+  }
+  closedir(d);
+  return n;
+}
+
+static void nap_ms(long ms) { nanosleep(&(struct timespec){ms / 1000, ms % 1000 * 1000000}, NULL); }
+
+/* SIGKILL of the profiler mid-sweep leaves a checkpoint and no worker or
+ * rank behind; Ctrl-C leaves a partial profile; --resume finishes both. */
+START_TEST(sigkill_and_ctrl_c_then_resume) {
+  const int sigs[] = {SIGKILL, SIGINT};
+  for (int k = 0; k < 2; k++) {
+    char cmd[4096], path[1200], name[16];
+    snprintf(name, sizeof name, "r%d.cfg", k);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    /* Ring/simple hangs from 16 KiB on with a long timeout: the sweep is
+     * stuck there when the signal comes. */
+    snprintf(cmd, sizeof cmd,
+             "cd %s && TMPDIR=%s PTDOUBLE_BOX=consumer-2x PTDOUBLE_FAULTS='hang:ring/simple/*@16384' exec %s profile "
+             "--backend nccl --nccl-lib %s --quiet --gpus 0-1 --ops 2 --sizes 4K:32K --algos ring --protos ll,simple "
+             "--channels 1,2 --reps 3 --full --timeout 600 --checkpoint 0 --out %s",
+             dir, dir, pt_test_cli(), dbl, name);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+      execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+      _exit(127);
+    }
+    struct stat st;
+    int seen = 0;
+    for (int i = 0; i < 600 && !seen; i++, nap_ms(50)) {
+      char *text = stat(path, &st) == 0 ? slurp(name) : NULL;
+      seen = text && strstr(text, "state = \"ok\"") == NULL && alive() && strstr(text, "nreps");
+      free(text);
+    }
+    ck_assert_msg(seen, "no checkpoint appeared");
+    nap_ms(1500); /* into the hanging measurement */
+    ck_assert_int_eq(kill(pid, sigs[k]), 0);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    if (sigs[k] == SIGKILL) ck_assert(WIFSIGNALED(status));
+    else ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 130, "status 0x%x", status);
+    for (int i = 0; i < 100 && alive(); i++) nap_ms(20);
+    ck_assert_msg(!alive(), "a worker or rank outlived the profiler");
+    char *err = NULL, *out = NULL;
+    snprintf(cmd, sizeof cmd, "cd %s && TMPDIR=%s PTDOUBLE_BOX=consumer-2x %s profile --resume --quiet --out %s", dir,
+             dir, pt_test_cli(), name);
+    int rc = pt_test_run(cmd, &out, &err);
+    ck_assert_msg(rc == 0, "resume: exit %d: %s", rc, err);
+    free(out), free(err);
+    struct pt_profile *p = load(name);
+    ck_assert_int_eq(point(p, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 2, 32768)->state, PT_PT_OK);
+    unload(p);
+  }
+}
+END_TEST
+
+/* Exactly the sizes asked for (a list, a workload file), and the channel
+ * count NCCL_MIN_NCHANNELS gives the communicator. */
+START_TEST(size_lists_workloads_and_channel_env) {
+  char *err = NULL, *wl = pt_test_write(dir, "w.txt", "# verify step\nv1 allreduce 14336 61\nv8 allreduce 114688 61\n");
+  int rc = profile(&err, "PTDOUBLE_BOX=consumer-2x NCCL_MIN_NCHANNELS=8",
+                   "--gpus 0-1 --ops 2 --sizes 4K,1M --workload %s --algos ring --protos simple --channels 2,8,16 "
+                   "--reps 3 --full --out l.cfg", wl);
+  ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+  free(err);
+  free(wl);
+  struct pt_profile *p = load("l.cfg");
+  const struct pt_series *s = p->series[PT_ALLREDUCE][PT_MODE_GRAPH];
+  const uint64_t want[] = {4096, 14336, 114688, 1048576};
+  ck_assert_uint_eq(s->nsizes, 4);
+  for (size_t i = 0; i < 4; i++) ck_assert_uint_eq(s->sizes[i], want[i]);
+  ck_assert_int_eq(point(p, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 8, 14336)->state, PT_PT_OK);
+  ck_assert_ptr_null(point(p, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 16, 14336));
+  unload(p);
+  char *text = slurp("l.cfg");
+  ck_assert_msg(strstr(text, "comm_channels = 8;") && strstr(text, "NCCL_MIN_NCHANNELS=8"), "%s", text);
+  free(text);
+}
+END_TEST
+
+/* A rank that dies is the candidate's crash; the sweep goes on. */
+START_TEST(a_dying_rank_is_a_crash) {
+  char *err = NULL;
+  int rc = profile(&err, "PTDOUBLE_BOX=consumer-2x PTDOUBLE_FAULTS='crash:ring/ll/1@8192'",
+                   "--gpus 0-1 --ops 2 --sizes 4K:16K --algos ring --protos ll --channels 1,2 --reps 3 --full --out c.cfg");
+  ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+  free(err);
+  struct pt_profile *p = load("c.cfg");
+  ck_assert_int_eq(point(p, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_LL, 1, 8192)->state, PT_PT_CRASH);
+  ck_assert_int_eq(point(p, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_LL, 2, 16384)->state, PT_PT_OK);
+  unload(p);
+  char *text = slurp("c.cfg");
+  ck_assert_msg(strstr(text, "killed by signal 11") || strstr(text, "crash"), "%s", text);
+  free(text);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("measure_double");
   TCase *tc = tcase_create("core");
@@ -259,6 +378,9 @@ int main(void) {
   tcase_add_test(tc, slow_is_not_hang_and_hang_is_local);
   tcase_add_test(tc, environment_failures_stop_the_sweep);
   tcase_add_test(tc, decisions_match_the_sim_backend);
+  tcase_add_test(tc, sigkill_and_ctrl_c_then_resume);
+  tcase_add_test(tc, size_lists_workloads_and_channel_env);
+  tcase_add_test(tc, a_dying_rank_is_a_crash);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }
