@@ -42,6 +42,7 @@ static const char usage_text[] =
     "  --cudart-lib PATH      nccl: the CUDA runtime; default beside libnccl, then the system's\n"
     "  --plugin PATH          nccl: the tuner plugin NCCL loads; default next to pcie-tune\n"
     "  --process-model M      nccl: per-gpu (a process per GPU, as vLLM/torch) or single; per-gpu\n"
+    "  --in-place             nccl: all-reduce in place (default: out of place, as most engines)\n"
     "  --timeout SECONDS      base deadline per measurement and between heartbeats, scaled\n"
     "                         up with size (docs/gpu.md); a hang is retried once; 60\n"
     "  --box NAME|FILE        sim: a built-in box name or a box file (docs/sim.md)\n"
@@ -77,7 +78,8 @@ static void on_signal(int sig) { interrupted = sig; }
 
 struct opts {
   const char *backend, *box, *out, *name, *gpus, *nccl_lib, *plugin, *cudart_lib;
-  int single; /* --process-model single */
+  int single;   /* --process-model single */
+  int in_place; /* --in-place */
   const char *inject[MAX_INJECT];
   size_t ninject;
   int isolate;
@@ -239,6 +241,8 @@ static int parse(int argc, char **argv, struct opts *o) {
       NEED_ARG
       if (record_word(a, v)) return 2;
       *(a[2] == 'n' ? &o->nccl_lib : a[2] == 'p' ? &o->plugin : &o->cudart_lib) = v;
+    } else if (!strcmp(a, "--in-place")) {
+      o->in_place = 1;
     } else if (!strcmp(a, "--process-model")) {
       NEED_ARG
       if (strcmp(v, "per-gpu") && strcmp(v, "single")) return bad("bad --process-model '%s' (per-gpu or single)", v);
@@ -345,6 +349,7 @@ static int canonical(const struct opts *o, char *buf, size_t len) {
     if (o->nccl_lib) rec_add(&r, " --nccl-lib %s", o->nccl_lib);
     if (o->cudart_lib) rec_add(&r, " --cudart-lib %s", o->cudart_lib);
     if (o->plugin) rec_add(&r, " --plugin %s", o->plugin);
+    if (o->in_place) rec_add(&r, " --in-place");
   } else {
     rec_add(&r, " --box %s --seed %llu", o->box, o->seed);
     if (o->isolate) rec_add(&r, " --isolate --timeout %llu", o->timeout_s);
@@ -425,6 +430,7 @@ static int open_backend(const struct opts *o, struct pt_backend *be) {
     no.cudart_lib = o->cudart_lib;
     no.plugin = o->plugin;
     no.single = o->single;
+    no.in_place = o->in_place;
     no.stop = &interrupted;
     rc = pt_backend_nccl_open(be, &no, &e);
   } else {
@@ -658,8 +664,8 @@ int cmd_profile(int argc, char **argv) {
     if (!o.gpus) return bad("missing --gpus LIST for the nccl backend (e.g. --gpus 0-7)");
     if (o.box || o.isolate || o.ninject) return bad("--box, --isolate and --inject are for --backend sim");
   } else if (!strcmp(o.backend, "sim")) {
-    if (o.nccl_lib || o.plugin || o.cudart_lib || o.single)
-      return bad("--nccl-lib, --cudart-lib, --plugin and --process-model are for --backend nccl");
+    if (o.nccl_lib || o.plugin || o.cudart_lib || o.single || o.in_place)
+      return bad("--nccl-lib, --cudart-lib, --plugin, --process-model and --in-place are for --backend nccl");
     if (!o.box) return bad("missing --box NAME|FILE for the sim backend");
     if (o.gpus) return bad("--gpus is for --backend nccl");
     if (o.ninject && !o.isolate) return bad("--inject needs --isolate (faults happen in workers)");

@@ -106,6 +106,8 @@ int pt_backend_nccl_open(struct pt_backend *b, const struct pt_nccl_opts *o,
     args[k++] = "--cudart-lib";
     args[k++] = o->cudart_lib;
   }
+  args[k++] = "--placement";
+  args[k++] = o->in_place ? "in-place" : "out-of-place";
   args[k++] = "--process-model";
   args[k++] = o->single ? "single" : "per-gpu";
   int rc = make_scratch(scratch, sizeof scratch, err);

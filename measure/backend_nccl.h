@@ -18,6 +18,7 @@ struct pt_nccl_opts {
   const char *nccl_lib;   /* NULL = libnccl.so.2 */
   const char *cudart_lib; /* NULL = beside libnccl, then the loader's path */
   int single;             /* 1: one worker process drives every GPU from a thread each */
+  int in_place;           /* 1: all-reduce in place */
   unsigned ops;           /* all-reduces per timed launch / captured graph */
   unsigned warmup;        /* untimed launches after the first one */
   double timeout_s;       /* base deadline per measurement and between heartbeats,

@@ -33,6 +33,7 @@ typedef struct pt_cu_exec_s *pt_cu_exec;     /* cudaGraphExec_t */
 #define PT_CU_CAPTURE_THREAD_LOCAL 1   /* cudaStreamCaptureModeThreadLocal */
 #define PT_CU_H2D 1                    /* cudaMemcpyHostToDevice */
 #define PT_CU_D2H 2                    /* cudaMemcpyDeviceToHost */
+#define PT_CU_D2D 3                    /* cudaMemcpyDeviceToDevice */
 #define PT_CU_ATTR_CC_MAJOR 75         /* cudaDevAttrComputeCapabilityMajor */
 #define PT_CU_ATTR_CC_MINOR 76
 /* cudaDeviceProp is versioned and large; its first member is char name[256]

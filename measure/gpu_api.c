@@ -46,6 +46,7 @@ static const struct symtab cuda_syms[] = {
 static const struct symtab nccl_syms[] = {
     N(GetVersion, 1),   N(GetUniqueId, 1), N(CommInitRank, 1),      N(CommDestroy, 1),
     N(GroupStart, 1),   N(GroupEnd, 1),    N(GroupSimulateEnd, 0),  N(AllReduce, 1),
+    N(MemAlloc, 0),     N(MemFree, 0),
     {"ncclGetErrorString", offsetof(struct pt_gpu_api, NcclErrorString), 1},
     {"ncclGetLastError", offsetof(struct pt_gpu_api, NcclLastError), 1}};
 #undef N

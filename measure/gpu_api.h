@@ -63,6 +63,10 @@ struct pt_gpu_api {
   ncclResult_t (*GroupSimulateEnd)(pt_nccl_siminfo *info); /* NULL before NCCL 2.22 */
   ncclResult_t (*AllReduce)(const void *send, void *recv, size_t count, int dtype, int op,
                             pt_nccl_comm c, pt_cu_stream s);
+  /* NCCL >= 2.19: buffers from cuMem, so graph registration works as it
+   * does for cuMem allocators (torch's expandable segments); NULL before. */
+  ncclResult_t (*MemAlloc)(void **p, size_t n);
+  ncclResult_t (*MemFree)(void *p);
   const char *(*NcclErrorString)(ncclResult_t r);
   const char *(*NcclLastError)(pt_nccl_comm c);
 };

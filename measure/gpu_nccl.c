@@ -415,10 +415,24 @@ static int start_all(struct gpu *g, char *rank0, size_t len, struct pt_error_rec
   c.uid = g->msg.uid;
   for (int r = 0; r < g->n; r++)
     if (tell(g, r, &c)) return gerr(err, PT_EIO, "rank %d (GPU %d) is gone during start-up", r, g->dev[r]);
-  for (int r = 0; r < g->n; r++) {
-    if (hear(g, r, why, sizeof why)) return gerr(err, PT_EIO, "%s during start-up", why);
-    if (g->msg.type == PT_RK_FAIL) return gerr(err, PT_EIO, "%s", g->msg.text);
-    if (r == 0) snprintf(rank0, len, "%s", g->msg.text);
+  /* Whichever rank fails first is reported at once: its peers may wait
+   * for it inside ncclCommInitRank until NCCL's bootstrap gives up. */
+  int ready[PT_GPU_MAX] = {0}, nready = 0;
+  while (nready < g->n) {
+    struct pollfd p[PT_GPU_MAX];
+    for (int r = 0; r < g->n; r++) p[r] = (struct pollfd){ready[r] ? -1 : g->fd[r], POLLIN, 0};
+    if (poll(p, (nfds_t)g->n, -1) < 0) {
+      if (errno == EINTR) continue;
+      return gerr(err, PT_EIO, "poll: %s", strerror(errno));
+    }
+    for (int r = 0; r < g->n; r++) {
+      if (ready[r] || !p[r].revents) continue;
+      if (hear(g, r, why, sizeof why)) return gerr(err, PT_EIO, "%s during start-up", why);
+      if (g->msg.type == PT_RK_FAIL) return gerr(err, PT_EIO, "%s", g->msg.text);
+      if (r == 0) snprintf(rank0, len, "%s", g->msg.text);
+      ready[r] = 1;
+      nready++;
+    }
   }
   return 0;
 }
@@ -450,7 +464,7 @@ int pt_gpu_open(struct pt_backend *b, const struct pt_gpu_opts *o, char **prov, 
     goto fail;
   }
   for (int r = 0; r < g->n; r++)
-    g->cfg[r] = (struct pt_rank_cfg){&g->api, g->plugin, g->dev, r, g->n, g->ops, g->warmup};
+    g->cfg[r] = (struct pt_rank_cfg){&g->api, g->plugin, g->dev, r, g->n, g->ops, g->warmup, o->in_place};
   if (!(rank0 = calloc(1, sizeof g->msg.text))) goto nomem;
   if ((rc = start_all(g, rank0, sizeof g->msg.text, err))) goto fail;
   read_logs(g);

@@ -123,14 +123,27 @@ static int open_rank(struct rank *k, pt_nccl_uid uid) {
   return rc;
 }
 
+/* Buffers come from ncclMemAlloc when NCCL has it (registered as a cuMem
+ * allocator's would be), else cudaMalloc. */
+static int alloc(struct rank *k, float **p, size_t n) {
+  if (k->api->MemAlloc && k->api->MemFree) return k->api->MemAlloc((void **)p, n) == ncclSuccess ? 0 : -1;
+  return k->api->Malloc((void **)p, n) ? -1 : 0;
+}
+
+static void release(struct rank *k, float *p) {
+  if (!p) return;
+  if (k->api->MemAlloc && k->api->MemFree) k->api->MemFree(p);
+  else k->api->Free(p);
+}
+
 static void close_rank(struct rank *k, int poisoned) {
   const struct pt_gpu_api *a = k->api;
   if (k->ctl && k->c->rank == 0) k->ctl->force(-1, 0, 0, 0);
   /* After a CUDA error teardown may block on a dead context; the process
    * is about to exit, which frees everything anyway. */
   if (!poisoned) {
-    if (k->send) a->Free(k->send);
-    if (k->recv) a->Free(k->recv);
+    release(k, k->send);
+    release(k, k->recv);
     if (k->ev0) a->EventDestroy(k->ev0);
     if (k->ev1) a->EventDestroy(k->ev1);
     if (k->st) a->StreamDestroy(k->st);
@@ -152,12 +165,12 @@ static int ensure(struct rank *k, size_t count, unsigned nout) {
     k->host_cap = bytes;
   }
   if (need > k->cap) {
-    if (k->send) a->Free(k->send);
-    if (k->recv) a->Free(k->recv);
+    release(k, k->send);
+    release(k, k->recv);
     k->send = k->recv = NULL;
     k->cap = 0;
     k->filled_count = 0;
-    if (a->Malloc((void **)&k->send, need) || a->Malloc((void **)&k->recv, need))
+    if (alloc(k, &k->send, need) || alloc(k, &k->recv, need))
       return envfail(k, "cannot allocate 2 x %zu bytes; lower --sizes or --ops", need);
     k->cap = need;
   }
@@ -180,8 +193,9 @@ static int launch(struct rank *k, size_t count, unsigned nout, struct pt_measure
   int rc = 1;
   for (unsigned j = 0; j < k->c->ops; j++) {
     size_t off = (size_t)(j % nout) * count;
+    const float *in = (k->c->in_place ? k->recv : k->send) + off;
     NC("ncclGroupStart", k->api->GroupStart());
-    NC("ncclAllReduce", k->api->AllReduce(k->send + off, k->recv + off, count, PT_NCCL_FLOAT32, PT_NCCL_SUM,
+    NC("ncclAllReduce", k->api->AllReduce(in, k->recv + off, count, PT_NCCL_FLOAT32, PT_NCCL_SUM,
                                           k->comm, k->st));
     NC("ncclGroupEnd", k->api->GroupEnd());
   }
@@ -279,11 +293,15 @@ out:
   return rc;
 }
 
-/* NaN everywhere, outside any timed window: an output the replay does not
- * write cannot pass the check. Set-up work, so an error is the environment's. */
+/* Before every replay, outside any timed window: out of place, NaN in
+ * every output, so an output the replay does not write cannot pass the
+ * check; in place, the pristine inputs again (a sum is never equal to one
+ * rank's input, so an unwritten output fails too). Set-up work, so an
+ * error is the environment's. */
 static int nan_fill(struct rank *k, size_t bytes) {
   int rc = -1;
-  ENV("cudaMemsetAsync", k->api->MemsetAsync(k->recv, 0xff, bytes, k->st));
+  if (k->c->in_place) ENV("cudaMemcpy of the inputs", k->api->Memcpy(k->recv, k->send, bytes, PT_CU_D2D));
+  else ENV("cudaMemsetAsync", k->api->MemsetAsync(k->recv, 0xff, bytes, k->st));
   ENV("cudaStreamSynchronize", k->api->StreamSynchronize(k->st));
   rc = 0;
 out:
@@ -321,8 +339,10 @@ static int measure(struct rank *k, const struct pt_rank_cmd *cmd, double *sample
    * first timed replay would otherwise pay first-launch costs. Eager mode
    * learns the verdict from it (it runs NCCL's own choice when the
    * candidate is disabled: harmless, and not timed). */
-  for (unsigned w = 0; w < 1 + k->c->warmup; w++)
+  for (unsigned w = 0; w < 1 + k->c->warmup; w++) {
+    if (k->c->in_place && w && (rc = nan_fill(k, bytes * nout))) goto out;
     if (run_once(k, exec, count, nout, res)) goto out;
+  }
   if (!graph && verdict(k, cmd, res)) goto out;
   CU("cudaStreamSynchronize", a->StreamSynchronize(k->st));
   /* A wrong result is remembered, but the rank runs on: its peers wait in
@@ -373,6 +393,8 @@ static void prov(struct rank *k, char *out, size_t len) {
   fprintf(f, ";\n      cuda_driver = %d;\n      cuda_runtime = %d;\n", drv, rt);
   fprintf(f, "      datatype = \"float32\";\n      ops_per_launch = %u;\n      warmup = %u;\n", k->c->ops,
           k->c->warmup);
+  fprintf(f, "      placement = \"%s\";\n      buffers = \"%s\";\n", k->c->in_place ? "in-place" : "out-of-place",
+          a->MemAlloc && a->MemFree ? "ncclMemAlloc" : "cudaMalloc");
   fputs("      check = \"exact integer pattern, every output of every op of every rank, every timed replay\";\n", f);
   fputs("      devices = (", f);
   for (int r = 0; r < k->c->nranks; r++) {

@@ -51,6 +51,7 @@ struct pt_rank_cfg {
   const int *devs;    /* every rank's CUDA device */
   int rank, nranks;
   unsigned ops, warmup;
+  int in_place; /* 1: each op reduces its buffer in place (inputs restored before each replay) */
 };
 
 /* Serves one rank on fd until the coordinator closes it. Returns the exit

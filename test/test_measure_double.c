@@ -367,6 +367,27 @@ START_TEST(a_dying_rank_is_a_crash) {
 }
 END_TEST
 
+/* In place on request (inputs restored before every replay, every replay
+ * checked), buffers from ncclMemAlloc when NCCL has it; both recorded. */
+START_TEST(in_place_with_nccl_buffers) {
+  char *err = NULL;
+  int rc = profile(&err, "PTDOUBLE_BOX=consumer-2x PTDOUBLE_FAULTS='corrupt#5:ring/simple/2@16384-16384'",
+                   "--gpus 0-1 --in-place --warmup 2 --ops 1 --sizes 8K:32K --algos ring --protos simple "
+                   "--channels 1,2 --reps 3 --full --out ip.cfg");
+  ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+  free(err);
+  struct pt_profile *p = load("ip.cfg");
+  ck_assert_int_eq(point(p, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 2, 16384)->state, PT_PT_WRONG);
+  ck_assert_int_eq(point(p, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 1, 32768)->state, PT_PT_OK);
+  ck_assert_int_eq(point(p, PT_MODE_GRAPH, -1, 0, 0, 32768)->state, PT_PT_OK);
+  unload(p);
+  char *text = slurp("ip.cfg");
+  ck_assert_msg(strstr(text, "placement = \"in-place\"") && strstr(text, "buffers = \"ncclMemAlloc\"") &&
+                    strstr(text, "--in-place"), "%s", text);
+  free(text);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("measure_double");
   TCase *tc = tcase_create("core");
@@ -381,6 +402,7 @@ int main(void) {
   tcase_add_test(tc, sigkill_and_ctrl_c_then_resume);
   tcase_add_test(tc, size_lists_workloads_and_channel_env);
   tcase_add_test(tc, a_dying_rank_is_a_crash);
+  tcase_add_test(tc, in_place_with_nccl_buffers);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }

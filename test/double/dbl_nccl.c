@@ -313,3 +313,16 @@ DBL_API ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, i
   pending[npending++].st = st;
   return ncclSuccess;
 }
+
+/* NCCL >= 2.19 allocates through cuMem; here host memory, like cudaMalloc. */
+DBL_API ncclResult_t ncclMemAlloc(void **p, size_t n) {
+  *p = NULL;
+  if (dbl_fail("malloc", n)) return fail(ncclUnhandledCudaError, "PTDOUBLE_FAIL=malloc: out of memory");
+  *p = malloc(n ? n : 1);
+  return *p ? ncclSuccess : fail(ncclSystemError, "out of memory");
+}
+
+DBL_API ncclResult_t ncclMemFree(void *p) {
+  free(p);
+  return ncclSuccess;
+}
