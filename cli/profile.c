@@ -38,6 +38,7 @@ static const char usage_text[] =
     "  --gpus LIST            nccl: CUDA devices, e.g. 0-7 or 0,2,4,6\n"
     "  --ops N                nccl: all-reduces per captured graph / timed launch; 20\n"
     "  --warmup N             nccl: untimed launches after the first one; 5\n"
+    "  --warmup-ms MS         nccl: then untimed replays for this much GPU time; 100\n"
     "  --nccl-lib PATH        nccl: the libnccl to measure with (e.g. your torch wheel's)\n"
     "  --cudart-lib PATH      nccl: the CUDA runtime; default beside libnccl, then the system's\n"
     "  --plugin PATH          nccl: the tuner plugin NCCL loads; default next to pcie-tune\n"
@@ -83,7 +84,7 @@ struct opts {
   const char *inject[MAX_INJECT];
   size_t ninject;
   int isolate;
-  unsigned long long ops, warmup, timeout_s, checkpoint_s;
+  unsigned long long ops, warmup, warmup_ms, timeout_s, checkpoint_s;
   uint64_t min_bytes, max_bytes;
   uint64_t sizes[PT_SWEEP_MAX_SIZES]; /* --sizes LIST and --workload, merged */
   size_t nsizes;
@@ -229,6 +230,9 @@ static int parse(int argc, char **argv, struct opts *o) {
     } else if (!strcmp(a, "--warmup")) {
       NEED_ARG
       if (parse_ull(v, 0, 1000, &o->warmup)) return bad("bad --warmup '%s' (0..1000)", v);
+    } else if (!strcmp(a, "--warmup-ms")) {
+      NEED_ARG
+      if (parse_ull(v, 0, 10000, &o->warmup_ms)) return bad("bad --warmup-ms '%s' (0..10000)", v);
     } else if (!strcmp(a, "--timeout")) {
       NEED_ARG
       if (parse_ull(v, 1, 86400, &o->timeout_s)) return bad("bad --timeout '%s' (seconds, 1..86400)", v);
@@ -350,6 +354,7 @@ static int canonical(const struct opts *o, char *buf, size_t len) {
     if (o->cudart_lib) rec_add(&r, " --cudart-lib %s", o->cudart_lib);
     if (o->plugin) rec_add(&r, " --plugin %s", o->plugin);
     if (o->in_place) rec_add(&r, " --in-place");
+    rec_add(&r, " --warmup-ms %llu", o->warmup_ms);
   } else {
     rec_add(&r, " --box %s --seed %llu", o->box, o->seed);
     if (o->isolate) rec_add(&r, " --isolate --timeout %llu", o->timeout_s);
@@ -390,6 +395,7 @@ static void defaults(struct opts *o) {
   o->seed = 1;
   o->ops = 20;
   o->warmup = 5;
+  o->warmup_ms = 100;
   o->timeout_s = 60;
   o->checkpoint_s = 30;
 }
@@ -425,6 +431,7 @@ static int open_backend(const struct opts *o, struct pt_backend *be) {
     no.gpus = o->gpus;
     no.ops = (unsigned)o->ops;
     no.warmup = (unsigned)o->warmup;
+    no.warmup_ms = (unsigned)o->warmup_ms;
     no.timeout_s = (double)o->timeout_s;
     no.nccl_lib = o->nccl_lib;
     no.cudart_lib = o->cudart_lib;

@@ -28,7 +28,7 @@ static const char usage_text[] =
     "       pcie-tune worker --backend nccl --gpus LIST [--ops N] [--warmup N]\n"
     "                        [--plugin PATH] [--nccl-lib PATH] [--cudart-lib PATH]\n"
     "                        [--process-model per-gpu|single] [--scratch DIR]\n"
-    "                        [--placement out-of-place|in-place]\n"
+    "                        [--placement out-of-place|in-place] [--warmup-ms MS]\n"
     "Started by 'pcie-tune profile'; speaks a binary protocol on stdin/stdout.\n"
     "FAULT (tests only): crash|abort|hang|wrong|exit|garbage:ALGO/PROTO/CHANNELS[@MINBYTES]\n";
 
@@ -36,7 +36,7 @@ struct wopts {
   const char *backend, *box, *gpus, *plugin, *nccl_lib, *cudart_lib, *scratch;
   int single, in_place;
   unsigned long long seed;
-  unsigned ops, warmup;
+  unsigned ops, warmup, warmup_ms;
   struct pt_fault faults[PT_MAX_FAULTS];
   size_t nfaults;
 };
@@ -99,6 +99,9 @@ static int parse(int argc, char **argv, struct wopts *o, char *msg, size_t len) 
     } else if (!strcmp(a, "--warmup")) {
       if (parse_u(v, 1000, &n)) return uerr(msg, len, "bad --warmup '%s' (0..1000)", v);
       o->warmup = (unsigned)n;
+    } else if (!strcmp(a, "--warmup-ms")) {
+      if (parse_u(v, 10000, &n)) return uerr(msg, len, "bad --warmup-ms '%s' (0..10000)", v);
+      o->warmup_ms = (unsigned)n;
     } else if (!strcmp(a, "--inject")) {
       char why[200];
       if (o->nfaults == PT_MAX_FAULTS) return uerr(msg, len, "more than %d --inject", PT_MAX_FAULTS);
@@ -128,7 +131,7 @@ static int open_backend(const struct wopts *o, struct pt_backend *b, char **prov
     return (*prov = pt_strdup("")) ? 0 : PT_ENOMEM;
   }
   struct pt_gpu_opts g = {.plugin = o->plugin, .nccl_lib = o->nccl_lib, .cudart_lib = o->cudart_lib,
-                          .scratch = o->scratch, .single = o->single, .in_place = o->in_place, .beat_fd = out, .ops = o->ops,
+                          .scratch = o->scratch, .single = o->single, .in_place = o->in_place, .warmup_ms = o->warmup_ms, .beat_fd = out, .ops = o->ops,
                           .warmup = o->warmup};
   if ((g.ngpus = pt_nccl_parse_gpus(o->gpus, g.gpus, PT_GPU_MAX)) < 0) {
     snprintf(e->file, sizeof e->file, "--gpus");

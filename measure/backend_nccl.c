@@ -16,6 +16,7 @@ void pt_nccl_opts_default(struct pt_nccl_opts *o) {
   memset(o, 0, sizeof *o);
   o->ops = 20;
   o->warmup = 5;
+  o->warmup_ms = 100;
   o->timeout_s = 60;
   o->start_timeout_s = 120;
   o->stderr_fd = -1;
@@ -69,7 +70,7 @@ static int make_scratch(char *out, size_t len, struct pt_error_rec *err) {
 int pt_backend_nccl_open(struct pt_backend *b, const struct pt_nccl_opts *o,
                          struct pt_error_rec *err) {
   int gpus[PT_GPU_MAX];
-  char ops[16], warmup[16], scratch[400];
+  char ops[16], warmup[16], warmup_ms[16], scratch[400];
   const char *args[24];
   size_t k = 0;
   memset(b, 0, sizeof *b);
@@ -106,6 +107,9 @@ int pt_backend_nccl_open(struct pt_backend *b, const struct pt_nccl_opts *o,
     args[k++] = "--cudart-lib";
     args[k++] = o->cudart_lib;
   }
+  snprintf(warmup_ms, sizeof warmup_ms, "%u", o->warmup_ms);
+  args[k++] = "--warmup-ms";
+  args[k++] = warmup_ms;
   args[k++] = "--placement";
   args[k++] = o->in_place ? "in-place" : "out-of-place";
   args[k++] = "--process-model";

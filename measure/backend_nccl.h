@@ -21,6 +21,7 @@ struct pt_nccl_opts {
   int in_place;           /* 1: all-reduce in place */
   unsigned ops;           /* all-reduces per timed launch / captured graph */
   unsigned warmup;        /* untimed launches after the first one */
+  unsigned warmup_ms;     /* then untimed replays for this much GPU time; 100 */
   double timeout_s;       /* base deadline per measurement and between heartbeats,
                              scaled up with size (pt_isolate_window_s) */
   double start_timeout_s; /* NCCL initialisation of a fresh worker */

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <libgen.h>
+#include <math.h>
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
@@ -34,6 +35,7 @@ struct gpu {
   struct pt_gpu_api api;
   int n, dev[PT_GPU_MAX], single, beat_fd, poisoned, own_scratch;
   unsigned ops, warmup;
+  double warmup_ms;
   int fd[PT_GPU_MAX];
   pid_t pid[PT_GPU_MAX];
   pthread_t th[PT_GPU_MAX];
@@ -160,7 +162,8 @@ static int gpu_measure(void *self, const struct pt_measure_req *req, double *sam
                        struct pt_measure_res *res, struct pt_error_rec *err) {
   struct gpu *g = self;
   struct pt_rank_cmd cmd = {.type = PT_RK_CMD_MEASURE, .req = *req};
-  unsigned beats[PT_GPU_MAX] = {0}, sent_beats = 0;
+  unsigned beats[PT_GPU_MAX] = {0}, sent_beats = 0, nwarm = 0;
+  double warm_us = 0;
   int done[PT_GPU_MAX] = {0}, ndone = 0;
   char why[400];
   res->state = PT_PT_OK;
@@ -209,6 +212,21 @@ static int gpu_measure(void *self, const struct pt_measure_req *req, double *sam
       if (g->msg.type == PT_RK_FAIL) {
         g->poisoned = 1;
         return gerr(err, PT_EIO, "%s", g->msg.text);
+      }
+      if (g->msg.type == PT_RK_WARM) {
+        /* Every rank timed one replay: one count for all, from the slowest. */
+        warm_us = g->msg.warm_us > warm_us ? g->msg.warm_us : warm_us;
+        if (++nwarm == (unsigned)g->n) {
+          struct pt_rank_cmd w = {.type = PT_RK_CMD_WARM};
+          double want = g->warmup_ms * 1000.0 / (warm_us > 0.01 ? warm_us : 0.01);
+          w.warm = want > 100000 ? 100000 : (unsigned)ceil(want);
+          for (int q = 0; q < g->n; q++)
+            if (tell(g, q, &w)) {
+              describe_rank(g, q, why, sizeof why);
+              goto crashed;
+            }
+        }
+        continue;
       }
       if (g->msg.type == PT_RK_BEAT) {
         beats[r] = g->msg.rep;
@@ -449,6 +467,7 @@ int pt_gpu_open(struct pt_backend *b, const struct pt_gpu_opts *o, char **prov, 
   g->n = o->ngpus;
   g->ops = o->ops;
   g->warmup = o->warmup;
+  g->warmup_ms = o->warmup_ms;
   g->single = o->single;
   g->beat_fd = o->beat_fd;
   memcpy(g->dev, o->gpus, sizeof(int) * (size_t)o->ngpus);
@@ -464,7 +483,7 @@ int pt_gpu_open(struct pt_backend *b, const struct pt_gpu_opts *o, char **prov, 
     goto fail;
   }
   for (int r = 0; r < g->n; r++)
-    g->cfg[r] = (struct pt_rank_cfg){&g->api, g->plugin, g->dev, r, g->n, g->ops, g->warmup, o->in_place};
+    g->cfg[r] = (struct pt_rank_cfg){&g->api, g->plugin, g->dev, r, g->n, g->ops, g->warmup, o->in_place, o->warmup_ms};
   if (!(rank0 = calloc(1, sizeof g->msg.text))) goto nomem;
   if ((rc = start_all(g, rank0, sizeof g->msg.text, err))) goto fail;
   read_logs(g);

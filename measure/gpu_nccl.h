@@ -41,6 +41,7 @@ struct pt_gpu_opts {
   int beat_fd;            /* where heartbeat frames go (the worker's protocol); -1 none */
   unsigned ops;           /* collectives per timed launch / graph, 1..1000 */
   unsigned warmup;        /* untimed launches after the first, 0..1000 */
+  double warmup_ms;       /* then untimed replays for this much GPU time, 0..10000 */
 };
 
 /* 1: this pcie-tune has the GPU backend (always, since CUDA and NCCL are

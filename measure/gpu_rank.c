@@ -98,8 +98,9 @@ static int open_rank(struct rank *k, pt_nccl_uid uid) {
   pt_cuda_version_text(rt, rv, sizeof rv);
   pt_cuerr e = a->GetDeviceCount(&n);
   if (e || n < 1)
-    return envfail(k, "no CUDA device: cudaGetDeviceCount says '%s' (driver supports CUDA %s, runtime %s is %s%s)",
-                   e ? a->GetErrorString(e) : "0 devices", dv, a->cudart_path, rv,
+    return envfail(k, "no CUDA device: cudaGetDeviceCount says '%s' (%s%s, runtime %s is %s%s)",
+                   e ? a->GetErrorString(e) : "0 devices", drv ? "driver supports CUDA " : "no NVIDIA driver found",
+                   drv ? dv : "", a->cudart_path, rv,
                    drv && rt > drv ? "; the driver is older than the runtime: install a newer driver, or "
                                      "give --nccl-lib/--cudart-lib from an older CUDA stack" : "");
   if (k->dev >= n) return envfail(k, "no CUDA device %d (this machine has %d)", k->dev, n);
@@ -317,6 +318,45 @@ static void beat(struct rank *k, unsigned rep) {
   free(m);
 }
 
+/* Warm-up by time, so clocks and links settle: one replay is timed, the
+ * coordinator turns the slowest rank's time into a count for every rank,
+ * and that many replays follow. Returns 0, 1 when the candidate failed
+ * (res set), or -1 for an environment failure (k->why). */
+static int warm_by_time(struct rank *k, pt_cu_exec exec, size_t count, unsigned nout, struct pt_measure_res *res) {
+  const struct pt_gpu_api *a = k->api;
+  size_t bytes = count * sizeof(float) * nout;
+  struct pt_rank_msg *m = NULL;
+  struct pt_rank_cmd c;
+  float ms = 0;
+  int rc = 1;
+  if (k->c->in_place && (rc = nan_fill(k, bytes))) goto out;
+  rc = 1;
+  CU("cudaEventRecord", a->EventRecord(k->ev0, k->st));
+  if (run_once(k, exec, count, nout, res)) goto out;
+  CU("cudaEventRecord", a->EventRecord(k->ev1, k->st));
+  CU("cudaEventSynchronize", a->EventSynchronize(k->ev1));
+  CU("cudaEventElapsedTime", a->EventElapsedTime(&ms, k->ev0, k->ev1));
+  if (!(m = calloc(1, sizeof *m))) {
+    rc = envfail(k, "out of memory");
+    goto out;
+  }
+  m->type = PT_RK_WARM;
+  m->warm_us = (double)ms * 1000.0;
+  if (say(k, m) || recv(k->fd, &c, sizeof c, 0) != (ssize_t)sizeof c || c.type != PT_RK_CMD_WARM) {
+    rc = envfail(k, "lost the coordinator during warm-up");
+    goto out;
+  }
+  for (unsigned w = 0; w < c.warm; w++) {
+    if (k->c->in_place && (rc = nan_fill(k, bytes))) goto out;
+    rc = 1;
+    if (run_once(k, exec, count, nout, res)) goto out;
+  }
+  rc = 0;
+out:
+  free(m);
+  return rc;
+}
+
 /* One measurement. Returns 0 with res set (a CRASH leaves the rank
  * unusable), or -1 for an environment failure (k->why). */
 static int measure(struct rank *k, const struct pt_rank_cmd *cmd, double *samples, struct pt_measure_res *res) {
@@ -344,6 +384,10 @@ static int measure(struct rank *k, const struct pt_rank_cmd *cmd, double *sample
     if (run_once(k, exec, count, nout, res)) goto out;
   }
   if (!graph && verdict(k, cmd, res)) goto out;
+  if (k->c->warmup_ms > 0 && (rc = warm_by_time(k, exec, count, nout, res)) != 0) {
+    if (rc > 0) rc = 0; /* the candidate failed: res says how */
+    goto out;
+  }
   CU("cudaStreamSynchronize", a->StreamSynchronize(k->st));
   /* A wrong result is remembered, but the rank runs on: its peers wait in
    * the same collectives, so every rank keeps the same sequence. */
@@ -391,8 +435,8 @@ static void prov(struct rank *k, char *out, size_t len) {
   fputs(";\n      plugin = ", f);
   pt_prov_quote(f, k->c->plugin);
   fprintf(f, ";\n      cuda_driver = %d;\n      cuda_runtime = %d;\n", drv, rt);
-  fprintf(f, "      datatype = \"float32\";\n      ops_per_launch = %u;\n      warmup = %u;\n", k->c->ops,
-          k->c->warmup);
+  fprintf(f, "      datatype = \"float32\";\n      ops_per_launch = %u;\n      warmup = %u;\n      warmup_ms = %g;\n",
+          k->c->ops, k->c->warmup, k->c->warmup_ms);
   fprintf(f, "      placement = \"%s\";\n      buffers = \"%s\";\n", k->c->in_place ? "in-place" : "out-of-place",
           a->MemAlloc && a->MemFree ? "ncclMemAlloc" : "cudaMalloc");
   fputs("      check = \"exact integer pattern, every output of every op of every rank, every timed replay\";\n", f);

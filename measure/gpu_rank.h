@@ -10,7 +10,9 @@
  * forces the candidate through the plugin's control interface, asks NCCL
  * whether it has it disabled (ncclGroupSimulateEnd), captures `ops`
  * all-reduces into a graph and uploads it (or launches them eagerly),
- * replays once untimed plus --warmup more, then per repetition: fills the
+ * replays once untimed plus --warmup more, then for --warmup-ms of GPU time
+ * (the coordinator turns every rank's replay time into one count, so all
+ * ranks run the same collectives), then per repetition: fills the
  * outputs with NaN, records an event, replays, records an event, waits,
  * and checks every output of that replay exactly. Failures of the set-up
  * (device, memory, NCCL init) are the environment's and stop the sweep;
@@ -23,9 +25,9 @@
 #include "pcie/sweep.h"
 
 /* coordinator -> rank */
-enum { PT_RK_CMD_UID = 1, PT_RK_CMD_FORCE = 2, PT_RK_CMD_MEASURE = 3 };
+enum { PT_RK_CMD_UID = 1, PT_RK_CMD_FORCE = 2, PT_RK_CMD_MEASURE = 3, PT_RK_CMD_WARM = 4 };
 /* rank -> coordinator */
-enum { PT_RK_UID = 1, PT_RK_READY = 2, PT_RK_BEAT = 3, PT_RK_DONE = 4, PT_RK_FAIL = 5 };
+enum { PT_RK_UID = 1, PT_RK_READY = 2, PT_RK_BEAT = 3, PT_RK_DONE = 4, PT_RK_FAIL = 5, PT_RK_WARM = 6 };
 
 struct pt_rank_cmd {
   int type;
@@ -33,11 +35,13 @@ struct pt_rank_cmd {
   int do_verdict; /* check the plugin's counters here */
   struct pt_measure_req req;
   pt_nccl_uid uid;
+  unsigned warm; /* WARM: further untimed replays, the same on every rank */
 };
 
 struct pt_rank_msg {
   int type, rank;
   unsigned rep;  /* BEAT: repetitions done */
+  double warm_us; /* WARM: time of one replay, us */
   int code;      /* FAIL: PT_E* */
   struct pt_measure_res res;
   double samples[PT_SWEEP_MAX_REPS]; /* DONE: us per op, one per repetition */
@@ -52,6 +56,7 @@ struct pt_rank_cfg {
   int rank, nranks;
   unsigned ops, warmup;
   int in_place; /* 1: each op reduces its buffer in place (inputs restored before each replay) */
+  double warmup_ms; /* after the counted warm-up, replay until this much GPU time passed */
 };
 
 /* Serves one rank on fd until the coordinator closes it. Returns the exit

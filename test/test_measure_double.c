@@ -41,8 +41,10 @@ static int profile(char **err, const char *env, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(args, sizeof args, fmt, ap);
   va_end(ap);
-  snprintf(cmd, sizeof cmd, "cd %s && TMPDIR=%s %s %s profile --backend nccl --nccl-lib %s --quiet %s", dir, dir,
-           env, pt_test_cli(), dbl, args);
+  /* Warm-up by time replays for 100 ms of (virtual) GPU time: thousands of
+   * replays on host processes. Off unless a test asks for it. */
+  snprintf(cmd, sizeof cmd, "cd %s && TMPDIR=%s %s %s profile --backend nccl --nccl-lib %s --quiet %s %s", dir, dir,
+           env, pt_test_cli(), dbl, strstr(args, "--warmup-ms") ? "" : "--warmup-ms 0", args);
   int rc = pt_test_run(cmd, &out, err);
   free(out);
   return rc;
@@ -288,7 +290,7 @@ START_TEST(sigkill_and_ctrl_c_then_resume) {
      * stuck there when the signal comes. */
     snprintf(cmd, sizeof cmd,
              "cd %s && TMPDIR=%s PTDOUBLE_BOX=consumer-2x PTDOUBLE_FAULTS='hang:ring/simple/*@16384' exec %s profile "
-             "--backend nccl --nccl-lib %s --quiet --gpus 0-1 --ops 2 --sizes 4K:32K --algos ring --protos ll,simple "
+             "--backend nccl --nccl-lib %s --quiet --warmup-ms 0 --gpus 0-1 --ops 2 --sizes 4K:32K --algos ring --protos ll,simple "
              "--channels 1,2 --reps 3 --full --timeout 600 --checkpoint 0 --out %s",
              dir, dir, pt_test_cli(), dbl, name);
     pid_t pid = fork();
@@ -388,6 +390,36 @@ START_TEST(in_place_with_nccl_buffers) {
 }
 END_TEST
 
+/* Warm-up by time: one timed replay per rank, one count for all from the
+ * slowest, then that many replays. With one op per replay the execution
+ * numbers are known: 1 (first replay), 2 (timed for the count), 3..count+2
+ * (the warm-up), so a wrong result at count+2 is seen by the warm-up check,
+ * one at count+1 is overwritten unseen, and all ranks ran alike (no hang). */
+START_TEST(warm_up_by_time_is_one_count_for_all_ranks) {
+  const struct pt_box *box = pt_box_builtin("consumer-2x");
+  /* The timed replay follows the first one without a wait, so its launch
+   * is hidden behind the GPU's queue: the time is the collective's. */
+  double t = pt_box_true_us(box, PT_ALLREDUCE, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 2, 16384);
+  double want = 3.0 * 1000 / t; /* --warmup-ms 3 */
+  ck_assert_msg(want - floor(want) > 0.02 && ceil(want) - want > 0.02, "pick another --warmup-ms: %g", want);
+  unsigned count = (unsigned)ceil(want);
+  for (int k = 0; k < 2; k++) {
+    char *err = NULL, env[256], name[16];
+    snprintf(env, sizeof env, "PTDOUBLE_BOX=consumer-2x PTDOUBLE_FAULTS='corrupt#%u:ring/simple/2@16384-16384'",
+             count + 1 + (unsigned)k);
+    snprintf(name, sizeof name, "wm%d.cfg", k);
+    int rc = profile(&err, env, "--gpus 0-1 --warmup 0 --warmup-ms 3 --ops 1 --sizes 16K:16K --algos ring "
+                     "--protos simple --channels 2 --reps 2 --full --out %s", name);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+    free(err);
+    struct pt_profile *p = load(name);
+    ck_assert_int_eq(point(p, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 2, 16384)->state,
+                     (k ? PT_PT_WRONG : PT_PT_OK));
+    unload(p);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("measure_double");
   TCase *tc = tcase_create("core");
@@ -403,6 +435,7 @@ int main(void) {
   tcase_add_test(tc, size_lists_workloads_and_channel_env);
   tcase_add_test(tc, a_dying_rank_is_a_crash);
   tcase_add_test(tc, in_place_with_nccl_buffers);
+  tcase_add_test(tc, warm_up_by_time_is_one_count_for_all_ranks);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }
