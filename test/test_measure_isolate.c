@@ -413,6 +413,19 @@ START_TEST(resume_skips_finished_points) {
 }
 END_TEST
 
+/* Defect 1: the deadline grows with what one request must run, estimated
+ * from the slowest candidate at the largest size measured below it. */
+START_TEST(deadline_scales_with_size_and_ops) {
+  const uint64_t sizes[] = {1 << 20, 64 << 20};
+  const double slowest[] = {300.0, 10000.0};
+  ck_assert_double_eq_tol(pt_isolate_window_s(60, 20, 5, 8, sizes, slowest, 2), 60, 1e-9);
+  ck_assert_double_eq_tol(pt_isolate_window_s(60, 20, 5, 1 << 20, sizes, slowest, 2), 60 + 4 * 20 * 7 * 300e-6, 1e-9);
+  /* 256 MiB from 64 MiB: x4, 40 ms per op; 20 ops, 5 + 2 replays before a heartbeat. */
+  ck_assert_double_eq_tol(pt_isolate_window_s(60, 20, 5, 256 << 20, sizes, slowest, 2), 60 + 4 * 20 * 7 * 0.04, 1e-9);
+  ck_assert_double_eq_tol(pt_isolate_window_s(60, 20, 5, 256 << 20, sizes, slowest, 0), 60, 1e-9);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("isolate");
   TCase *tc = tcase_create("core");
@@ -423,6 +436,7 @@ int main(void) {
   tcase_add_test(tc, abort_is_recorded_with_its_signal);
   tcase_add_test(tc, exit_status_is_recorded);
   tcase_add_test(tc, hang_is_killed_at_the_timeout);
+  tcase_add_test(tc, deadline_scales_with_size_and_ops);
   tcase_add_test(tc, garbage_is_a_protocol_error_not_a_hang);
   tcase_add_test(tc, wrong_result_keeps_the_worker);
   tcase_add_test(tc, a_worker_that_cannot_start_fails_open);
