@@ -560,16 +560,14 @@ static int run(struct opts *o, const char *args, int resume) {
     status = 2;
     goto out;
   }
-  if (!strcmp(o->backend, "nccl")) {
-    /* Say what narrows the sweep, instead of leaving it to "unsupported". */
-    const char *algo = getenv("NCCL_ALGO"), *proto = getenv("NCCL_PROTO");
-    if (algo || proto)
-      fprintf(stderr, "pcie-tune profile: warning: NCCL_ALGO=%s NCCL_PROTO=%s are set: candidates they exclude "
-                      "come back unsupported\n", algo ? algo : "(unset)", proto ? proto : "(unset)");
-    if ((o->proto_mask & (1u << NCCL_PROTO_LL128)) && (!proto || !strstr(proto, "LL128") || strchr(proto, '^')))
-      fprintf(stderr, "pcie-tune profile: note: NCCL disables LL128 on PCIe unless NCCL_PROTO enables it "
-                      "(e.g. NCCL_PROTO=LL,LL128,Simple); ll128 candidates will be unsupported\n");
-  }
+  const char *proto_env = getenv("NCCL_PROTO"), *algo_env = getenv("NCCL_ALGO");
+  /* NCCL disables LL128 on PCIe unless NCCL_PROTO enables it: say so in the
+   * summary, rather than leave "unsupported" unexplained. */
+  int ll128_note = !strcmp(o->backend, "nccl") && (o->proto_mask & (1u << NCCL_PROTO_LL128)) &&
+                   (!proto_env || !strstr(proto_env, "LL128") || strchr(proto_env, '^'));
+  if (!strcmp(o->backend, "nccl") && (algo_env || proto_env))
+    fprintf(stderr, "pcie-tune profile: warning: NCCL_ALGO=%s NCCL_PROTO=%s are set: candidates they exclude "
+                    "come back unsupported\n", algo_env ? algo_env : "(unset)", proto_env ? proto_env : "(unset)");
   pt_progress_init(&r.pg, o->quiet);
   r.last_write = now_s();
   so.progress = on_progress;
@@ -613,6 +611,9 @@ static int run(struct opts *o, const char *args, int resume) {
   if (!o->quiet)
     fprintf(stderr, "pcie-tune profile: wrote %s (%llu repetitions in %llu measurements)\n", o->out,
             (unsigned long long)sw.samples, (unsigned long long)sw.calls);
+  if (ll128_note)
+    fprintf(stderr, "pcie-tune profile: note: ll128 is unsupported unless NCCL_PROTO enables it (NCCL disables "
+                    "LL128 on PCIe); to measure it: NCCL_PROTO=LL,LL128,Simple pcie-tune profile ...\n");
   status = 0;
 out:
   pt_sweep_release(&sw);

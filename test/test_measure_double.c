@@ -420,6 +420,21 @@ START_TEST(warm_up_by_time_is_one_count_for_all_ranks) {
 }
 END_TEST
 
+/* Defect 11: what narrows the sweep is said, not left to "unsupported". */
+START_TEST(user_nccl_env_and_ll128_are_explained) {
+  char *err = NULL;
+  int rc = profile(&err, "PTDOUBLE_BOX=consumer-2x NCCL_ALGO=Ring",
+                   "--gpus 0-1 --ops 1 --sizes 4K:8K --algos ring --protos ll,ll128 --channels 1 --reps 2 --full "
+                   "--out n.cfg");
+  ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+  ck_assert_msg(strstr(err, "warning: NCCL_ALGO=Ring") && strstr(err, "unless NCCL_PROTO enables it"), "%s", err);
+  free(err);
+  char *text = slurp("n.cfg");
+  ck_assert_msg(strstr(text, "NCCL_ALGO=Ring"), "the environment is not recorded");
+  free(text);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("measure_double");
   TCase *tc = tcase_create("core");
@@ -436,6 +451,7 @@ int main(void) {
   tcase_add_test(tc, a_dying_rank_is_a_crash);
   tcase_add_test(tc, in_place_with_nccl_buffers);
   tcase_add_test(tc, warm_up_by_time_is_one_count_for_all_ranks);
+  tcase_add_test(tc, user_nccl_env_and_ll128_are_explained);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }
