@@ -252,6 +252,8 @@ END_TEST
 int main(void) {
   Suite *s = suite_create("worker");
   TCase *tc = tcase_create("core");
+  /* Sixteen worker starts: seconds under ASan on a loaded machine. */
+  tcase_set_timeout(tc, 60);
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, messages_round_trip);
   tcase_add_test(tc, framing_errors_are_named);
