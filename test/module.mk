@@ -3,6 +3,9 @@ TESTS += $(notdir $(basename $(wildcard test/test_*.c)))
 TEST_SUPPORT_SRCS += $(wildcard test/support/*.c)
 # Suites with threads, also run under TSan by `make tsan`.
 TSAN_TESTS += test_tuner_concurrency
+# The GPU backend through the device double: rank threads (single process),
+# the double's streams and rendezvous.
+TSAN_TESTS += test_measure_double
 
 # The layout's one rule (README, "Layout"): nothing outside cli/ includes a
 # cli/ header. Run before the suites by `make test`.
