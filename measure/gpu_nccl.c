@@ -403,6 +403,8 @@ static void write_nccl_group(struct gpu *g, FILE *f, const char *user_env) {
     pt_prov_quote(f, t);
   }
   fputs(" ];\n      ", f);
+  /* MERGE: the top-level `nccl_env` group of the profile format (struct
+   * pt_profile.env) takes these variables; written here until then. */
   fputs(user_env, f);
   fputs("\n      log = [", f);
   for (size_t i = 0; i < g->log.nexcerpt; i++) {
