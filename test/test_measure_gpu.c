@@ -143,6 +143,22 @@ START_TEST(always_built_and_says_why_it_cannot_measure) {
   ck_assert_msg(strstr(err, "driver supports CUDA 12.8") && strstr(err, "13.0") &&
                     strstr(err, "older than the runtime"), "%s", err);
   free(out), free(err);
+  /* The machine's own NCCL and CUDA runtime, if any: every symbol resolves
+   * (a worker that comes up says HELLO), or the reason is one of these. */
+  snprintf(cmd, sizeof cmd, "%s worker --backend nccl --gpus 0 </dev/null", pt_test_cli());
+  int rc = pt_test_run(cmd, &out, &err);
+  if (rc == 0) {
+    uint32_t type;
+    ck_assert(!strncmp(out, "PTW1", 4));
+    memcpy(&type, out + 4, 4);
+    ck_assert_uint_eq(type, 1);
+  } else {
+    ck_assert_int_eq(rc, 1);
+    ck_assert_msg(strstr(err, "no CUDA device") || strstr(err, "cannot load NCCL") ||
+                      strstr(err, "cannot find the CUDA runtime"), "%s", err);
+    ck_assert_msg(!strstr(err, " lacks "), "a symbol is missing: %s", err);
+  }
+  free(out), free(err);
 }
 END_TEST
 
