@@ -30,6 +30,7 @@ struct iso {
   char **argv; /* exe, "worker", args..., NULL */
   int64_t timeout_ms, start_ms;
   unsigned ops, warmup;
+  double warmup_ms;
   char *scratch;
   size_t nsizes; /* slowest OK median per measured size, for deadlines */
   uint64_t sizes[MAX_SIZES];
@@ -237,7 +238,7 @@ static int wait_readable(const struct iso *w, int64_t deadline) {
   }
 }
 
-double pt_isolate_window_s(double timeout_s, unsigned ops, unsigned warmup, uint64_t nbytes,
+double pt_isolate_window_s(double timeout_s, unsigned ops, unsigned warmup, double warmup_ms, uint64_t nbytes,
                            const uint64_t *sizes, const double *slowest_us, size_t n) {
   uint64_t m = 0;
   double per_op = 0;
@@ -246,7 +247,7 @@ double pt_isolate_window_s(double timeout_s, unsigned ops, unsigned warmup, uint
       m = sizes[i];
       per_op = slowest_us[i] * ((double)nbytes / (double)m);
     }
-  return timeout_s + 4.0 * (double)ops * (warmup + 2.0) * per_op / 1e6;
+  return timeout_s + 2.0 * warmup_ms / 1000 + 4.0 * (double)ops * (warmup + 2.0) * per_op / 1e6;
 }
 
 static void remember(struct iso *w, uint64_t nbytes, const double *samples, unsigned n) {
@@ -265,8 +266,8 @@ static void remember(struct iso *w, uint64_t nbytes, const double *samples, unsi
 
 static int64_t window_ms(const struct iso *w, uint64_t nbytes) {
   if (!w->ops) return w->timeout_ms;
-  double s = pt_isolate_window_s((double)w->timeout_ms / 1000, w->ops, w->warmup, nbytes, w->sizes, w->slowest,
-                                 w->nsizes);
+  double s = pt_isolate_window_s((double)w->timeout_ms / 1000, w->ops, w->warmup, w->warmup_ms, nbytes, w->sizes,
+                                 w->slowest, w->nsizes);
   return (int64_t)(s * 1000 + 0.5);
 }
 
@@ -397,6 +398,7 @@ int pt_backend_isolated_open(struct pt_backend *b, const struct pt_isolate_opts 
   w->start_ms = (int64_t)(o->start_timeout_s * 1000 + 0.5);
   w->ops = o->ops;
   w->warmup = o->warmup;
+  w->warmup_ms = o->warmup_ms;
   if (o->scratch && !(w->scratch = strdup(o->scratch))) goto fail;
   w->argv = calloc(nargs + 3, sizeof *w->argv);
   if (!w->argv) goto fail;

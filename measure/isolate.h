@@ -45,18 +45,20 @@ struct pt_isolate_opts {
    * untimed launches per request; 0 = the worker is not a GPU one and
    * timeout_s alone applies. */
   unsigned ops, warmup;
+  double warmup_ms; /* warm-up by time on top of the counted warm-up */
   /* A directory the workers write into (NCCL logs), removed with all it
    * holds at close, also what killed workers left there. May be NULL. */
   const char *scratch;
 };
 
 /* The time the isolated backend allows a request before the first
- * heartbeat, and between heartbeats: timeout_s plus four times the
- * estimated time of one untimed-and-timed batch, ops * (warmup + 2)
- * collectives, each estimated from the slowest candidate measured at the
- * largest size m <= nbytes, scaled by nbytes / m (0 when nothing was
- * measured yet). sizes/slowest_us hold n measured sizes. In seconds. */
-double pt_isolate_window_s(double timeout_s, unsigned ops, unsigned warmup, uint64_t nbytes,
+ * heartbeat, and between heartbeats: timeout_s, plus twice the warm-up by
+ * time, plus four times the estimated time of one untimed-and-timed batch,
+ * ops * (warmup + 2) collectives, each estimated from the slowest candidate
+ * measured at the largest size m <= nbytes, scaled by nbytes / m (0 when
+ * nothing was measured yet). sizes/slowest_us hold n measured sizes. In
+ * seconds. */
+double pt_isolate_window_s(double timeout_s, unsigned ops, unsigned warmup, double warmup_ms, uint64_t nbytes,
                            const uint64_t *sizes, const double *slowest_us, size_t n);
 
 struct pt_isolate_stats {

@@ -41,7 +41,7 @@ static int open_iso(struct pt_backend *b, double timeout_s, const char *const *f
     args[k++] = faults[i];
   }
   args[k] = NULL;
-  struct pt_isolate_opts o = {pt_test_cli(), args, timeout_s, 10, devnull, NULL, 0, 0, NULL};
+  struct pt_isolate_opts o = {pt_test_cli(), args, timeout_s, 10, devnull, NULL, 0, 0, 0, NULL};
   return pt_backend_isolated_open(b, &o, e);
 }
 
@@ -195,7 +195,7 @@ START_TEST(a_worker_that_cannot_start_fails_open) {
   struct pt_backend b;
   struct pt_error_rec e;
   const char *bad_box[] = {"--backend", "sim", "--box", "no-such-box", NULL};
-  struct pt_isolate_opts o = {pt_test_cli(), bad_box, 5, 5, devnull, NULL, 0, 0, NULL};
+  struct pt_isolate_opts o = {pt_test_cli(), bad_box, 5, 5, devnull, NULL, 0, 0, 0, NULL};
   /* The worker's own reason arrives in its FAIL frame. */
   ck_assert_int_eq(pt_backend_isolated_open(&b, &o, &e), PT_EIO);
   ck_assert_msg(strstr(e.msg, "no-such-box"), "%s", e.msg);
@@ -223,7 +223,7 @@ START_TEST(a_worker_that_stays_silent_at_start_is_killed) {
   char *dir = pt_test_tmpdir();
   char *script = pt_test_write(dir, "silent.sh", "#!/bin/sh\nexec sleep 30\n");
   ck_assert_int_eq(chmod(script, 0755), 0);
-  struct pt_isolate_opts o = {script, NULL, 5, 1, devnull, NULL, 0, 0, NULL};
+  struct pt_isolate_opts o = {script, NULL, 5, 1, devnull, NULL, 0, 0, 0, NULL};
   int64_t t0 = pt_proto_now_ms();
   ck_assert_int_eq(pt_backend_isolated_open(&b, &o, &e), PT_EIO);
   ck_assert_msg(strstr(e.msg, "worker not ready after 1.0 s; killed"), "%s", e.msg);
@@ -418,11 +418,12 @@ END_TEST
 START_TEST(deadline_scales_with_size_and_ops) {
   const uint64_t sizes[] = {1 << 20, 64 << 20};
   const double slowest[] = {300.0, 10000.0};
-  ck_assert_double_eq_tol(pt_isolate_window_s(60, 20, 5, 8, sizes, slowest, 2), 60, 1e-9);
-  ck_assert_double_eq_tol(pt_isolate_window_s(60, 20, 5, 1 << 20, sizes, slowest, 2), 60 + 4 * 20 * 7 * 300e-6, 1e-9);
+  ck_assert_double_eq_tol(pt_isolate_window_s(60, 20, 5, 0, 8, sizes, slowest, 2), 60, 1e-9);
+  ck_assert_double_eq_tol(pt_isolate_window_s(60, 20, 5, 0, 1 << 20, sizes, slowest, 2), 60 + 4 * 20 * 7 * 300e-6, 1e-9);
   /* 256 MiB from 64 MiB: x4, 40 ms per op; 20 ops, 5 + 2 replays before a heartbeat. */
-  ck_assert_double_eq_tol(pt_isolate_window_s(60, 20, 5, 256 << 20, sizes, slowest, 2), 60 + 4 * 20 * 7 * 0.04, 1e-9);
-  ck_assert_double_eq_tol(pt_isolate_window_s(60, 20, 5, 256 << 20, sizes, slowest, 0), 60, 1e-9);
+  ck_assert_double_eq_tol(pt_isolate_window_s(60, 20, 5, 0, 256 << 20, sizes, slowest, 2), 60 + 4 * 20 * 7 * 0.04, 1e-9);
+  ck_assert_double_eq_tol(pt_isolate_window_s(60, 20, 5, 0, 256 << 20, sizes, slowest, 0), 60, 1e-9);
+  ck_assert_double_eq_tol(pt_isolate_window_s(60, 20, 5, 100, 8, sizes, slowest, 0), 60.2, 1e-9);
 }
 END_TEST
 
