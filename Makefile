@@ -65,7 +65,7 @@ include sim/module.mk
 include measure/module.mk
 include import/module.mk
 include cli/module.mk
--include mk/gpu.mk
+include mk/gpu.mk
 include test/module.mk
 include bench/module.mk
 include mk/fuzz.mk

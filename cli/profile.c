@@ -25,6 +25,7 @@
 #include "pcie/sim_box.h"
 #include "progress.h"
 #include "measure/sweepfile.h"
+#include "measure/workload.h"
 
 static const char usage_text[] =
     "usage: pcie-tune profile --backend nccl --gpus LIST --out FILE [options]\n"
@@ -37,8 +38,15 @@ static const char usage_text[] =
     "  --backend nccl|sim     the GPUs through NCCL (docs/gpu.md), or a simulated box\n"
     "  --gpus LIST            nccl: CUDA devices, e.g. 0-7 or 0,2,4,6\n"
     "  --ops N                nccl: all-reduces per captured graph / timed launch; 20\n"
-    "  --warmup N             nccl: untimed launches before timing; 5\n"
-    "  --timeout SECONDS      per measurement in a worker; a hang is recorded after it; 60\n"
+    "  --warmup N             nccl: untimed launches after the first one; 5\n"
+    "  --warmup-ms MS         nccl: then untimed replays for this much GPU time; 100\n"
+    "  --nccl-lib PATH        nccl: the libnccl to measure with (e.g. your torch wheel's)\n"
+    "  --cudart-lib PATH      nccl: the CUDA runtime; default beside libnccl, then the system's\n"
+    "  --plugin PATH          nccl: the tuner plugin NCCL loads; default next to pcie-tune\n"
+    "  --process-model M      nccl: per-gpu (a process per GPU, as vLLM/torch) or single; per-gpu\n"
+    "  --in-place             nccl: all-reduce in place (default: out of place, as most engines)\n"
+    "  --timeout SECONDS      base deadline per measurement and between heartbeats, scaled\n"
+    "                         up with size (docs/gpu.md); a hang is retried once; 60\n"
     "  --box NAME|FILE        sim: a built-in box name or a box file (docs/sim.md)\n"
     "  --isolate              sim: measure in worker processes too, as nccl always does\n"
     "  --inject FAULT         sim --isolate: crash|abort|hang|wrong|exit|garbage:ALGO/PROTO/CH[@MIN]\n"
@@ -46,7 +54,10 @@ static const char usage_text[] =
     "  --checkpoint SECONDS   write the partial profile this often, so --resume survives\n"
     "                         even a killed profiler; 30 (0 = after every measurement)\n"
     "  --out FILE             profile to write (never overwritten without --force)\n"
-    "  --sizes MIN:MAX        sizes in bytes, powers of two from MIN (K/M/G suffixes); 8:256M\n"
+    "  --sizes MIN:MAX|LIST   sizes in bytes, powers of two from MIN, or exactly the comma\n"
+    "                         LIST (K/M/G suffixes); 8:256M\n"
+    "  --workload FILE        also measure every size of a workload file (the format of\n"
+    "                         'pcie-tune simulate --workload')\n"
     "  --graph | --eager | --both   launch mode(s) to measure; --graph\n"
     "  --collectives LIST     allreduce,allgather,reducescatter,broadcast,reduce or all; allreduce\n"
     "  --algos LIST           ring,tree; ring,tree\n"
@@ -68,12 +79,18 @@ static void on_signal(int sig) { interrupted = sig; }
 #define MAX_INJECT 8
 
 struct opts {
-  const char *backend, *box, *out, *name, *gpus;
+  const char *backend, *box, *out, *name, *gpus, *nccl_lib, *plugin, *cudart_lib;
+  int single;   /* --process-model single */
+  int in_place; /* --in-place */
   const char *inject[MAX_INJECT];
   size_t ninject;
   int isolate;
-  unsigned long long ops, warmup, timeout_s, checkpoint_s;
+  unsigned long long ops, warmup, warmup_ms, timeout_s, checkpoint_s;
   uint64_t min_bytes, max_bytes;
+  uint64_t sizes[PT_SWEEP_MAX_SIZES]; /* --sizes LIST and --workload, merged */
+  size_t nsizes;
+  const char *sizes_list, *workload; /* as given, for the resume record */
+  int sizes_range;                   /* --sizes MIN:MAX was given */
   unsigned mode_mask, coll_mask, algo_mask, proto_mask;
   int channels[PT_MAX_CHANNELS];
   size_t nch;
@@ -151,6 +168,18 @@ static int parse_channels(const char *s, struct opts *o) {
   return o->nch ? 0 : -1;
 }
 
+/* "14336,28672,1M": sizes in bytes with K/M/G suffixes, merged into o->sizes. */
+static int parse_size_list(const char *s, struct opts *o) {
+  char buf[1024];
+  if (strlen(s) >= sizeof buf) return -1;
+  snprintf(buf, sizeof buf, "%s", s);
+  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    uint64_t v;
+    if (parse_bytes(t, &v) || pt_sizes_add(o->sizes, &o->nsizes, PT_SWEEP_MAX_SIZES, v)) return -1;
+  }
+  return o->nsizes ? 0 : -1;
+}
+
 static int proto_parse(const char *s) { return pt_proto_parse(s); }
 static int algo_parse(const char *s) { return pt_algo_parse(s); }
 static int coll_parse(const char *s) { return pt_coll_parse(s); }
@@ -202,6 +231,9 @@ static int parse(int argc, char **argv, struct opts *o) {
     } else if (!strcmp(a, "--warmup")) {
       NEED_ARG
       if (parse_ull(v, 0, 1000, &o->warmup)) return bad("bad --warmup '%s' (0..1000)", v);
+    } else if (!strcmp(a, "--warmup-ms")) {
+      NEED_ARG
+      if (parse_ull(v, 0, 10000, &o->warmup_ms)) return bad("bad --warmup-ms '%s' (0..10000)", v);
     } else if (!strcmp(a, "--timeout")) {
       NEED_ARG
       if (parse_ull(v, 1, 86400, &o->timeout_s)) return bad("bad --timeout '%s' (seconds, 1..86400)", v);
@@ -210,6 +242,17 @@ static int parse(int argc, char **argv, struct opts *o) {
       if (parse_ull(v, 0, 86400, &o->checkpoint_s)) return bad("bad --checkpoint '%s' (seconds, 0..86400)", v);
     }
     else if (!strcmp(a, "--backend")) { NEED_ARG o->backend = v; }
+    else if (!strcmp(a, "--nccl-lib") || !strcmp(a, "--plugin") || !strcmp(a, "--cudart-lib")) {
+      NEED_ARG
+      if (record_word(a, v)) return 2;
+      *(a[2] == 'n' ? &o->nccl_lib : a[2] == 'p' ? &o->plugin : &o->cudart_lib) = v;
+    } else if (!strcmp(a, "--in-place")) {
+      o->in_place = 1;
+    } else if (!strcmp(a, "--process-model")) {
+      NEED_ARG
+      if (strcmp(v, "per-gpu") && strcmp(v, "single")) return bad("bad --process-model '%s' (per-gpu or single)", v);
+      o->single = !strcmp(v, "single");
+    }
     else if (!strcmp(a, "--box")) {
       NEED_ARG
       if (record_word(a, v)) return 2;
@@ -220,8 +263,23 @@ static int parse(int argc, char **argv, struct opts *o) {
       o->name = v;
     }
     else if (!strcmp(a, "--out")) { NEED_ARG o->out = v; }
-    else if (!strcmp(a, "--sizes")) {
+    else if (!strcmp(a, "--sizes") && !strchr(v ? v : ":", ':')) {
       NEED_ARG
+      if (record_word(a, v) || parse_size_list(v, o)) return bad("bad --sizes '%s' (MIN:MAX, or a comma list of at most %d sizes)", v, PT_SWEEP_MAX_SIZES);
+      o->sizes_list = v;
+    } else if (!strcmp(a, "--workload")) {
+      NEED_ARG
+      struct pt_error_rec we;
+      if (record_word(a, v)) return 2;
+      if (pt_workload_sizes(v, o->sizes, &o->nsizes, PT_SWEEP_MAX_SIZES, &we)) {
+        char buf[1200];
+        pt_error_format(&we, buf, sizeof buf);
+        return bad("--workload: %s", buf);
+      }
+      o->workload = v;
+    } else if (!strcmp(a, "--sizes")) {
+      NEED_ARG
+      o->sizes_range = 1;
       char lo[64], *colon = strchr(v, ':');
       size_t lolen = colon ? (size_t)(colon - v) : strlen(v);
       snprintf(lo, sizeof lo, "%.*s", (int)(lolen < sizeof lo ? lolen : 0), v);
@@ -291,15 +349,22 @@ static int canonical(const struct opts *o, char *buf, size_t len) {
   buf[0] = 0;
   rec_add(&r, "--backend %s", o->backend);
   if (!strcmp(o->backend, "nccl")) {
-    rec_add(&r, " --gpus %s --ops %llu --warmup %llu --timeout %llu", o->gpus, o->ops, o->warmup,
-            o->timeout_s);
+    rec_add(&r, " --gpus %s --ops %llu --warmup %llu --timeout %llu --process-model %s", o->gpus, o->ops,
+            o->warmup, o->timeout_s, o->single ? "single" : "per-gpu");
+    if (o->nccl_lib) rec_add(&r, " --nccl-lib %s", o->nccl_lib);
+    if (o->cudart_lib) rec_add(&r, " --cudart-lib %s", o->cudart_lib);
+    if (o->plugin) rec_add(&r, " --plugin %s", o->plugin);
+    if (o->in_place) rec_add(&r, " --in-place");
+    rec_add(&r, " --warmup-ms %llu", o->warmup_ms);
   } else {
     rec_add(&r, " --box %s --seed %llu", o->box, o->seed);
     if (o->isolate) rec_add(&r, " --isolate --timeout %llu", o->timeout_s);
     for (size_t i = 0; i < o->ninject; i++) rec_add(&r, " --inject %s", o->inject[i]);
   }
-  rec_add(&r, " --sizes %llu:%llu --%s --collectives ", (unsigned long long)o->min_bytes,
-          (unsigned long long)o->max_bytes,
+  if (o->sizes_list) rec_add(&r, " --sizes %s", o->sizes_list);
+  if (o->workload) rec_add(&r, " --workload %s", o->workload);
+  if (!o->nsizes) rec_add(&r, " --sizes %llu:%llu", (unsigned long long)o->min_bytes, (unsigned long long)o->max_bytes);
+  rec_add(&r, " --%s --collectives ",
           o->mode_mask == 3u ? "both" : o->mode_mask == (1u << PT_MODE_GRAPH) ? "graph" : "eager");
   for (int c = 0; c < PT_NCOLL; c++)
     if (o->coll_mask & (1u << c)) rec_add(&r, "%s%s", sep, pt_coll_name(c)), sep = ",";
@@ -331,6 +396,7 @@ static void defaults(struct opts *o) {
   o->seed = 1;
   o->ops = 20;
   o->warmup = 5;
+  o->warmup_ms = 100;
   o->timeout_s = 60;
   o->checkpoint_s = 30;
 }
@@ -366,7 +432,13 @@ static int open_backend(const struct opts *o, struct pt_backend *be) {
     no.gpus = o->gpus;
     no.ops = (unsigned)o->ops;
     no.warmup = (unsigned)o->warmup;
+    no.warmup_ms = (unsigned)o->warmup_ms;
     no.timeout_s = (double)o->timeout_s;
+    no.nccl_lib = o->nccl_lib;
+    no.cudart_lib = o->cudart_lib;
+    no.plugin = o->plugin;
+    no.single = o->single;
+    no.in_place = o->in_place;
     no.stop = &interrupted;
     rc = pt_backend_nccl_open(be, &no, &e);
   } else {
@@ -472,6 +544,8 @@ static int run(struct opts *o, const char *args, int resume) {
   pt_sweep_opts_default(&so);
   so.min_bytes = o->min_bytes;
   so.max_bytes = o->max_bytes;
+  so.sizes = o->sizes;
+  so.nsizes = o->nsizes;
   so.coll_mask = o->coll_mask;
   so.mode_mask = o->mode_mask;
   so.reps = o->reps;
@@ -488,6 +562,14 @@ static int run(struct opts *o, const char *args, int resume) {
     status = 2;
     goto out;
   }
+  const char *proto_env = getenv("NCCL_PROTO"), *algo_env = getenv("NCCL_ALGO");
+  /* NCCL disables LL128 on PCIe unless NCCL_PROTO enables it: say so in the
+   * summary, rather than leave "unsupported" unexplained. */
+  int ll128_note = !strcmp(o->backend, "nccl") && (o->proto_mask & (1u << NCCL_PROTO_LL128)) &&
+                   (!proto_env || !strstr(proto_env, "LL128") || strchr(proto_env, '^'));
+  if (!strcmp(o->backend, "nccl") && (algo_env || proto_env))
+    fprintf(stderr, "pcie-tune profile: warning: NCCL_ALGO=%s NCCL_PROTO=%s are set: candidates they exclude "
+                    "come back unsupported\n", algo_env ? algo_env : "(unset)", proto_env ? proto_env : "(unset)");
   pt_progress_init(&r.pg, o->quiet);
   r.last_write = now_s();
   so.progress = on_progress;
@@ -539,6 +621,9 @@ static int run(struct opts *o, const char *args, int resume) {
   if (!o->quiet)
     fprintf(stderr, "pcie-tune profile: wrote %s (%llu repetitions in %llu measurements)\n", o->out,
             (unsigned long long)sw.samples, (unsigned long long)sw.calls);
+  if (ll128_note)
+    fprintf(stderr, "pcie-tune profile: note: ll128 is unsupported unless NCCL_PROTO enables it (NCCL disables "
+                    "LL128 on PCIe); to measure it: NCCL_PROTO=LL,LL128,Simple pcie-tune profile ...\n");
   status = 0;
 out:
   pt_sweep_release(&sw);
@@ -563,7 +648,8 @@ int cmd_profile(int argc, char **argv) {
     char stored[sizeof fs.args]; /* the resumed options point into it */
     given = o;
     /* Everything but --out, --budget and --quiet comes from the file. */
-    if (given.backend || given.box || given.gpus || given.full || given.force || given.name)
+    if (given.backend || given.box || given.gpus || given.full || given.force || given.name || given.nccl_lib ||
+        given.plugin || given.cudart_lib)
       return bad("--resume takes the sweep's options from %s; give only --out, --budget, --quiet", o.out);
     for (int i = 1; i < argc; i++)
       if (strcmp(argv[i], "--resume") && strcmp(argv[i], "--out") && strcmp(argv[i], "--budget") &&
@@ -596,10 +682,13 @@ int cmd_profile(int argc, char **argv) {
     return run(&o, args, 1);
   }
   if (!o.backend) return bad("missing --backend (nccl or sim)");
+  if (o.sizes_range && o.nsizes) return bad("--sizes MIN:MAX and a size list (--sizes LIST, --workload) exclude each other");
   if (!strcmp(o.backend, "nccl")) {
     if (!o.gpus) return bad("missing --gpus LIST for the nccl backend (e.g. --gpus 0-7)");
     if (o.box || o.isolate || o.ninject) return bad("--box, --isolate and --inject are for --backend sim");
   } else if (!strcmp(o.backend, "sim")) {
+    if (o.nccl_lib || o.plugin || o.cudart_lib || o.single || o.in_place)
+      return bad("--nccl-lib, --cudart-lib, --plugin, --process-model and --in-place are for --backend nccl");
     if (!o.box) return bad("missing --box NAME|FILE for the sim backend");
     if (o.gpus) return bad("--gpus is for --backend nccl");
     if (o.ninject && !o.isolate) return bad("--inject needs --isolate (faults happen in workers)");

@@ -26,14 +26,17 @@
 static const char usage_text[] =
     "usage: pcie-tune worker --backend sim --box NAME|FILE [--seed N] [--inject FAULT ...]\n"
     "       pcie-tune worker --backend nccl --gpus LIST [--ops N] [--warmup N]\n"
-    "                        [--plugin PATH] [--nccl-lib PATH]\n"
+    "                        [--plugin PATH] [--nccl-lib PATH] [--cudart-lib PATH]\n"
+    "                        [--process-model per-gpu|single] [--scratch DIR]\n"
+    "                        [--placement out-of-place|in-place] [--warmup-ms MS]\n"
     "Started by 'pcie-tune profile'; speaks a binary protocol on stdin/stdout.\n"
     "FAULT (tests only): crash|abort|hang|wrong|exit|garbage:ALGO/PROTO/CHANNELS[@MINBYTES]\n";
 
 struct wopts {
-  const char *backend, *box, *gpus, *plugin, *nccl_lib;
+  const char *backend, *box, *gpus, *plugin, *nccl_lib, *cudart_lib, *scratch;
+  int single, in_place;
   unsigned long long seed;
-  unsigned ops, warmup;
+  unsigned ops, warmup, warmup_ms;
   struct pt_fault faults[PT_MAX_FAULTS];
   size_t nfaults;
 };
@@ -76,6 +79,18 @@ static int parse(int argc, char **argv, struct wopts *o, char *msg, size_t len) 
     else if (!strcmp(a, "--gpus")) o->gpus = v;
     else if (!strcmp(a, "--plugin")) o->plugin = v;
     else if (!strcmp(a, "--nccl-lib")) o->nccl_lib = v;
+    else if (!strcmp(a, "--cudart-lib")) o->cudart_lib = v;
+    else if (!strcmp(a, "--scratch")) o->scratch = v;
+    else if (!strcmp(a, "--placement")) {
+      if (strcmp(v, "out-of-place") && strcmp(v, "in-place"))
+        return uerr(msg, len, "bad --placement '%s' (out-of-place or in-place)", v);
+      o->in_place = !strcmp(v, "in-place");
+    }
+    else if (!strcmp(a, "--process-model")) {
+      if (strcmp(v, "per-gpu") && strcmp(v, "single"))
+        return uerr(msg, len, "bad --process-model '%s' (per-gpu or single)", v);
+      o->single = !strcmp(v, "single");
+    }
     else if (!strcmp(a, "--seed")) {
       if (parse_u(v, ~0ULL, &o->seed)) return uerr(msg, len, "bad --seed '%s'", v);
     } else if (!strcmp(a, "--ops")) {
@@ -84,6 +99,9 @@ static int parse(int argc, char **argv, struct wopts *o, char *msg, size_t len) 
     } else if (!strcmp(a, "--warmup")) {
       if (parse_u(v, 1000, &n)) return uerr(msg, len, "bad --warmup '%s' (0..1000)", v);
       o->warmup = (unsigned)n;
+    } else if (!strcmp(a, "--warmup-ms")) {
+      if (parse_u(v, 10000, &n)) return uerr(msg, len, "bad --warmup-ms '%s' (0..10000)", v);
+      o->warmup_ms = (unsigned)n;
     } else if (!strcmp(a, "--inject")) {
       char why[200];
       if (o->nfaults == PT_MAX_FAULTS) return uerr(msg, len, "more than %d --inject", PT_MAX_FAULTS);
@@ -102,7 +120,8 @@ static int parse(int argc, char **argv, struct wopts *o, char *msg, size_t len) 
 }
 
 /* Opens the backend named by o; *prov gets its provenance (malloc'ed). */
-static int open_backend(const struct wopts *o, struct pt_backend *b, char **prov, struct pt_error_rec *e) {
+static int open_backend(const struct wopts *o, struct pt_backend *b, char **prov, int out,
+                        struct pt_error_rec *e) {
   *prov = NULL;
   if (!strcmp(o->backend, "sim")) {
     struct pt_box box;
@@ -111,8 +130,10 @@ static int open_backend(const struct wopts *o, struct pt_backend *b, char **prov
     if ((rc = pt_backend_sim_open(b, &box, o->seed))) return rc;
     return (*prov = pt_strdup("")) ? 0 : PT_ENOMEM;
   }
-  struct pt_gpu_opts g = {.plugin = o->plugin, .nccl_lib = o->nccl_lib, .ops = o->ops, .warmup = o->warmup};
-  if (pt_gpu_built() && (g.ngpus = pt_nccl_parse_gpus(o->gpus, g.gpus, PT_GPU_MAX)) < 0) {
+  struct pt_gpu_opts g = {.plugin = o->plugin, .nccl_lib = o->nccl_lib, .cudart_lib = o->cudart_lib,
+                          .scratch = o->scratch, .single = o->single, .in_place = o->in_place, .warmup_ms = o->warmup_ms, .beat_fd = out, .ops = o->ops,
+                          .warmup = o->warmup};
+  if ((g.ngpus = pt_nccl_parse_gpus(o->gpus, g.gpus, PT_GPU_MAX)) < 0) {
     snprintf(e->file, sizeof e->file, "--gpus");
     e->line = 0;
     snprintf(e->msg, sizeof e->msg, "bad list '%s' (e.g. 0-7 or 0,2,4,6; each GPU once)", o->gpus);
@@ -176,7 +197,7 @@ int cmd_worker(int argc, char **argv) {
     status = fail(out, PT_EINVAL, 2, msg);
     goto out;
   }
-  if ((rc = open_backend(&o, &b, &prov, &e))) {
+  if ((rc = open_backend(&o, &b, &prov, out, &e))) {
     pt_error_format(&e, msg, sizeof msg);
     status = fail(out, rc, rc == PT_EINVAL ? 2 : 1, msg);
     goto out;

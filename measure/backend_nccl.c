@@ -2,9 +2,11 @@
  * The nccl backend as the profiler opens it (measure/backend_nccl.h): option
  * checks and the worker's command line. Nothing here touches CUDA.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend_nccl.h"
 #include "gpu_nccl.h"
@@ -14,6 +16,7 @@ void pt_nccl_opts_default(struct pt_nccl_opts *o) {
   memset(o, 0, sizeof *o);
   o->ops = 20;
   o->warmup = 5;
+  o->warmup_ms = 100;
   o->timeout_s = 60;
   o->start_timeout_s = 120;
   o->stderr_fd = -1;
@@ -53,16 +56,26 @@ int pt_nccl_parse_gpus(const char *s, int *out, int max) {
 
 int pt_backend_nccl_built(void) { return pt_gpu_built(); }
 
+/* The workers' scratch directory (NCCL logs, the empty profile directory),
+ * made here and removed by the isolated backend at close, so a killed
+ * worker leaves nothing behind. */
+static int make_scratch(char *out, size_t len, struct pt_error_rec *err) {
+  const char *tmp = getenv("TMPDIR");
+  snprintf(out, len, "%s/pcie-tune-scratch.XXXXXX", tmp && *tmp && strlen(tmp) < len - 40 ? tmp : "/tmp");
+  if (mkdtemp(out)) return 0;
+  snprintf(err->msg, sizeof err->msg, "cannot create a scratch directory %.300s: %s", out, strerror(errno));
+  return PT_EIO;
+}
+
 int pt_backend_nccl_open(struct pt_backend *b, const struct pt_nccl_opts *o,
                          struct pt_error_rec *err) {
   int gpus[PT_GPU_MAX];
-  char ops[16], warmup[16], *prov = NULL;
-  const char *args[16];
+  char ops[16], warmup[16], warmup_ms[16], scratch[400];
+  const char *args[24];
   size_t k = 0;
   memset(b, 0, sizeof *b);
   snprintf(err->file, sizeof err->file, "pcie-tune profile");
   err->line = 0;
-  if (!pt_gpu_built()) return pt_gpu_open(b, NULL, &prov, err); /* explains how to enable it */
   if (pt_nccl_parse_gpus(o->gpus, gpus, PT_GPU_MAX) < 0) {
     snprintf(err->msg, sizeof err->msg, "bad --gpus '%s' (e.g. 0-7 or 0,2,4,6; each GPU once, at most %d)",
              o->gpus ? o->gpus : "", PT_GPU_MAX);
@@ -90,7 +103,25 @@ int pt_backend_nccl_open(struct pt_backend *b, const struct pt_nccl_opts *o,
     args[k++] = "--nccl-lib";
     args[k++] = o->nccl_lib;
   }
+  if (o->cudart_lib) {
+    args[k++] = "--cudart-lib";
+    args[k++] = o->cudart_lib;
+  }
+  snprintf(warmup_ms, sizeof warmup_ms, "%u", o->warmup_ms);
+  args[k++] = "--warmup-ms";
+  args[k++] = warmup_ms;
+  args[k++] = "--placement";
+  args[k++] = o->in_place ? "in-place" : "out-of-place";
+  args[k++] = "--process-model";
+  args[k++] = o->single ? "single" : "per-gpu";
+  int rc = make_scratch(scratch, sizeof scratch, err);
+  if (rc) return rc;
+  args[k++] = "--scratch";
+  args[k++] = scratch;
   args[k] = NULL;
-  struct pt_isolate_opts io = {o->exe, args, o->timeout_s, o->start_timeout_s, o->stderr_fd, o->stop};
-  return pt_backend_isolated_open(b, &io, err);
+  struct pt_isolate_opts io = {o->exe, args, o->timeout_s, o->start_timeout_s, o->stderr_fd, o->stop,
+                               o->ops, o->warmup, o->warmup_ms, scratch};
+  rc = pt_backend_isolated_open(b, &io, err);
+  if (rc) rmdir(scratch); /* the isolated backend removed what the worker wrote */
+  return rc;
 }

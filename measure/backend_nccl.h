@@ -16,9 +16,14 @@ struct pt_nccl_opts {
   const char *gpus;       /* "0-7", "0,2,4,6": CUDA device ordinals */
   const char *plugin;     /* tuner .so; NULL = next to pcie-tune (or ../lib) */
   const char *nccl_lib;   /* NULL = libnccl.so.2 */
+  const char *cudart_lib; /* NULL = beside libnccl, then the loader's path */
+  int single;             /* 1: one worker process drives every GPU from a thread each */
+  int in_place;           /* 1: all-reduce in place */
   unsigned ops;           /* all-reduces per timed launch / captured graph */
-  unsigned warmup;        /* untimed launches before timing */
-  double timeout_s;       /* per measurement; the worker is killed after it */
+  unsigned warmup;        /* untimed launches after the first one */
+  unsigned warmup_ms;     /* then untimed replays for this much GPU time; 100 */
+  double timeout_s;       /* base deadline per measurement and between heartbeats,
+                             scaled up with size (pt_isolate_window_s) */
   double start_timeout_s; /* NCCL initialisation of a fresh worker */
   const char *exe;        /* the pcie-tune binary; NULL = /proc/self/exe */
   int stderr_fd;          /* workers' stderr; -1 = the profiler's */

@@ -29,6 +29,7 @@ static int sim_info(void *self, struct pt_backend_info *out) {
   out->nranks = sb->box.nranks;
   out->nnodes = sb->box.nnodes;
   out->max_channels = sb->box.nccl.comm_channels;
+  out->comm_channels = sb->box.nccl.comm_channels;
   return 0;
 }
 

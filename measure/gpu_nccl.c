@@ -1,55 +1,53 @@
 /*
- * The GPU measurement backend (measure/gpu_nccl.h): NCCL set-up with the
- * plugin as tuner, one measurement per request (force, probe, capture or
- * launch, time, check), tear-down. Provenance text is assembled here from
- * CUDA/NCCL facts; quoting and the environment are measure/gpu_prov.c's.
- * Compiled only with PT_HAVE_GPU (mk/gpu.mk); measure/gpu_absent.c otherwise.
+ * The GPU backend's coordinator (measure/gpu_nccl.h): environment, ranks
+ * (processes or threads), the ncclUniqueId hand-over, requests out and
+ * results in, provenance. What a rank does on its GPU is measure/gpu_rank.c.
  */
-#ifdef PT_HAVE_GPU
-#include <dlfcn.h>
+#include <dirent.h>
 #include <errno.h>
 #include <libgen.h>
+#include <math.h>
 #include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "gpu_api.h"
 #include "gpu_nccl.h"
-#include "gpu_ncclapi.h"
-#include "gpu_pattern.h"
+#include "gpu_ncclog.h"
 #include "gpu_prov.h"
-#include "pcie/control.h"
+#include "gpu_rank.h"
+#include "proto.h"
 
 extern char **environ;
 
-/* Bytes of rotating output buffers per rank: each of the `ops` collectives
- * of a launch writes its own buffer (so every one is checked) until this
- * much memory is used; beyond that they share. */
-#define OUT_BUDGET ((size_t)256 << 20)
-
 struct gpu {
-  struct pt_nccl_api api;
-  void *plugin; /* our own reference to the plugin NCCL loaded */
-  const pcieTunerControl_v1_t *ctl;
-  int n, dev[PT_GPU_MAX];
-  int ncomm, nres; /* how many comms / stream+event sets exist */
-  ncclComm_t comm[PT_GPU_MAX];
-  cudaStream_t st[PT_GPU_MAX];
-  cudaEvent_t ev0[PT_GPU_MAX], ev1[PT_GPU_MAX];
-  float *send[PT_GPU_MAX], *recv[PT_GPU_MAX];
-  size_t send_cap, recv_cap; /* bytes per rank */
-  float *host;
-  size_t host_cap;
+  struct pt_gpu_api api;
+  int n, dev[PT_GPU_MAX], single, beat_fd, poisoned, own_scratch;
   unsigned ops, warmup;
-  int poisoned; /* a CUDA/NCCL error happened: nothing more may run */
-  char tmpdir[64];
+  double warmup_ms;
+  int fd[PT_GPU_MAX];
+  pid_t pid[PT_GPU_MAX];
+  pthread_t th[PT_GPU_MAX];
+  int started;
+  struct pt_rank_cfg cfg[PT_GPU_MAX];
+  char plugin[PATH_MAX], scratch[PATH_MAX], profdir[PATH_MAX + 16], logdir[PATH_MAX + 16];
+  struct pt_ncclog log;
+  struct pt_rank_msg msg; /* receive buffer */
   struct pt_backend_info info;
 };
 
-static int gerr(struct pt_error_rec *err, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+static int gerr(struct pt_error_rec *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int gerr(struct pt_error_rec *err, int code, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -58,279 +56,214 @@ static int gerr(struct pt_error_rec *err, int code, const char *fmt, ...) {
   return code;
 }
 
-static int outcome(struct pt_measure_res *res, int state, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int outcome(struct pt_measure_res *res, int state, const char *fmt, ...) {
-  va_list ap;
-  res->state = state;
-  va_start(ap, fmt);
-  vsnprintf(res->detail, sizeof res->detail, fmt, ap);
-  va_end(ap);
-  return 1;
+int pt_gpu_built(void) { return 1; }
+
+/* ---- ranks ---- */
+
+struct thread_arg {
+  int fd;
+  const struct pt_rank_cfg *cfg;
+};
+
+static void *rank_thread(void *p) {
+  struct thread_arg a = *(struct thread_arg *)p;
+  free(p);
+  pt_rank_serve(a.fd, a.cfg);
+  close(a.fd);
+  return NULL;
 }
 
-/* A CUDA/NCCL call failed while measuring: the candidate crashed, and the
- * context may be poisoned (sticky errors), so the worker must leave. */
-#define CU(what, call)                                                                       \
-  do {                                                                                       \
-    cudaError_t e_ = (call);                                                                 \
-    if (e_ != cudaSuccess) {                                                                 \
-      g->poisoned = 1;                                                                       \
-      outcome(res, PT_PT_CRASH, "%s failed: %s", what, cudaGetErrorString(e_));              \
-      goto out;                                                                              \
-    }                                                                                        \
-  } while (0)
-#define NC(what, call)                                                                       \
-  do {                                                                                       \
-    ncclResult_t r_ = (call);                                                                \
-    if (r_ != ncclSuccess) {                                                                 \
-      g->poisoned = 1;                                                                       \
-      outcome(res, PT_PT_CRASH, "%s failed: %s (%s)", what, g->api.GetErrorString(r_),       \
-              g->api.GetLastError(NULL));                                                    \
-      goto out;                                                                              \
-    }                                                                                        \
-  } while (0)
-
-/* Grows the per-rank buffers; a new send buffer gets the rank's pattern.
- * Returns 0, 1 with res set (CUDA error), or a negative code when memory
- * runs out (not the candidate's fault: the sweep stops with a message). */
-static int ensure(struct gpu *g, size_t nbytes, size_t recv_bytes, struct pt_measure_res *res,
-                  struct pt_error_rec *err) {
-  int rc = 1;
-  if (nbytes > g->host_cap) {
-    float *h = realloc(g->host, nbytes);
-    if (!h) return gerr(err, PT_ENOMEM, "cannot allocate %zu host bytes", nbytes);
-    g->host = h;
-    g->host_cap = nbytes;
+/* A forked rank keeps only its own socket (and stdio): a rank that held
+ * the worker's protocol socket would hide the worker's death from the
+ * profiler. */
+static void close_others(int keep) {
+  DIR *d = opendir("/proc/self/fd");
+  int fds[1024], n = 0;
+  struct dirent *e;
+  if (!d) return;
+  while ((e = readdir(d)) && n < 1024) {
+    int fd = atoi(e->d_name);
+    if (fd > 2 && fd != keep && fd != dirfd(d)) fds[n++] = fd;
   }
-  for (int r = 0; r < g->n; r++) {
-    CU("cudaSetDevice", cudaSetDevice(g->dev[r]));
-    if (nbytes > g->send_cap) {
-      cudaFree(g->send[r]);
-      g->send[r] = NULL;
-      if (cudaMalloc((void **)&g->send[r], nbytes) != cudaSuccess)
-        return gerr(err, PT_ENOMEM, "cannot allocate %zu bytes on GPU %d; lower --sizes", nbytes,
-                    g->dev[r]);
-      pt_pattern_fill(g->host, nbytes / sizeof(float), r);
-      CU("cudaMemcpy", cudaMemcpy(g->send[r], g->host, nbytes, cudaMemcpyHostToDevice));
+  closedir(d);
+  for (int i = 0; i < n; i++) close(fds[i]);
+}
+
+static int start_rank(struct gpu *g, int r, struct pt_error_rec *err) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+    return gerr(err, PT_EIO, "cannot create a rank socket: %s", strerror(errno));
+  if (g->single) {
+    struct thread_arg *a = malloc(sizeof *a);
+    if (!a || (*a = (struct thread_arg){sv[1], &g->cfg[r]}, pthread_create(&g->th[r], NULL, rank_thread, a))) {
+      free(a);
+      close(sv[0]);
+      close(sv[1]);
+      return gerr(err, PT_EIO, "cannot start the thread of rank %d", r);
     }
-    if (recv_bytes > g->recv_cap) {
-      cudaFree(g->recv[r]);
-      g->recv[r] = NULL;
-      if (cudaMalloc((void **)&g->recv[r], recv_bytes) != cudaSuccess)
-        return gerr(err, PT_ENOMEM, "cannot allocate %zu bytes on GPU %d; lower --sizes",
-                    recv_bytes, g->dev[r]);
+  } else {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+      close(sv[0]);
+      close(sv[1]);
+      return gerr(err, PT_EIO, "cannot fork rank %d: %s", r, strerror(errno));
     }
+    if (pid == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the coordinator */
+      close_others(sv[1]);
+      _exit(pt_rank_serve(sv[1], &g->cfg[r]));
+    }
+    g->pid[r] = pid;
+    close(sv[1]);
   }
-  if (nbytes > g->send_cap) g->send_cap = nbytes;
-  if (recv_bytes > g->recv_cap) g->recv_cap = recv_bytes;
-  rc = 0;
-out:
-  return rc;
-}
-
-/* ops all-reduces per rank, each its own group: in one group NCCL would
- * merge them and the tuner would see their summed size. */
-static int launch(struct gpu *g, size_t count, unsigned nout, struct pt_measure_res *res) {
-  int rc = 1;
-  for (unsigned k = 0; k < g->ops; k++) {
-    NC("ncclGroupStart", g->api.GroupStart());
-    for (int r = 0; r < g->n; r++)
-      NC("ncclAllReduce", g->api.AllReduce(g->send[r], g->recv[r] + (size_t)(k % nout) * count,
-                                           count, ncclFloat, ncclSum, g->comm[r], g->st[r]));
-    NC("ncclGroupEnd", g->api.GroupEnd());
-  }
-  rc = 0;
-out:
-  return rc;
-}
-
-static int run_once(struct gpu *g, const cudaGraphExec_t *exec, size_t count, unsigned nout,
-                    struct pt_measure_res *res) {
-  int rc = 1;
-  if (!exec) return launch(g, count, nout, res);
-  for (int r = 0; r < g->n; r++) {
-    CU("cudaSetDevice", cudaSetDevice(g->dev[r]));
-    CU("cudaGraphLaunch", cudaGraphLaunch(exec[r], g->st[r]));
-  }
-  rc = 0;
-out:
-  return rc;
-}
-
-static int sync_all(struct gpu *g, struct pt_measure_res *res) {
-  int rc = 1;
-  for (int r = 0; r < g->n; r++) {
-    CU("cudaSetDevice", cudaSetDevice(g->dev[r]));
-    CU("cudaStreamSynchronize", cudaStreamSynchronize(g->st[r]));
-  }
-  rc = 0;
-out:
-  return rc;
-}
-
-/* Whether the forced choice really ran: NCCL must have asked the tuner,
- * and must not have had the combination disabled. Returns 1 (res set to
- * unsupported) when the measurement would not be of this candidate. */
-static int verdict(struct gpu *g, const struct pt_measure_req *req, struct pt_measure_res *res) {
-  struct pt_control_stats s;
-  if (req->is_default) return 0;
-  g->ctl->stats(&s);
-  if (s.disabled)
-    return outcome(res, PT_PT_UNSUPPORTED, "NCCL has %s/%s disabled at %llu B (%lu of %lu decisions)",
-                   pt_algo_name(req->algo), pt_proto_name(req->proto),
-                   (unsigned long long)req->nbytes, s.disabled, s.disabled + s.applied);
-  if (!s.applied)
-    return outcome(res, PT_PT_UNSUPPORTED,
-                   "NCCL never asked the tuner (%d rank%s), so %s/%s/%d cannot be forced", g->n,
-                   g->n == 1 ? "" : "s", pt_algo_name(req->algo), pt_proto_name(req->proto),
-                   req->channels);
+  g->fd[r] = sv[0];
+  g->started = r + 1;
   return 0;
 }
 
-/* Asks NCCL, without running anything, whether the forced combination is
- * enabled at this size: ncclGroupSimulateEnd calls the tuner but launches
- * nothing. Stats are reset afterwards by forcing again. */
-static int probe(struct gpu *g, const struct pt_measure_req *req, size_t count,
-                 struct pt_measure_res *res) {
-  int rc = 1;
-  ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
-  if (req->is_default || !g->api.GroupSimulateEnd) return 0;
-  NC("ncclGroupStart", g->api.GroupStart());
-  for (int r = 0; r < g->n; r++)
-    NC("ncclAllReduce", g->api.AllReduce(g->send[r], g->recv[r], count, ncclFloat, ncclSum,
-                                         g->comm[r], g->st[r]));
-  NC("ncclGroupSimulateEnd", g->api.GroupSimulateEnd(&sim));
-  if (verdict(g, req, res)) goto out;
-  g->ctl->force(req->algo, req->proto, req->channels, 0);
-  rc = 0;
-out:
-  return rc;
+static void describe_rank(struct gpu *g, int r, char *out, size_t len) {
+  int st = 0;
+  if (g->single || !g->pid[r] || waitpid(g->pid[r], &st, 0) != g->pid[r]) {
+    snprintf(out, len, "rank %d (GPU %d) stopped answering", r, g->dev[r]);
+    return;
+  }
+  g->pid[r] = 0;
+  if (WIFSIGNALED(st))
+    snprintf(out, len, "rank %d (GPU %d) killed by signal %d (%s)", r, g->dev[r], WTERMSIG(st), strsignal(WTERMSIG(st)));
+  else
+    snprintf(out, len, "rank %d (GPU %d) exited with status %d", r, g->dev[r], WEXITSTATUS(st));
 }
 
-static int check_outputs(struct gpu *g, size_t count, unsigned nout, const char *when,
-                         struct pt_measure_res *res) {
-  int rc = 1;
-  size_t bad;
-  float got, want;
-  for (int r = 0; r < g->n; r++) {
-    CU("cudaSetDevice", cudaSetDevice(g->dev[r]));
-    for (unsigned k = 0; k < nout; k++) {
-      CU("cudaMemcpy", cudaMemcpy(g->host, g->recv[r] + (size_t)k * count, count * sizeof(float),
-                                  cudaMemcpyDeviceToHost));
-      if (pt_pattern_check(g->host, count, g->n, &bad, &got, &want)) {
-        outcome(res, PT_PT_WRONG, "%s: rank %d output %u element %zu is %g, want %g", when, r, k,
-                bad, (double)got, (double)want);
-        goto out;
-      }
-    }
-  }
-  rc = 0;
-out:
-  return rc;
+/* Reads rank r's next message into g->msg. Returns 0, or -1 when the rank
+ * is gone (why says how). */
+static int hear(struct gpu *g, int r, char *why, size_t len) {
+  ssize_t n;
+  do n = recv(g->fd[r], &g->msg, sizeof g->msg, 0);
+  while (n < 0 && errno == EINTR);
+  if (n == (ssize_t)sizeof g->msg) return 0;
+  describe_rank(g, r, why, len);
+  return -1;
 }
 
-/* Graph mode: one graph per rank holding the ops collectives. */
-static int capture(struct gpu *g, size_t count, unsigned nout, cudaGraphExec_t *exec,
-                   struct pt_measure_res *res) {
-  int rc = 1, began = 0, ended = 0;
-  cudaGraph_t graph = NULL;
-  for (; began < g->n; began++) {
-    CU("cudaSetDevice", cudaSetDevice(g->dev[began]));
-    /* Thread-local: NCCL's own threads may make unsafe CUDA calls meanwhile. */
-    CU("cudaStreamBeginCapture",
-       cudaStreamBeginCapture(g->st[began], cudaStreamCaptureModeThreadLocal));
-  }
-  if (launch(g, count, nout, res)) goto out;
-  for (int r = 0; r < g->n; r++) {
-    CU("cudaSetDevice", cudaSetDevice(g->dev[r]));
-    cudaError_t e = cudaStreamEndCapture(g->st[r], &graph);
-    ended = r + 1; /* capture mode ends even when EndCapture fails */
-    CU("cudaStreamEndCapture", e);
-    e = cudaGraphInstantiate(&exec[r], graph, 0);
-    cudaGraphDestroy(graph);
-    CU("cudaGraphInstantiate", e);
-  }
-  rc = 0;
-out:
-  /* A failed capture is still ended, so no stream is left capturing while
-   * the worker reports (it leaves anyway: g->poisoned is set). */
-  for (int r = ended; rc && r < began; r++) {
-    cudaGraph_t dead = NULL;
-    cudaSetDevice(g->dev[r]);
-    if (cudaStreamEndCapture(g->st[r], &dead) == cudaSuccess && dead) cudaGraphDestroy(dead);
-  }
-  return rc;
+static int tell(struct gpu *g, int r, const struct pt_rank_cmd *c) {
+  return send(g->fd[r], c, sizeof *c, MSG_NOSIGNAL) == (ssize_t)sizeof *c ? 0 : -1;
+}
+
+/* ---- measurement ---- */
+
+static int worse(int a, int b) {
+  static const int rank_of[] = {[PT_PT_OK] = 0, [PT_PT_MISSING] = 0, [PT_PT_UNSUPPORTED] = 1,
+                                [PT_PT_WRONG] = 2, [PT_PT_HANG] = 3, [PT_PT_CRASH] = 4};
+  return rank_of[b] > rank_of[a] ? b : a;
 }
 
 static int gpu_measure(void *self, const struct pt_measure_req *req, double *samples,
                        struct pt_measure_res *res, struct pt_error_rec *err) {
   struct gpu *g = self;
-  cudaGraphExec_t exec[PT_GPU_MAX] = {0};
-  int graph = req->mode == PT_MODE_GRAPH, rc;
+  struct pt_rank_cmd cmd = {.type = PT_RK_CMD_MEASURE, .req = *req};
+  unsigned beats[PT_GPU_MAX] = {0}, sent_beats = 0, nwarm = 0;
+  double warm_us = 0;
+  int done[PT_GPU_MAX] = {0}, ndone = 0;
+  char why[400];
   res->state = PT_PT_OK;
   res->detail[0] = 0;
   if (g->poisoned) return gerr(err, PT_EIO, "the GPU backend is unusable after an earlier error");
   if (req->coll != PT_ALLREDUCE) {
-    outcome(res, PT_PT_UNSUPPORTED, "the nccl backend measures allreduce only");
+    res->state = PT_PT_UNSUPPORTED;
+    snprintf(res->detail, sizeof res->detail, "the nccl backend measures allreduce only");
     return 0;
   }
-  if (req->nbytes % sizeof(float) || req->nbytes > ((uint64_t)1 << 40)) {
-    outcome(res, PT_PT_UNSUPPORTED, "sizes must be multiples of 4 bytes (fp32) up to 1 TiB");
+  if (req->nbytes % sizeof(float) || req->nbytes > ((uint64_t)1 << 40) || !req->nbytes) {
+    res->state = PT_PT_UNSUPPORTED;
+    snprintf(res->detail, sizeof res->detail, "sizes must be multiples of 4 bytes (fp32) up to 1 TiB");
     return 0;
   }
-  size_t nbytes = (size_t)req->nbytes, count = nbytes / sizeof(float);
-  unsigned nout = g->ops;
-  if (nbytes * nout > OUT_BUDGET) nout = nbytes >= OUT_BUDGET ? 1 : (unsigned)(OUT_BUDGET / nbytes);
-  if ((rc = ensure(g, nbytes, nbytes * nout, res, err))) return rc < 0 ? rc : 0;
-  rc = 0;
-  if (req->is_default) {
-    g->ctl->force(-1, 0, 0, 0);
-  } else if (g->ctl->force(req->algo, req->proto, req->channels, 0)) {
-    outcome(res, PT_PT_UNSUPPORTED, "the plugin rejects %d/%d/%d", req->algo, req->proto,
-            req->channels);
-    return 0;
+  /* One process: the plugin's forced choice is process-wide, so rank 0
+   * sets it before any rank runs, and only rank 0 reads the counters
+   * (they count every rank's decisions). */
+  if (g->single) {
+    struct pt_rank_cmd f = {.type = PT_RK_CMD_FORCE, .req = *req};
+    if (tell(g, 0, &f) || hear(g, 0, why, sizeof why)) goto died0;
+    if (g->msg.res.state != PT_PT_OK) {
+      *res = g->msg.res;
+      return 0;
+    }
   }
-  if (probe(g, req, count, res)) goto out;
-  /* NaN everywhere: an output no collective wrote cannot pass the check. */
   for (int r = 0; r < g->n; r++) {
-    CU("cudaSetDevice", cudaSetDevice(g->dev[r]));
-    CU("cudaMemsetAsync", cudaMemsetAsync(g->recv[r], 0xff, nbytes * nout, g->st[r]));
+    cmd.do_force = !g->single;
+    cmd.do_verdict = !g->single || r == 0;
+    if (tell(g, r, &cmd)) {
+      describe_rank(g, r, why, sizeof why);
+      goto crashed;
+    }
   }
-  if (graph && capture(g, count, nout, exec, res)) goto out;
-  if (graph && verdict(g, req, res)) goto out; /* captured, never run */
-  /* Eager mode learns the verdict from a first launch, which runs NCCL's
-   * own choice when the candidate is disabled: harmless, and not timed. */
-  for (unsigned w = 0; w < (graph ? g->warmup : (g->warmup ? g->warmup : 1)); w++)
-    if (run_once(g, graph ? exec : NULL, count, nout, res)) goto out;
-  if (!graph && verdict(g, req, res)) goto out;
-  if (sync_all(g, res) || check_outputs(g, count, nout, "after warm-up", res)) goto out;
-  for (unsigned i = 0; i < req->reps; i++) {
-    double worst = 0;
-    for (int r = 0; r < g->n; r++) {
-      CU("cudaSetDevice", cudaSetDevice(g->dev[r]));
-      CU("cudaEventRecord", cudaEventRecord(g->ev0[r], g->st[r]));
+  for (unsigned i = 0; i < req->reps; i++) samples[i] = 0;
+  while (ndone < g->n) {
+    struct pollfd p[PT_GPU_MAX];
+    for (int r = 0; r < g->n; r++) p[r] = (struct pollfd){done[r] ? -1 : g->fd[r], POLLIN, 0};
+    if (poll(p, (nfds_t)g->n, -1) < 0) {
+      if (errno == EINTR) continue;
+      return gerr(err, PT_EIO, "poll: %s", strerror(errno));
     }
-    if (run_once(g, graph ? exec : NULL, count, nout, res)) goto out;
     for (int r = 0; r < g->n; r++) {
-      CU("cudaSetDevice", cudaSetDevice(g->dev[r]));
-      CU("cudaEventRecord", cudaEventRecord(g->ev1[r], g->st[r]));
+      if (done[r] || !p[r].revents) continue;
+      if (hear(g, r, why, sizeof why)) goto crashed;
+      if (g->msg.type == PT_RK_FAIL) {
+        g->poisoned = 1;
+        return gerr(err, PT_EIO, "%s", g->msg.text);
+      }
+      if (g->msg.type == PT_RK_WARM) {
+        /* Every rank timed one replay: one count for all, from the slowest. */
+        warm_us = g->msg.warm_us > warm_us ? g->msg.warm_us : warm_us;
+        if (++nwarm == (unsigned)g->n) {
+          struct pt_rank_cmd w = {.type = PT_RK_CMD_WARM};
+          double want = g->warmup_ms * 1000.0 / (warm_us > 0.01 ? warm_us : 0.01);
+          w.warm = want > 100000 ? 100000 : (unsigned)ceil(want);
+          for (int q = 0; q < g->n; q++)
+            if (tell(g, q, &w)) {
+              describe_rank(g, q, why, sizeof why);
+              goto crashed;
+            }
+        }
+        continue;
+      }
+      if (g->msg.type == PT_RK_BEAT) {
+        beats[r] = g->msg.rep;
+        unsigned lo = beats[0];
+        for (int q = 1; q < g->n; q++) lo = beats[q] < lo ? beats[q] : lo;
+        if (lo > sent_beats && g->beat_fd >= 0) {
+          uint32_t v = lo;
+          pt_proto_write(g->beat_fd, PT_MSG_BEAT, &v, sizeof v);
+        }
+        sent_beats = lo > sent_beats ? lo : sent_beats;
+        continue;
+      }
+      done[r] = 1;
+      ndone++;
+      if (g->msg.res.state != PT_PT_OK) {
+        if (worse(res->state, g->msg.res.state) != res->state) *res = g->msg.res;
+        continue;
+      }
+      /* The slowest rank sets each repetition's time. */
+      for (unsigned i = 0; i < req->reps; i++)
+        if (g->msg.samples[i] > samples[i]) samples[i] = g->msg.samples[i];
     }
-    /* The slowest rank sets the collective's time. */
-    for (int r = 0; r < g->n; r++) {
-      float ms = 0;
-      CU("cudaEventSynchronize", cudaEventSynchronize(g->ev1[r]));
-      CU("cudaEventElapsedTime", cudaEventElapsedTime(&ms, g->ev0[r], g->ev1[r]));
-      if (ms > worst) worst = ms;
+    /* A failed rank leaves its peers blocked in the collective: the
+     * candidate crashed or hung as a whole; the worker leaves after this. */
+    if (res->state == PT_PT_CRASH) {
+      g->poisoned = 1;
+      return 0;
     }
-    samples[i] = worst * 1000.0 / g->ops;
   }
-  if (check_outputs(g, count, nout, "after timing", res)) goto out;
-out:
-  for (int r = 0; r < g->n; r++)
-    if (exec[r]) cudaGraphExecDestroy(exec[r]);
-  g->ctl->force(-1, 0, 0, 0);
-  return rc;
+  return 0;
+died0:
+  describe_rank(g, 0, why, sizeof why);
+crashed:
+  g->poisoned = 1;
+  res->state = PT_PT_CRASH;
+  snprintf(res->detail, sizeof res->detail, "%.250s", why);
+  return 0;
 }
 
 static int gpu_info(void *self, struct pt_backend_info *out) {
@@ -338,29 +271,50 @@ static int gpu_info(void *self, struct pt_backend_info *out) {
   return 0;
 }
 
+/* Removes the scratch directory's known contents (NCCL logs, the empty
+ * profile directory) and, when we made it, the directory itself. */
+static void clean_scratch(struct gpu *g) {
+  DIR *d = g->logdir[0] ? opendir(g->logdir) : NULL;
+  struct dirent *e;
+  char path[PATH_MAX * 2];
+  while (d && (e = readdir(d)))
+    if (!strncmp(e->d_name, "nccl.", 5)) {
+      snprintf(path, sizeof path, "%s/%s", g->logdir, e->d_name);
+      unlink(path);
+    }
+  if (d) closedir(d);
+  if (g->logdir[0]) rmdir(g->logdir);
+  if (g->profdir[0]) rmdir(g->profdir);
+  if (g->own_scratch) rmdir(g->scratch);
+}
+
 static void gpu_close(void *self) {
   struct gpu *g = self;
   if (!g) return;
-  if (g->ctl) g->ctl->force(-1, 0, 0, 0);
-  /* After a CUDA error teardown may block on a dead context; the process
-   * is about to exit, which frees everything anyway. */
-  if (!g->poisoned) {
-    for (int r = 0; r < g->nres; r++) {
-      cudaSetDevice(g->dev[r]);
-      cudaFree(g->send[r]);
-      cudaFree(g->recv[r]);
-      cudaEventDestroy(g->ev0[r]);
-      cudaEventDestroy(g->ev1[r]);
-      cudaStreamDestroy(g->st[r]);
+  for (int r = 0; r < g->started; r++) close(g->fd[r]); /* EOF: ranks tear down and leave */
+  for (int r = 0; r < g->started; r++) {
+    if (g->single) {
+      /* A rank thread stuck in a dead collective never returns; the
+       * process is about to exit then. */
+      if (!g->poisoned) pthread_join(g->th[r], NULL);
+      continue;
     }
-    for (int r = 0; r < g->ncomm; r++) g->api.CommDestroy(g->comm[r]);
-    if (g->plugin) dlclose(g->plugin);
-    pt_nccl_api_unload(&g->api);
+    if (!g->pid[r]) continue;
+    int st;
+    if (g->poisoned) kill(g->pid[r], SIGKILL);
+    for (int t = 0; t < 400 && waitpid(g->pid[r], &st, WNOHANG) == 0; t++)
+      nanosleep(&(struct timespec){0, 5 * 1000 * 1000}, NULL);
+    if (kill(g->pid[r], 0) == 0) {
+      kill(g->pid[r], SIGKILL);
+      waitpid(g->pid[r], &st, 0);
+    }
   }
-  if (g->tmpdir[0]) rmdir(g->tmpdir);
-  free(g->host);
+  if (!g->single || !g->poisoned) pt_gpu_api_unload(&g->api);
+  clean_scratch(g);
   free(g);
 }
+
+/* ---- set-up ---- */
 
 /* The plugin next to this executable (build tree: build/), or in ../lib
  * (installed: PREFIX/bin and PREFIX/lib). */
@@ -379,172 +333,200 @@ static int find_plugin(const char *given, char *out, struct pt_error_rec *err) {
     snprintf(cand, sizeof cand, "%s%s", dir, rel[i]);
     if (realpath(cand, out)) return 0;
   }
-  return gerr(err, PT_EIO, "cannot find libnccl-tuner-pcie.so next to %s or in ../lib; give --plugin PATH",
-              dir);
+  return gerr(err, PT_EIO, "cannot find libnccl-tuner-pcie.so next to %s or in ../lib; give --plugin PATH", dir);
 }
 
-static int setup_env(struct gpu *g, const char *plugin, struct pt_error_rec *err) {
+static int setup_env(struct gpu *g, const char *scratch, struct pt_error_rec *err) {
   const char *old = getenv("NCCL_TUNER_PLUGIN");
-  if (old && strcmp(old, plugin))
-    fprintf(stderr, "pcie-tune worker: NCCL_TUNER_PLUGIN=%s replaced by %s for the measurement\n", old,
-            plugin);
-  /* An empty directory: the plugin finds no profile and stays passive
-   * unless forced, so "NCCL default" really is NCCL's own choice. */
-  const char *tmp = getenv("TMPDIR");
-  snprintf(g->tmpdir, sizeof g->tmpdir, "%s/pcie-tune-noprofile.XXXXXX",
-           tmp && strlen(tmp) < 30 ? tmp : "/tmp");
-  if (!mkdtemp(g->tmpdir)) {
-    g->tmpdir[0] = 0;
-    return gerr(err, PT_EIO, "cannot create an empty profile directory: %s", strerror(errno));
+  if (old && strcmp(old, g->plugin))
+    fprintf(stderr, "pcie-tune worker: NCCL_TUNER_PLUGIN=%s replaced by %s for the measurement\n", old, g->plugin);
+  if (scratch) {
+    /* One directory per worker: a killed predecessor's stays until the
+     * profiler removes the whole scratch directory. */
+    snprintf(g->scratch, sizeof g->scratch, "%s/w%d", scratch, (int)getpid());
+    if (mkdir(g->scratch, 0700)) return gerr(err, PT_EIO, "cannot create %s: %s", g->scratch, strerror(errno));
+    g->own_scratch = 1;
+  } else {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(g->scratch, sizeof g->scratch, "%s/pcie-tune-worker.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(g->scratch)) return gerr(err, PT_EIO, "cannot create a scratch directory: %s", strerror(errno));
+    g->own_scratch = 1;
   }
-  if (setenv("NCCL_TUNER_PLUGIN", plugin, 1) || setenv("PCIE_TUNER_PROFILE", g->tmpdir, 1))
+  snprintf(g->profdir, sizeof g->profdir, "%s/noprofile", g->scratch);
+  snprintf(g->logdir, sizeof g->logdir, "%s/ncclog", g->scratch);
+  if (mkdir(g->profdir, 0700) || mkdir(g->logdir, 0700)) {
+    int e = errno;
+    return gerr(err, PT_EIO, "cannot create %s/{noprofile,ncclog}: %s", g->scratch, strerror(e));
+  }
+  char logfile[PATH_MAX + 64];
+  snprintf(logfile, sizeof logfile, "%s/nccl.%%p.log", g->logdir);
+  /* An empty directory: the plugin finds no profile and stays passive
+   * unless forced, so "NCCL default" really is NCCL's own choice. NCCL's
+   * INFO lines go to files of ours (never to the protocol). */
+  if (setenv("NCCL_TUNER_PLUGIN", g->plugin, 1) || setenv("PCIE_TUNER_PROFILE", g->profdir, 1) ||
+      setenv("NCCL_DEBUG", "INFO", 1) || setenv("NCCL_DEBUG_FILE", logfile, 1) ||
+      setenv("NCCL_DEBUG_SUBSYS", "INIT,ENV,TUNING", 1))
     return gerr(err, PT_ENOMEM, "cannot set the environment");
   return 0;
 }
 
-static void write_prov(struct gpu *g, FILE *f, const char *plugin, int nccl_version) {
-  int drv = 0, rt = 0;
-  cudaDriverGetVersion(&drv);
-  cudaRuntimeGetVersion(&rt);
-  fprintf(f, "    gpu = {\n      backend = \"nccl\";\n      nccl_version = \"%s\";\n      nccl_version_code = %d;\n",
-          g->info.nccl_version, nccl_version);
-  fputs("      nccl_library = ", f);
-  pt_prov_quote(f, g->api.path);
-  fputs(";\n      plugin = ", f);
-  pt_prov_quote(f, plugin);
-  fprintf(f, ";\n      cuda_driver = %d;\n      cuda_runtime = %d;\n", drv, rt);
-  fprintf(f, "      datatype = \"float32\";\n      ops_per_launch = %u;\n      warmup = %u;\n",
-          g->ops, g->warmup);
-  fputs("      check = \"exact integer pattern, every output of every rank\";\n", f);
-  fputs("      devices = (", f);
-  for (int r = 0; r < g->n; r++) {
-    struct cudaDeviceProp p;
-    char bus[32] = "?";
-    memset(&p, 0, sizeof p);
-    cudaGetDeviceProperties(&p, g->dev[r]);
-    cudaDeviceGetPCIBusId(bus, sizeof bus, g->dev[r]);
-    fprintf(f, "%s\n        { cuda_index = %d; name = ", r ? "," : "", g->dev[r]);
-    pt_prov_quote(f, p.name);
-    fputs("; pci_bus_id = ", f);
-    pt_prov_quote(f, bus);
-    fprintf(f, "; compute_capability = \"%d.%d\"; }", p.major, p.minor);
+static void read_logs(struct gpu *g) {
+  DIR *d = opendir(g->logdir);
+  struct dirent *e;
+  char path[PATH_MAX * 2];
+  while (d && (e = readdir(d))) {
+    if (strncmp(e->d_name, "nccl.", 5)) continue;
+    snprintf(path, sizeof path, "%s/%s", g->logdir, e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    pt_ncclog_scan(f, &g->log);
+    fclose(f);
   }
-  /* What CUDA allows; which transport NCCL then picked (P2P or SHM) is
-   * not reported through its API (NCCL_DEBUG=INFO prints it on stderr). */
-  fputs(" );\n      p2p_access = [", f);
-  for (int a = 0, first = 1; a < g->n; a++)
-    for (int b = 0; b < g->n; b++) {
-      int can = 0;
-      if (a == b) continue;
-      cudaDeviceCanAccessPeer(&can, g->dev[a], g->dev[b]);
-      fprintf(f, "%s\"%d>%d %s\"", first ? " " : ", ", g->dev[a], g->dev[b], can ? "yes" : "no");
-      first = 0;
-    }
-  fputs(" ];\n      ", f);
-  pt_prov_nccl_env(f, (const char *const *)environ);
-  fputs("\n    };\n", f);
+  if (d) closedir(d);
 }
 
-static int max_channels(void) {
+/* The `nccl` group of provenance.extra: what NCCL ran with. */
+static void write_nccl_group(struct gpu *g, FILE *f, const char *user_env) {
+  fputs("    nccl = {\n      library = ", f);
+  pt_prov_quote(f, g->api.nccl_path);
+  fputs(";\n      cudart = ", f);
+  pt_prov_quote(f, g->api.cudart_path);
+  fprintf(f, ";\n      process_model = \"%s\";\n", g->single ? "single-process" : "process-per-gpu");
+  /* Provenance only: the profile's communicator.channels, which the plugin
+   * reads, comes from the backend info (measure/sweepfile.c). */
+  fprintf(f, "      comm_channels = %d;\n      transports = [", g->log.comm_channels);
+  for (size_t i = 0; i < g->log.nlinks; i++) {
+    char t[64];
+    snprintf(t, sizeof t, "%d>%d %s", g->log.links[i].from, g->log.links[i].to, g->log.links[i].via);
+    fputs(i ? ", " : " ", f);
+    pt_prov_quote(f, t);
+  }
+  fputs(" ];\n      ", f);
+  /* Provenance only: the profile's nccl_env, which the plugin compares
+   * with its own, is written by measure/sweepfile.c. */
+  fputs(user_env, f);
+  fputs("\n      log = [", f);
+  for (size_t i = 0; i < g->log.nexcerpt; i++) {
+    fputs(i ? ",\n        " : "\n        ", f);
+    pt_prov_quote(f, g->log.excerpt[i]);
+  }
+  fputs(" ];\n    };\n", f);
+}
+
+static int max_channels_env(void) {
   const char *v = getenv("NCCL_MAX_NCHANNELS");
   char *end;
   long n = v ? strtol(v, &end, 10) : 0;
-  /* NCCL clamps a forced count to its own channel count, which it does not
-   * publish; a candidate above it measures (and later runs) clamped, so it
-   * is consistent, just redundant. NCCL_MAX_NCHANNELS bounds it. */
   if (v && *v && !*end && n >= 1 && n <= PT_MAX_CHANNELS) return (int)n;
   return PT_MAX_CHANNELS;
 }
 
-int pt_gpu_built(void) { return 1; }
+/* Starts every rank, hands rank 0's unique id to the others and waits
+ * until all are ready. *rank0 receives rank 0's provenance text. */
+static int start_all(struct gpu *g, char *rank0, size_t len, struct pt_error_rec *err) {
+  char why[400];
+  int rc;
+  for (int r = 0; r < g->n; r++)
+    if ((rc = start_rank(g, r, err))) return rc;
+  struct pt_rank_cmd c = {.type = PT_RK_CMD_UID};
+  if (hear(g, 0, why, sizeof why)) return gerr(err, PT_EIO, "%s during start-up", why);
+  if (g->msg.type == PT_RK_FAIL) return gerr(err, PT_EIO, "%s", g->msg.text);
+  c.uid = g->msg.uid;
+  for (int r = 0; r < g->n; r++)
+    if (tell(g, r, &c)) return gerr(err, PT_EIO, "rank %d (GPU %d) is gone during start-up", r, g->dev[r]);
+  /* Whichever rank fails first is reported at once: its peers may wait
+   * for it inside ncclCommInitRank until NCCL's bootstrap gives up. */
+  int ready[PT_GPU_MAX] = {0}, nready = 0;
+  while (nready < g->n) {
+    struct pollfd p[PT_GPU_MAX];
+    for (int r = 0; r < g->n; r++) p[r] = (struct pollfd){ready[r] ? -1 : g->fd[r], POLLIN, 0};
+    if (poll(p, (nfds_t)g->n, -1) < 0) {
+      if (errno == EINTR) continue;
+      return gerr(err, PT_EIO, "poll: %s", strerror(errno));
+    }
+    for (int r = 0; r < g->n; r++) {
+      if (ready[r] || !p[r].revents) continue;
+      if (hear(g, r, why, sizeof why)) return gerr(err, PT_EIO, "%s during start-up", why);
+      if (g->msg.type == PT_RK_FAIL) return gerr(err, PT_EIO, "%s", g->msg.text);
+      if (r == 0) snprintf(rank0, len, "%s", g->msg.text);
+      ready[r] = 1;
+      nready++;
+    }
+  }
+  return 0;
+}
 
-int pt_gpu_open(struct pt_backend *b, const struct pt_gpu_opts *o, char **prov,
-                struct pt_error_rec *err) {
-  char plugin[PATH_MAX], why[600], *text = NULL;
-  size_t textlen = 0;
-  int count = 0, version = 0, rc;
-  cudaError_t ce;
+int pt_gpu_open(struct pt_backend *b, const struct pt_gpu_opts *o, char **prov, struct pt_error_rec *err) {
+  char why[600], *text = NULL, *env_text = NULL, *rank0 = NULL;
+  size_t textlen = 0, envlen = 0;
+  int rc;
   *prov = NULL;
   if (o->ngpus < 1 || o->ngpus > PT_GPU_MAX || o->ops < 1 || o->ops > 1000 || o->warmup > 1000)
     return gerr(err, PT_EINVAL, "bad options (%d GPUs, %u ops, %u warm-up)", o->ngpus, o->ops, o->warmup);
-  if ((ce = cudaGetDeviceCount(&count)) != cudaSuccess || count < 1)
-    return gerr(err, PT_EIO, "no CUDA device: cudaGetDeviceCount says '%s'",
-                ce != cudaSuccess ? cudaGetErrorString(ce) : "0 devices");
-  for (int i = 0; i < o->ngpus; i++)
-    if (o->gpus[i] < 0 || o->gpus[i] >= count)
-      return gerr(err, PT_EIO, "no CUDA device %d (this machine has %d)", o->gpus[i], count);
-  if ((rc = find_plugin(o->plugin, plugin, err))) return rc;
   struct gpu *g = calloc(1, sizeof *g);
   if (!g) return gerr(err, PT_ENOMEM, "out of memory");
   g->n = o->ngpus;
   g->ops = o->ops;
   g->warmup = o->warmup;
+  g->warmup_ms = o->warmup_ms;
+  g->single = o->single;
+  g->beat_fd = o->beat_fd;
   memcpy(g->dev, o->gpus, sizeof(int) * (size_t)o->ngpus);
-  if ((rc = setup_env(g, plugin, err))) goto fail;
+  rc = PT_ENOMEM;
+  /* The user's NCCL_* environment, before we add ours. */
+  FILE *ef = open_memstream(&env_text, &envlen);
+  if (!ef || pt_prov_nccl_env(ef, (const char *const *)environ) || fclose(ef) || !env_text) goto nomem;
+  if ((rc = find_plugin(o->plugin, g->plugin, err))) goto fail;
+  if ((rc = setup_env(g, o->scratch, err))) goto fail;
   rc = PT_EIO;
-  if (pt_nccl_api_load(&g->api, o->nccl_lib, why, sizeof why)) {
+  if (pt_gpu_api_load(&g->api, o->nccl_lib, o->cudart_lib, why, sizeof why)) {
     gerr(err, PT_EIO, "%s", why);
     goto fail;
   }
+  for (int r = 0; r < g->n; r++)
+    g->cfg[r] = (struct pt_rank_cfg){&g->api, g->plugin, g->dev, r, g->n, g->ops, g->warmup, o->in_place, o->warmup_ms};
+  if (!(rank0 = calloc(1, sizeof g->msg.text))) goto nomem;
+  if ((rc = start_all(g, rank0, sizeof g->msg.text, err))) goto fail;
+  read_logs(g);
+  int version = 0;
   g->api.GetVersion(&version);
-  ncclResult_t nr = g->api.CommInitAll(g->comm, g->n, g->dev);
-  if (nr != ncclSuccess) {
-    gerr(err, PT_EIO, "ncclCommInitAll over %d GPUs failed: %s (%s)", g->n, g->api.GetErrorString(nr),
-         g->api.GetLastError(NULL));
-    goto fail;
-  }
-  g->ncomm = g->n;
-  /* The library NCCL loaded as its tuner, found without loading anything. */
-  g->plugin = dlopen(plugin, RTLD_NOW | RTLD_NOLOAD);
-  void *sym = g->plugin ? dlsym(g->plugin, PCIE_CONTROL_SYMBOL) : NULL;
-  g->ctl = sym;
-  if (!g->ctl || g->ctl->version != 1) {
-    gerr(err, PT_EIO, "NCCL did not load the tuner plugin %s (or it lacks %s v1); the measurement "
-                      "cannot force candidates", plugin, PCIE_CONTROL_SYMBOL);
-    goto fail;
-  }
-  for (; g->nres < g->n; g->nres++) {
-    int r = g->nres;
-    if (cudaSetDevice(g->dev[r]) != cudaSuccess ||
-        cudaStreamCreateWithFlags(&g->st[r], cudaStreamNonBlocking) != cudaSuccess ||
-        cudaEventCreate(&g->ev0[r]) != cudaSuccess || cudaEventCreate(&g->ev1[r]) != cudaSuccess) {
-      gerr(err, PT_EIO, "cannot create streams and events on GPU %d", g->dev[r]);
-      g->nres++; /* partially made: destroy what exists */
-      goto fail;
-    }
-  }
   snprintf(g->info.name, sizeof g->info.name, "nccl");
-  /* NCCL >= 2.9 encodes X.Y.Z as X*10000 + Y*100 + Z. */
-  snprintf(g->info.nccl_version, sizeof g->info.nccl_version, "%d.%d.%d", version / 10000,
-           version / 100 % 100, version % 100);
-  struct cudaDeviceProp p;
-  memset(&p, 0, sizeof p);
-  cudaGetDeviceProperties(&p, g->dev[0]);
-  int k = snprintf(g->info.target, sizeof g->info.target, "%dx %s, CUDA devices", g->n, p.name);
-  for (int r = 0; r < g->n && k > 0 && (size_t)k < sizeof g->info.target; r++)
+  snprintf(g->info.nccl_version, sizeof g->info.nccl_version, "%d.%d.%d", version / 10000, version / 100 % 100,
+           version % 100);
+  snprintf(g->info.target, sizeof g->info.target, "%d CUDA devices", g->n);
+  int k = (int)strlen(g->info.target);
+  for (int r = 0; r < g->n && (size_t)k < sizeof g->info.target; r++)
     k += snprintf(g->info.target + k, sizeof g->info.target - (size_t)k, "%s%d", r ? "," : " ", g->dev[r]);
   g->info.nranks = g->n;
   g->info.nnodes = 1;
-  g->info.max_channels = max_channels();
+  /* NCCL clamps a tuner's channel count to the communicator's: candidates
+   * above it would measure, and later run, clamped. */
+  g->info.max_channels = max_channels_env();
+  if (g->log.comm_channels && g->log.comm_channels < g->info.max_channels)
+    g->info.max_channels = g->log.comm_channels;
+  g->info.comm_channels = g->log.comm_channels; /* the profile's communicator.channels */
   FILE *f = open_memstream(&text, &textlen);
-  if (!f) {
-    rc = gerr(err, PT_ENOMEM, "out of memory");
-    goto fail;
-  }
-  write_prov(g, f, plugin, version);
-  if (fclose(f) || !text) {
-    free(text);
-    rc = gerr(err, PT_ENOMEM, "out of memory");
-    goto fail;
-  }
+  if (!f) goto nomem;
+  fputs(rank0, f);
+  fputs("      ", f);
+  fputs(env_text, f);
+  fputs("\n    };\n", f);
+  write_nccl_group(g, f, env_text);
+  if (fclose(f) || !text) goto nomem;
   *prov = text;
+  free(env_text);
+  free(rank0);
   b->self = g;
   b->info = gpu_info;
   b->measure = gpu_measure;
   b->close = gpu_close;
   return 0;
+nomem:
+  rc = gerr(err, PT_ENOMEM, "out of memory");
 fail:
+  free(env_text);
+  free(rank0);
+  g->poisoned = 1;
   gpu_close(g);
   return rc;
 }
-#endif

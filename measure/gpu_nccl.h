@@ -3,21 +3,23 @@
  * (never in the profiler itself: measure/isolate.c keeps it in a worker so a
  * crash or hang costs one candidate, not the sweep).
  *
- * One process drives one communicator over the chosen GPUs
- * (ncclCommInitAll). Before NCCL initialises it points NCCL_TUNER_PLUGIN at
- * this project's plugin and PCIE_TUNER_PROFILE at an empty directory (so
- * no profile decides anything), then finds the plugin's control interface
- * (include/pcie/control.h) in the library NCCL loaded. Per request it
- * forces the candidate (or nothing, for NCCL's default), asks NCCL whether
- * it has that combination disabled at that size (reported unsupported and
- * never run), captures `ops` all-reduces per rank into a CUDA graph (graph
- * mode) or launches them directly (eager), warms up, times repetitions
- * with CUDA events, and checks every output against the exact pattern of
- * measure/gpu_pattern.h (a mismatch is PT_PT_WRONG). A CUDA or NCCL error is
- * PT_PT_CRASH and poisons the backend: the worker leaves after reporting.
+ * The worker is a coordinator: it loads NCCL and the CUDA runtime
+ * (measure/gpu_api.h) but runs no CUDA itself, starts one rank per GPU
+ * (measure/gpu_rank.h) -- a forked process each by default, as inference
+ * engines run, or a thread each with process_model single -- passes rank
+ * 0's ncclUniqueId to the others, and per request sends every rank the
+ * same order, forwards a heartbeat when every rank finished a repetition,
+ * and gathers the per-op times: the slowest rank sets each repetition's
+ * time. A rank that dies is the candidate's crash; a rank that cannot set
+ * up (device, memory, NCCL init) is the environment's failure, returned
+ * as a negative code that stops the sweep.
  *
- * Only all-reduce is measured; other collectives come back unsupported.
- * Not thread-safe; one per process (NCCL's tuner state is process-wide).
+ * Before the ranks start it points NCCL_TUNER_PLUGIN at this project's
+ * plugin, PCIE_TUNER_PROFILE at an empty directory (so no profile decides
+ * anything), and NCCL_DEBUG=INFO with NCCL_DEBUG_FILE into a scratch
+ * directory, whose INFO lines give the communicator's channel count and
+ * the transports NCCL chose (measure/gpu_ncclog.h). Only all-reduce is
+ * measured. One per process.
  */
 #ifndef PCIE_CLI_GPU_NCCL_H
 #define PCIE_CLI_GPU_NCCL_H
@@ -29,21 +31,28 @@
 struct pt_gpu_opts {
   int gpus[PT_GPU_MAX]; /* CUDA device ordinals, distinct */
   int ngpus;
-  const char *plugin;   /* the tuner .so; NULL = found next to pcie-tune */
-  const char *nccl_lib; /* NULL = libnccl.so.2 */
-  unsigned ops;         /* collectives per timed launch / graph, 1..1000 */
-  unsigned warmup;      /* untimed launches before timing, 0..1000 */
+  const char *plugin;     /* the tuner .so; NULL = found next to pcie-tune */
+  const char *nccl_lib;   /* NULL = libnccl.so.2 */
+  const char *cudart_lib; /* NULL = beside libnccl, then the loader's path */
+  const char *scratch;    /* an existing directory for logs and the empty profile
+                             directory, removed by whoever made it; NULL = own */
+  int single;             /* 1: one process, a thread per GPU */
+  int in_place;           /* 1: all-reduce in place (default out of place) */
+  int beat_fd;            /* where heartbeat frames go (the worker's protocol); -1 none */
+  unsigned ops;           /* collectives per timed launch / graph, 1..1000 */
+  unsigned warmup;        /* untimed launches after the first, 0..1000 */
+  double warmup_ms;       /* then untimed replays for this much GPU time, 0..10000 */
 };
 
-/* 1 when this pcie-tune was built with CUDA and NCCL (mk/gpu.mk). */
+/* 1: this pcie-tune has the GPU backend (always, since CUDA and NCCL are
+ * loaded at run time). */
 int pt_gpu_built(void);
 
 /* Opens the backend on o's GPUs. *prov receives a malloc'ed provenance
- * group body (GPU names, PCI bus ids, P2P access, driver/runtime/NCCL
- * versions, NCCL_* environment). Returns 0; PT_ENOENT when built without
- * CUDA (err says how to enable it); PT_EIO when there is no usable device
- * ("no CUDA device: ..."), NCCL cannot load or initialise, or NCCL did not
- * load the plugin; PT_EINVAL for bad options. */
+ * text (the `gpu` and `nccl` groups of provenance.extra). Returns 0;
+ * PT_EIO when a library cannot load, there is no usable device ("no CUDA
+ * device: ..."), NCCL cannot initialise, or NCCL did not load the plugin;
+ * PT_EINVAL for bad options. */
 int pt_gpu_open(struct pt_backend *b, const struct pt_gpu_opts *o, char **prov,
                 struct pt_error_rec *err);
 

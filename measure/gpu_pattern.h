@@ -28,4 +28,11 @@ float pt_pattern_sum(size_t i, int nranks);
 int pt_pattern_check(const float *buf, size_t count, int nranks, size_t *bad, float *got,
                      float *want);
 
+/* The same for op `op` of a launch: rank r, element i holds
+ * ((i*(2r+1) + 3r + 7*op) mod 1021) + 1. Op 0 is the pattern above. */
+void pt_pattern_fill_op(float *buf, size_t count, int rank, unsigned op);
+float pt_pattern_sum_op(size_t i, int nranks, unsigned op);
+int pt_pattern_check_op(const float *buf, size_t count, int nranks, unsigned op, size_t *bad,
+                        float *got, float *want);
+
 #endif

@@ -4,6 +4,7 @@
  * processes; the frames themselves are measure/proto.c's.
  */
 #include <errno.h>
+#include <ftw.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -23,9 +24,17 @@
  * exit on its own before it is killed. */
 #define GRACE_MS 2000
 
+#define MAX_SIZES 128
+
 struct iso {
   char **argv; /* exe, "worker", args..., NULL */
   int64_t timeout_ms, start_ms;
+  unsigned ops, warmup;
+  double warmup_ms;
+  char *scratch;
+  size_t nsizes; /* slowest OK median per measured size, for deadlines */
+  uint64_t sizes[MAX_SIZES];
+  double slowest[MAX_SIZES];
   int stderr_fd;
   volatile sig_atomic_t *stop;
   pid_t parent; /* the profiler, as its workers see it */
@@ -110,6 +119,7 @@ static void exec_worker(const struct iso *w, int sock) {
 
 static int same_info(const struct pt_backend_info *a, const struct pt_backend_info *b) {
   return a->nranks == b->nranks && a->nnodes == b->nnodes && a->max_channels == b->max_channels &&
+         a->comm_channels == b->comm_channels &&
          !strcmp(a->name, b->name) && !strcmp(a->target, b->target);
 }
 
@@ -229,9 +239,58 @@ static int wait_readable(const struct iso *w, int64_t deadline) {
   }
 }
 
+double pt_isolate_window_s(double timeout_s, unsigned ops, unsigned warmup, double warmup_ms, uint64_t nbytes,
+                           const uint64_t *sizes, const double *slowest_us, size_t n) {
+  uint64_t m = 0;
+  double per_op = 0;
+  for (size_t i = 0; i < n; i++)
+    if (sizes[i] <= nbytes && sizes[i] >= m && sizes[i] > 0) {
+      m = sizes[i];
+      per_op = slowest_us[i] * ((double)nbytes / (double)m);
+    }
+  return timeout_s + 2.0 * warmup_ms / 1000 + 4.0 * (double)ops * (warmup + 2.0) * per_op / 1e6;
+}
+
+static void remember(struct iso *w, uint64_t nbytes, const double *samples, unsigned n) {
+  double worst = 0;
+  size_t i = 0;
+  for (unsigned k = 0; k < n; k++) worst = samples[k] > worst ? samples[k] : worst;
+  while (i < w->nsizes && w->sizes[i] != nbytes) i++;
+  if (i == w->nsizes) {
+    if (i == MAX_SIZES) return;
+    w->nsizes++;
+    w->sizes[i] = nbytes;
+    w->slowest[i] = 0;
+  }
+  if (worst > w->slowest[i]) w->slowest[i] = worst;
+}
+
+static int64_t window_ms(const struct iso *w, uint64_t nbytes) {
+  if (!w->ops) return w->timeout_ms;
+  double s = pt_isolate_window_s((double)w->timeout_ms / 1000, w->ops, w->warmup, w->warmup_ms, nbytes, w->sizes,
+                                 w->slowest, w->nsizes);
+  return (int64_t)(s * 1000 + 0.5);
+}
+
+static int measure_once(struct iso *w, const struct pt_measure_req *req, double *samples,
+                        struct pt_measure_res *res, struct pt_error_rec *err, int last_try);
+
 static int iso_measure(void *self, const struct pt_measure_req *req, double *samples,
                        struct pt_measure_res *res, struct pt_error_rec *err) {
   struct iso *w = self;
+  int rc = measure_once(w, req, samples, res, err, 0);
+  if (rc == 1) { /* timed out once: a fresh worker gets one more try */
+    w->st.retries++;
+    rc = measure_once(w, req, samples, res, err, 1);
+  }
+  if (rc == 0 && res->state == PT_PT_OK) remember(w, req->nbytes, samples, req->reps);
+  return rc;
+}
+
+/* One try. Returns 0, a negative code, or 1 when it timed out and
+ * last_try is 0 (the worker is gone; nothing recorded). */
+static int measure_once(struct iso *w, const struct pt_measure_req *req, double *samples,
+                        struct pt_measure_res *res, struct pt_error_rec *err, int last_try) {
   struct pt_frame f;
   char why[300], detail[300], msg[512];
   unsigned n = 0;
@@ -242,15 +301,21 @@ static int iso_measure(void *self, const struct pt_measure_req *req, double *sam
     return iso_err(err, PT_EINVAL, "request for %u repetitions", req->reps);
   int rc = send_req(w, req, err);
   if (rc) return rc;
-  int64_t deadline = pt_proto_now_ms() + w->timeout_ms;
-  if (wait_readable(w, deadline)) {
-    /* Interrupted: not the candidate's fault, so no state but "not yet". */
-    stop_worker(w, 0, NULL);
-    res->state = PT_PT_MISSING;
-    snprintf(res->detail, sizeof res->detail, "interrupted");
-    return 0;
+  int64_t window = window_ms(w, req->nbytes), deadline = pt_proto_now_ms() + window;
+  for (;;) {
+    if (wait_readable(w, deadline)) {
+      /* Interrupted: not the candidate's fault, so no state but "not yet". */
+      stop_worker(w, 0, NULL);
+      res->state = PT_PT_MISSING;
+      snprintf(res->detail, sizeof res->detail, "interrupted");
+      return 0;
+    }
+    rc = pt_proto_read(w->fd, deadline, w->buf, sizeof w->buf, &f, why, sizeof why);
+    if (rc || f.type != PT_MSG_BEAT) break;
+    /* A repetition finished on every rank: slow, not hung. */
+    w->st.beats++;
+    deadline = pt_proto_now_ms() + window;
   }
-  rc = pt_proto_read(w->fd, deadline, w->buf, sizeof w->buf, &f, why, sizeof why);
   if (rc == 0 && f.type == PT_MSG_FAIL) {
     if (pt_proto_dec_fail(&f, &code, msg, sizeof msg, why, sizeof why) == 0) {
       stop_worker(w, GRACE_MS, NULL);
@@ -280,7 +345,9 @@ static int iso_measure(void *self, const struct pt_measure_req *req, double *sam
     return 0;
   case PT_PROTO_TIMEOUT:
     stop_worker(w, 0, NULL);
-    failed(w, res, PT_PT_HANG, "no result within %.1f s; worker killed", (double)w->timeout_ms / 1000);
+    if (!last_try) return 1;
+    failed(w, res, PT_PT_HANG, "no result or heartbeat within %.1f s, twice (a fresh worker each time); killed",
+           (double)window / 1000);
     return 0;
   case PT_PROTO_BAD:
     stop_worker(w, 0, NULL);
@@ -294,10 +361,19 @@ static int iso_measure(void *self, const struct pt_measure_req *req, double *sam
   }
 }
 
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st, (void)flag, (void)ftw;
+  remove(path);
+  return 0;
+}
+
 static void iso_close(void *self) {
   struct iso *w = self;
   if (!w) return;
   stop_worker(w, GRACE_MS, NULL); /* closing the socket is the worker's signal to leave */
+  /* Every worker is reaped: what they left in the scratch directory goes. */
+  if (w->scratch) nftw(w->scratch, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+  free(w->scratch);
   if (w->argv)
     for (char **a = w->argv; *a; a++) free(*a);
   free(w->argv);
@@ -321,6 +397,10 @@ int pt_backend_isolated_open(struct pt_backend *b, const struct pt_isolate_opts 
   w->timeout_ms = (int64_t)(o->timeout_s * 1000 + 0.5);
   w->stop = o->stop;
   w->start_ms = (int64_t)(o->start_timeout_s * 1000 + 0.5);
+  w->ops = o->ops;
+  w->warmup = o->warmup;
+  w->warmup_ms = o->warmup_ms;
+  if (o->scratch && !(w->scratch = strdup(o->scratch))) goto fail;
   w->argv = calloc(nargs + 3, sizeof *w->argv);
   if (!w->argv) goto fail;
   /* The resolved path, so that ps and pgrep show workers as pcie-tune. */

@@ -6,8 +6,10 @@
  *
  * Outcomes the worker cannot report itself are decided here, from facts
  * only: the worker died (signal or exit status) -> PT_PT_CRASH with
- * "worker killed by signal 11 (...)"; no result before the per-request
- * timeout -> the worker's process group is killed, PT_PT_HANG; bytes that
+ * "worker killed by signal 11 (...)"; no result or heartbeat within the
+ * deadline (pt_isolate_window_s) -> the worker's process group is killed
+ * and the request is retried once in a fresh worker; a second timeout is
+ * PT_PT_HANG; bytes that
  * are not the protocol -> the worker is killed, PT_PT_CRASH with "worker
  * protocol error: ...". After any of these the next request starts a fresh
  * worker. A FAIL frame (the worker's backend can no longer measure, e.g.
@@ -24,6 +26,7 @@
 #define PCIE_CLI_ISOLATE_H
 
 #include <signal.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "pcie/sweep.h"
@@ -38,12 +41,32 @@ struct pt_isolate_opts {
    * abandoned: the worker is killed and the point stays PT_PT_MISSING, so
    * the sweep stops at once and --resume measures it again. May be NULL. */
   volatile sig_atomic_t *stop;
+  /* Deadline scaling (docs/gpu.md, "Deadlines"): collectives per launch and
+   * untimed launches per request; 0 = the worker is not a GPU one and
+   * timeout_s alone applies. */
+  unsigned ops, warmup;
+  double warmup_ms; /* warm-up by time on top of the counted warm-up */
+  /* A directory the workers write into (NCCL logs), removed with all it
+   * holds at close, also what killed workers left there. May be NULL. */
+  const char *scratch;
 };
+
+/* The time the isolated backend allows a request before the first
+ * heartbeat, and between heartbeats: timeout_s, plus twice the warm-up by
+ * time, plus four times the estimated time of one untimed-and-timed batch,
+ * ops * (warmup + 2) collectives, each estimated from the slowest candidate
+ * measured at the largest size m <= nbytes, scaled by nbytes / m (0 when
+ * nothing was measured yet). sizes/slowest_us hold n measured sizes. In
+ * seconds. */
+double pt_isolate_window_s(double timeout_s, unsigned ops, unsigned warmup, double warmup_ms, uint64_t nbytes,
+                           const uint64_t *sizes, const double *slowest_us, size_t n);
 
 struct pt_isolate_stats {
   unsigned spawned;   /* workers started, the first one included */
   unsigned crashes;   /* PT_PT_CRASH decided here (death or protocol error) */
-  unsigned hangs;     /* PT_PT_HANG: timeouts */
+  unsigned hangs;     /* PT_PT_HANG: timeouts, each after a retry in a fresh worker */
+  unsigned retries;   /* timeouts retried once in a fresh worker */
+  unsigned beats;     /* heartbeats received */
   pid_t pid;          /* the live worker, 0 when none */
 };
 

@@ -97,7 +97,7 @@ int pt_proto_read(int fd, int64_t deadline_ms, unsigned char *buf, size_t cap,
   if (magic != PT_PROTO_MAGIC)
     return bad(why, whylen, "bad frame magic 0x%08x (bytes \"%.4s\")", magic,
                (const char *)hdr);
-  if (f->type < PT_MSG_HELLO || f->type > PT_MSG_FAIL)
+  if (f->type < PT_MSG_HELLO || f->type > PT_MSG_BEAT)
     return bad(why, whylen, "unknown frame type %u", f->type);
   if (f->len > PT_PROTO_MAX_PAYLOAD || f->len > cap)
     return bad(why, whylen, "frame payload of %u bytes exceeds %u", f->len, PT_PROTO_MAX_PAYLOAD);
@@ -189,6 +189,7 @@ size_t pt_proto_enc_hello(unsigned char *out, size_t cap, const struct pt_backen
   put_i32(&c, bi->nranks);
   put_i32(&c, bi->nnodes);
   put_i32(&c, bi->max_channels);
+  put_i32(&c, bi->comm_channels);
   put_str(&c, bi->name, sizeof bi->name);
   put_str(&c, bi->target, sizeof bi->target);
   put_str(&c, bi->nccl_version, sizeof bi->nccl_version);
@@ -210,6 +211,7 @@ int pt_proto_dec_hello(const struct pt_frame *f, struct pt_backend_info *bi, cha
   bi->nranks = get_i32(&c);
   bi->nnodes = get_i32(&c);
   bi->max_channels = get_i32(&c);
+  bi->comm_channels = get_i32(&c);
   get_str(&c, bi->name, sizeof bi->name);
   get_str(&c, bi->target, sizeof bi->target);
   get_str(&c, bi->nccl_version, sizeof bi->nccl_version);
@@ -223,7 +225,8 @@ int pt_proto_dec_hello(const struct pt_frame *f, struct pt_backend_info *bi, cha
   s[plen] = 0;
   int rc = finish(&c, "HELLO", why, whylen);
   if (!rc && (bi->nranks < 1 || bi->nnodes < 1 || bi->max_channels < 1 ||
-              bi->max_channels > PT_MAX_CHANNELS || memchr(s, 0, plen)))
+              bi->max_channels > PT_MAX_CHANNELS || bi->comm_channels < 0 ||
+              bi->comm_channels > PT_MAX_CHANNELS || memchr(s, 0, plen)))
     rc = bad(why, whylen, "HELLO: nonsense backend info (nranks %d nnodes %d channels %d)",
              bi->nranks, bi->nnodes, bi->max_channels);
   if (rc) free(s);

@@ -14,6 +14,9 @@
  *   parent -> worker  REQ    one measurement order (struct pt_measure_req)
  *   worker -> parent  RES    its outcome: state, detail, samples
  *   worker -> parent  FAIL   the backend can no longer measure (fatal)
+ *   worker -> parent  BEAT   heartbeat: u32 repetitions of the current
+ *                            request done on every rank; each one restarts
+ *                            the parent's deadline (a slow run is not a hang)
  *
  * Failure is known from the frames, exit status and timeouts only; the
  * worker's stderr is never parsed. Nothing here keeps state or allocates
@@ -28,10 +31,10 @@
 #include "pcie/sweep.h"
 
 #define PT_PROTO_MAGIC 0x31575450u /* "PTW1" in memory on little-endian hosts */
-#define PT_PROTO_VERSION 1u
+#define PT_PROTO_VERSION 2u
 #define PT_PROTO_MAX_PAYLOAD (64u * 1024u)
 
-enum pt_proto_type { PT_MSG_HELLO = 1, PT_MSG_REQ = 2, PT_MSG_RES = 3, PT_MSG_FAIL = 4 };
+enum pt_proto_type { PT_MSG_HELLO = 1, PT_MSG_REQ = 2, PT_MSG_RES = 3, PT_MSG_FAIL = 4, PT_MSG_BEAT = 5 };
 
 /* Results of the read functions besides 0. */
 enum pt_proto_status {

@@ -27,7 +27,9 @@ struct pt_sweep_series {
   size_t nrow;            /* candidates, then NCCL's default */
   struct spoint *pts;     /* [nrow][ngrid] */
   unsigned char *in_set;  /* grid index measured (coarse or refined) */
-  unsigned char *dead;    /* per row: wrong/crash/hang seen */
+  size_t *dead_from;      /* per row: first grid index where it is dead (ngrid =
+                             alive): 0 after wrong/crash, the size of a hang
+                             (a slow size must not cost the small ones) */
   unsigned char *alive;   /* per row: survived screening */
   /* progress bookkeeping */
   const char *phase;
@@ -36,6 +38,7 @@ struct pt_sweep_series {
 };
 
 #define PT(se, r, i) (&(se)->pts[(size_t)(r) * (se)->ngrid + (i)])
+#define DEAD(se, r, i) ((size_t)(i) >= (se)->dead_from[r])
 #define STOPPED 1
 
 void pt_sweep_opts_default(struct pt_sweep_opts *o) {
@@ -97,7 +100,13 @@ int pt_sweep_init(struct pt_sweep *s, const struct pt_sweep_opts *o, struct pt_e
              o->screen_reps, o->reps, PT_SWEEP_MAX_REPS);
     return PT_EINVAL;
   }
-  if (o->min_bytes < 1 || o->max_bytes < o->min_bytes) {
+  for (size_t i = 0; i < o->nsizes; i++)
+    if (!o->sizes[i] || (i && o->sizes[i] <= o->sizes[i - 1]) || o->nsizes > PT_SWEEP_MAX_SIZES) {
+      snprintf(err->msg, sizeof err->msg, "sizes must be ascending, distinct, > 0 and at most %d",
+               PT_SWEEP_MAX_SIZES);
+      return PT_EINVAL;
+    }
+  if (!o->nsizes && (o->min_bytes < 1 || o->max_bytes < o->min_bytes)) {
     snprintf(err->msg, sizeof err->msg, "size range %llu..%llu is empty",
              (unsigned long long)o->min_bytes, (unsigned long long)o->max_bytes);
     return PT_EINVAL;
@@ -107,9 +116,11 @@ int pt_sweep_init(struct pt_sweep *s, const struct pt_sweep_opts *o, struct pt_e
     return PT_EINVAL;
   }
   s->opts = *o;
+  s->opts.sizes = NULL; /* copied into every series' grid below */
   struct pt_cand_spec *cands = malloc(o->ncand * sizeof *cands);
   size_t ngrid = 0;
-  for (uint64_t n = o->min_bytes; n <= o->max_bytes && n; n *= 2) ngrid++;
+  for (uint64_t n = o->min_bytes; !o->nsizes && n <= o->max_bytes && n; n *= 2) ngrid++;
+  if (o->nsizes) ngrid = o->nsizes;
   s->series = calloc(PT_NCOLL * PT_NMODES, sizeof *s->series);
   if (!cands || !s->series) {
     free(cands);
@@ -129,15 +140,16 @@ int pt_sweep_init(struct pt_sweep *s, const struct pt_sweep_opts *o, struct pt_e
       se->grid = malloc(ngrid * sizeof *se->grid);
       se->pts = calloc(se->nrow * ngrid, sizeof *se->pts);
       se->in_set = calloc(ngrid, 1);
-      se->dead = calloc(se->nrow, 1);
+      se->dead_from = calloc(se->nrow, sizeof *se->dead_from);
       se->alive = calloc(se->nrow, 1);
-      if (!se->grid || !se->pts || !se->in_set || !se->dead || !se->alive) {
+      if (!se->grid || !se->pts || !se->in_set || !se->dead_from || !se->alive) {
         pt_sweep_release(s);
         return PT_ENOMEM;
       }
       uint64_t n = o->min_bytes;
-      for (size_t i = 0; i < ngrid; i++, n *= 2) se->grid[i] = n;
+      for (size_t i = 0; i < ngrid; i++, n *= 2) se->grid[i] = o->nsizes ? o->sizes[i] : n;
       for (size_t k = 0; k < se->nrow * ngrid; k++) se->pts[k].state = PT_PT_MISSING;
+      for (size_t r = 0; r < se->nrow; r++) se->dead_from[r] = ngrid;
     }
   return 0;
 }
@@ -149,7 +161,7 @@ void pt_sweep_release(struct pt_sweep *s) {
     free(se->grid);
     free(se->pts);
     free(se->in_set);
-    free(se->dead);
+    free(se->dead_from);
     free(se->alive);
   }
   free(s->series);
@@ -170,6 +182,13 @@ static int fatal(int state) {
   return state == PT_PT_WRONG || state == PT_PT_CRASH || state == PT_PT_HANG;
 }
 
+/* A hang (already retried once by an isolated backend) kills the row from
+ * this size up; a wrong result or a crash kills it everywhere. */
+static void kill_row(struct pt_sweep_series *se, size_t row, size_t i, int state) {
+  size_t from = state == PT_PT_HANG ? i : 0;
+  if (from < se->dead_from[row]) se->dead_from[row] = from;
+}
+
 int pt_sweep_seed_point(struct pt_sweep *s, int coll, int mode, const struct pt_cand_spec *c,
                         uint64_t nbytes, const struct pt_point *pt, unsigned nreps) {
   int row = row_of(s, c);
@@ -184,7 +203,7 @@ int pt_sweep_seed_point(struct pt_sweep *s, int coll, int mode, const struct pt_
       p->med = pt->lat_us;
       p->spread = pt->spread;
       p->nreps = pt->state == PT_PT_OK ? nreps : 0;
-      if (fatal(pt->state)) se->dead[row] = 1;
+      if (fatal(pt->state)) kill_row(se, (size_t)row, i, pt->state);
       return 1;
     }
   }
@@ -217,7 +236,7 @@ static int measure(struct pt_sweep *s, struct pt_sweep_series *se, size_t idx,
                    const struct pt_backend *b, size_t row, size_t i, unsigned n,
                    struct pt_error_rec *err) {
   struct spoint *p = PT(se, row, i);
-  if (se->dead[row] || (p->state != PT_PT_MISSING && p->state != PT_PT_OK)) return 0;
+  if (DEAD(se, row, i) || (p->state != PT_PT_MISSING && p->state != PT_PT_OK)) return 0;
   if (p->state == PT_PT_OK && p->nreps >= n) return 0;
   if ((s->opts.stop && *s->opts.stop) || (s->opts.budget && s->samples >= s->opts.budget)) {
     s->stopped = 1;
@@ -255,7 +274,7 @@ static int measure(struct pt_sweep *s, struct pt_sweep_series *se, size_t idx,
     if (res.state != PT_PT_UNSUPPORTED && res.state != PT_PT_MISSING) s->samples += req.reps;
     p->state = res.state;
     p->nreps = 0;
-    if (fatal(res.state)) se->dead[row] = 1;
+    if (fatal(res.state)) kill_row(se, row, i, res.state);
   }
   report(s, se, idx);
   return 0;
@@ -269,7 +288,7 @@ static int winner(const struct pt_sweep *s, const struct pt_sweep_series *se, si
   *best = INFINITY;
   for (size_t r = 0; r < s->opts.ncand; r++) {
     const struct spoint *p = PT(se, r, i);
-    if (se->dead[r] || (alive_only && !se->alive[r]) || p->state != PT_PT_OK || p->nreps < min_reps)
+    if (DEAD(se, r, i) || (alive_only && !se->alive[r]) || p->state != PT_PT_OK || p->nreps < min_reps)
       continue;
     if (p->med < *best) {
       *best = p->med;
@@ -282,7 +301,7 @@ static int winner(const struct pt_sweep *s, const struct pt_sweep_series *se, si
 static int contender(const struct pt_sweep *s, const struct pt_sweep_series *se, size_t r,
                      size_t i, double best) {
   const struct spoint *p = PT(se, r, i);
-  return !se->dead[r] && p->state == PT_PT_OK && p->med <= (1 + s->opts.margin) * best;
+  return !DEAD(se, r, i) && p->state == PT_PT_OK && p->med <= (1 + s->opts.margin) * best;
 }
 
 /* Whether the decision inside (i, j) is still uncertain: the two ends have

@@ -21,6 +21,37 @@ static void quote(char *dst, size_t len, const char *src) {
   dst[k] = 0;
 }
 
+extern char **environ;
+
+/* The variables the GPU backend sets itself for its workers (the tuner it
+ * measures with, NCCL's log files): not the user's, so not recorded. */
+static int backend_owned(const char *kv) {
+  static const char *const own[] = {"NCCL_TUNER_PLUGIN=", "NCCL_DEBUG=", "NCCL_DEBUG_FILE=",
+                                    "NCCL_DEBUG_SUBSYS="};
+  for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+    if (!strncmp(kv, own[i], strlen(own[i]))) return 1;
+  return 0;
+}
+
+/* Fills p->env with this process's NCCL_* variables, which the workers
+ * inherit; none set is recorded as such (an empty nccl_env group). */
+static int record_nccl_env(struct pt_profile *p) {
+  size_t n = 0;
+  for (char **e = environ; *e; e++) n += !strncmp(*e, "NCCL_", 5) && strchr(*e, '=') && !backend_owned(*e);
+  p->env_recorded = 1;
+  p->env = calloc(n ? n : 1, sizeof *p->env);
+  if (!p->env) return -1;
+  for (char **e = environ; *e; e++) {
+    const char *eq = strchr(*e, '=');
+    if (strncmp(*e, "NCCL_", 5) || !eq || backend_owned(*e)) continue;
+    struct pt_env_var *v = &p->env[p->nenv++];
+    v->name = strndup(*e, (size_t)(eq - *e));
+    v->value = strdup(eq + 1);
+    if (!v->name || !v->value) return -1;
+  }
+  return 0;
+}
+
 int pt_sweepfile_build(const struct pt_sweep *s, const struct pt_backend_info *bi,
                        const char *name, const char *args, int complete, struct pt_profile *p) {
   char *reps = NULL, date[32], qargs[2100], qtarget[600], note[512];
@@ -44,10 +75,12 @@ int pt_sweepfile_build(const struct pt_sweep *s, const struct pt_backend_info *b
   p->name = pt_strdup(name);
   p->match_nranks = bi->nranks;
   p->match_nnodes = bi->nnodes;
-  /* communicator.channels (docs/profile-format.md): only the simulated
-   * backend knows comm->nChannels; the GPU backend records it where it reads
-   * it from NCCL. */
-  if (!strcmp(bi->name, "sim")) p->comm_channels = bi->max_channels;
+  /* communicator.channels (docs/profile-format.md): the simulated box's
+   * count, or the one NCCL's INFO lines gave the GPU backend (0: unknown). */
+  p->comm_channels = bi->comm_channels;
+  /* nccl_env: what shaped that communicator. Only a run on GPUs has one; a
+   * simulated box's NCCL view does not depend on this process's variables. */
+  if (!strcmp(bi->name, "nccl") && record_nccl_env(p)) return PT_ENOMEM;
   p->prov.tool = pt_strdup("pcie-tune 0.1.0");
   p->prov.backend = pt_strdup(bi->name);
   p->prov.nccl_version = pt_strdup(bi->nccl_version);

@@ -41,7 +41,7 @@ static int open_iso(struct pt_backend *b, double timeout_s, const char *const *f
     args[k++] = faults[i];
   }
   args[k] = NULL;
-  struct pt_isolate_opts o = {pt_test_cli(), args, timeout_s, 10, devnull, NULL};
+  struct pt_isolate_opts o = {pt_test_cli(), args, timeout_s, 10, devnull, NULL, 0, 0, 0, NULL};
   return pt_backend_isolated_open(b, &o, e);
 }
 
@@ -150,7 +150,8 @@ static void fault_case(const char *fault, double timeout_s, int want_state, cons
   /* Other candidates still measure, on a fresh worker when needed. */
   ck_assert_int_eq(measure(&b, req_of(NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 2, 64 * KB, 3), s, &res), PT_PT_OK);
   pt_isolate_stats(&b, &st);
-  ck_assert_uint_eq(st.spawned, dead ? 2 : 1);
+  ck_assert_uint_eq(st.spawned, want_state == PT_PT_HANG ? 3 : dead ? 2 : 1);
+  ck_assert_uint_eq(st.retries, want_state == PT_PT_HANG);
   ck_assert(st.pid > 0 && (dead ? st.pid != first : st.pid == first));
   b.close(b.self);
   ck_assert_int_eq(count_fds(), fds);
@@ -173,7 +174,8 @@ START_TEST(exit_status_is_recorded) {
 END_TEST
 
 START_TEST(hang_is_killed_at_the_timeout) {
-  fault_case("hang:ring/ll/2@65536", 1, PT_PT_HANG, "no result within 1.0 s; worker killed", 2.5);
+  /* Retried once in a fresh worker (defect 1), so two timeouts. */
+  fault_case("hang:ring/ll/2@65536", 1, PT_PT_HANG, "no result or heartbeat within 1.0 s, twice", 4.5);
 }
 END_TEST
 
@@ -193,7 +195,7 @@ START_TEST(a_worker_that_cannot_start_fails_open) {
   struct pt_backend b;
   struct pt_error_rec e;
   const char *bad_box[] = {"--backend", "sim", "--box", "no-such-box", NULL};
-  struct pt_isolate_opts o = {pt_test_cli(), bad_box, 5, 5, devnull, NULL};
+  struct pt_isolate_opts o = {pt_test_cli(), bad_box, 5, 5, devnull, NULL, 0, 0, 0, NULL};
   /* The worker's own reason arrives in its FAIL frame. */
   ck_assert_int_eq(pt_backend_isolated_open(&b, &o, &e), PT_EIO);
   ck_assert_msg(strstr(e.msg, "no-such-box"), "%s", e.msg);
@@ -221,7 +223,7 @@ START_TEST(a_worker_that_stays_silent_at_start_is_killed) {
   char *dir = pt_test_tmpdir();
   char *script = pt_test_write(dir, "silent.sh", "#!/bin/sh\nexec sleep 30\n");
   ck_assert_int_eq(chmod(script, 0755), 0);
-  struct pt_isolate_opts o = {script, NULL, 5, 1, devnull, NULL};
+  struct pt_isolate_opts o = {script, NULL, 5, 1, devnull, NULL, 0, 0, 0, NULL};
   int64_t t0 = pt_proto_now_ms();
   ck_assert_int_eq(pt_backend_isolated_open(&b, &o, &e), PT_EIO);
   ck_assert_msg(strstr(e.msg, "worker not ready after 1.0 s; killed"), "%s", e.msg);
@@ -332,7 +334,7 @@ START_TEST(sweep_carries_on_past_faults) {
   pt_isolate_stats(&r->inner, &st);
   ck_assert_uint_eq(st.crashes, 1);
   ck_assert_uint_eq(st.hangs, 1);
-  ck_assert_uint_eq(st.spawned, 3);
+  ck_assert_uint_eq(st.spawned, 4); /* the hang was retried in a fresh worker */
   free(reps);
   pt_profile_release(&prof);
   pt_sweep_release(&sw);
@@ -411,6 +413,20 @@ START_TEST(resume_skips_finished_points) {
 }
 END_TEST
 
+/* Defect 1: the deadline grows with what one request must run, estimated
+ * from the slowest candidate at the largest size measured below it. */
+START_TEST(deadline_scales_with_size_and_ops) {
+  const uint64_t sizes[] = {1 << 20, 64 << 20};
+  const double slowest[] = {300.0, 10000.0};
+  ck_assert_double_eq_tol(pt_isolate_window_s(60, 20, 5, 0, 8, sizes, slowest, 2), 60, 1e-9);
+  ck_assert_double_eq_tol(pt_isolate_window_s(60, 20, 5, 0, 1 << 20, sizes, slowest, 2), 60 + 4 * 20 * 7 * 300e-6, 1e-9);
+  /* 256 MiB from 64 MiB: x4, 40 ms per op; 20 ops, 5 + 2 replays before a heartbeat. */
+  ck_assert_double_eq_tol(pt_isolate_window_s(60, 20, 5, 0, 256 << 20, sizes, slowest, 2), 60 + 4 * 20 * 7 * 0.04, 1e-9);
+  ck_assert_double_eq_tol(pt_isolate_window_s(60, 20, 5, 0, 256 << 20, sizes, slowest, 0), 60, 1e-9);
+  ck_assert_double_eq_tol(pt_isolate_window_s(60, 20, 5, 100, 8, sizes, slowest, 0), 60.2, 1e-9);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("isolate");
   TCase *tc = tcase_create("core");
@@ -421,6 +437,7 @@ int main(void) {
   tcase_add_test(tc, abort_is_recorded_with_its_signal);
   tcase_add_test(tc, exit_status_is_recorded);
   tcase_add_test(tc, hang_is_killed_at_the_timeout);
+  tcase_add_test(tc, deadline_scales_with_size_and_ops);
   tcase_add_test(tc, garbage_is_a_protocol_error_not_a_hang);
   tcase_add_test(tc, wrong_result_keeps_the_worker);
   tcase_add_test(tc, a_worker_that_cannot_start_fails_open);

@@ -26,6 +26,7 @@
 #include "pcie/profile.h"
 
 #define PT_SWEEP_MAX_REPS 64
+#define PT_SWEEP_MAX_SIZES 64
 
 /* One measurement order. is_default: NCCL's own choice, algo/proto/channels
  * unused. Repetitions are numbered first_rep .. first_rep + reps - 1 so that
@@ -50,6 +51,7 @@ struct pt_backend_info {
   char nccl_version[32];
   int nranks, nnodes;
   int max_channels;       /* candidates above this are not measured */
+  int comm_channels;      /* comm->nChannels as NCCL built it; 0 = not known */
 };
 
 struct pt_backend {
@@ -78,6 +80,8 @@ struct pt_sweep_progress {
 
 struct pt_sweep_opts {
   uint64_t min_bytes, max_bytes; /* the grid: powers of two between them */
+  const uint64_t *sizes;         /* or, when nsizes > 0, exactly these (ascending, */
+  size_t nsizes;                 /* distinct, at most PT_SWEEP_MAX_SIZES) */
   unsigned coll_mask;            /* 1 << PT_ALLREDUCE, ... */
   unsigned mode_mask;            /* 1 << PT_MODE_GRAPH, ... */
   const struct pt_cand_spec *cands;

@@ -1,0 +1,472 @@
+/* The nccl backend end to end, as a user runs it (`pcie-tune profile
+ * --backend nccl --nccl-lib <double>`), through the device double of
+ * test/double/: every defect of issue 10 that a GPU would show. */
+#include <check.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nccl/common.h"
+#include "pcie/sim_box.h"
+#include "support/pt_test.h"
+
+static char *dir, dbl[1200];
+
+static void setup(void) {
+  dir = pt_test_tmpdir();
+  char *so = strdup(pt_test_so()), *slash = strrchr(so, '/');
+  *slash = 0;
+  snprintf(dbl, sizeof dbl, "%s/test/double/libnccl-double-cudart-nccl.so", so);
+  free(so);
+}
+static void teardown(void) {
+  pt_test_rmtree(dir);
+  free(dir);
+}
+
+/* Runs `ENV pcie-tune profile --backend nccl --nccl-lib DOUBLE ARGS` in dir
+ * with TMPDIR=dir; returns the exit status, stderr in *err. */
+static int profile(char **err, const char *env, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int profile(char **err, const char *env, const char *fmt, ...) {
+  char args[2048], cmd[4096], *out = NULL;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(args, sizeof args, fmt, ap);
+  va_end(ap);
+  /* Warm-up by time replays for 100 ms of (virtual) GPU time: thousands of
+   * replays on host processes. Off unless a test asks for it. */
+  snprintf(cmd, sizeof cmd, "cd %s && TMPDIR=%s %s %s profile --backend nccl --nccl-lib %s --quiet %s %s", dir, dir,
+           env, pt_test_cli(), dbl, strstr(args, "--warmup-ms") ? "" : "--warmup-ms 0", args);
+  int rc = pt_test_run(cmd, &out, err);
+  free(out);
+  return rc;
+}
+
+static struct pt_profile *load(const char *name) {
+  char path[1200];
+  struct pt_error_rec e;
+  struct pt_profile *p = calloc(1, sizeof *p);
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  ck_assert_msg(pt_profile_load(p, path, &e) == 0, "%s: %s", path, e.msg);
+  return p;
+}
+
+static void unload(struct pt_profile *p) {
+  pt_profile_release(p);
+  free(p);
+}
+
+static const struct pt_point *point(const struct pt_profile *p, int mode, int algo, int proto, int ch,
+                                    uint64_t n) {
+  const struct pt_series *s = p->series[PT_ALLREDUCE][mode];
+  ck_assert_ptr_nonnull(s);
+  for (size_t k = 0; k < s->nsizes; k++) {
+    if (s->sizes[k] != n) continue;
+    if (algo < 0) return &s->nccl_default[k];
+    for (size_t c = 0; c < s->ncand; c++)
+      if (s->cand[c].algo == algo && s->cand[c].proto == proto && s->cand[c].channels == ch)
+        return &s->cand[c].points[k];
+  }
+  return NULL;
+}
+
+static char *slurp(const char *name) {
+  char path[1200];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  char *buf = calloc(1, 1 << 20);
+  ck_assert_uint_gt(fread(buf, 1, (1 << 20) - 1, f), 0);
+  fclose(f);
+  return buf;
+}
+
+/* Defects 2, 3, 8, 9, 11 and the process models: --warmup 0 measures every
+ * point (one untimed replay always runs), graph and eager, a process per
+ * GPU and one process with a thread per GPU (which would deadlock if one
+ * thread launched every GPU's graph); candidates above the communicator's
+ * channel count (from NCCL's INFO lines) are not measured; nothing is
+ * left in TMPDIR. */
+START_TEST(both_modes_both_process_models_warmup_0) {
+  const char *models[] = {"per-gpu", "single"};
+  const int comm = pt_box_builtin("consumer-2x")->nccl.comm_channels; /* 1, 2 or 4 in the sweep */
+  ck_assert(comm == 1 || comm == 2 || comm == 4);
+  for (int m = 0; m < 2; m++) {
+    char *err = NULL, name[32];
+    snprintf(name, sizeof name, "p%d.cfg", m);
+    int rc = profile(&err, "PTDOUBLE_BOX=consumer-2x",
+                     "--gpus 0-1 --process-model %s --both --warmup 0 --ops 4 --sizes 4K:64K --algos ring "
+                     "--protos ll,simple --channels 1,2,4,8 --reps 3 --full --out %s", models[m], name);
+    ck_assert_msg(rc == 0, "%s: exit %d: %s", models[m], rc, err);
+    free(err);
+    struct pt_profile *p = load(name);
+    for (int mode = 0; mode < 2; mode++)
+      for (uint64_t n = 4096; n <= 65536; n *= 2) {
+        const struct pt_point *d = point(p, mode, -1, 0, 0, n);
+        ck_assert_msg(d && d->state == PT_PT_OK && d->lat_us > 0, "%s mode %d %llu: default not ok", models[m],
+                      mode, (unsigned long long)n);
+        /* Up to the communicator's channels (the box's NCCL view), not above. */
+        const struct pt_point *top = point(p, mode, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, comm, n);
+        ck_assert_msg(top && top->state == PT_PT_OK, "ring/simple/%d at %llu not measured", comm,
+                      (unsigned long long)n);
+        ck_assert_ptr_null(point(p, mode, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 2 * comm, n));
+      }
+    /* What the plugin reads: the communicator's count, and an environment
+     * recorded as empty (the double's own variables are not the user's). */
+    ck_assert_int_eq(p->comm_channels, comm);
+    ck_assert_int_eq(p->env_recorded, 1);
+    ck_assert_ptr_null(pt_profile_env(p, "NCCL_TUNER_PLUGIN"));
+    ck_assert_ptr_null(pt_profile_env(p, "NCCL_DEBUG_FILE"));
+    unload(p);
+    char *text = slurp(name);
+    char want[32];
+    snprintf(want, sizeof want, "comm_channels = %d;", comm);
+    ck_assert_msg(strstr(text, want), "%s", text);
+    ck_assert_msg(strstr(text, m ? "process_model = \"single-process\"" : "process_model = \"process-per-gpu\""),
+                  "%s", text);
+    ck_assert_msg(strstr(text, "via SHM") || strstr(text, "SHM/direct"), "transports missing");
+    ck_assert_msg(strstr(text, "libnccl-double-cudart-nccl.so"), "library missing");
+    free(text);
+  }
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  while ((e = readdir(d))) ck_assert_msg(strncmp(e->d_name, "pcie-tune", 9), "left behind: %s", e->d_name);
+  closedir(d);
+}
+END_TEST
+
+/* Defects 4 and 5: each rank times its own launch, so the time is the
+ * box's collective time plus this rank's own launch cost spread over the
+ * ops, never other GPUs' launches or a single thread's enqueue rate. */
+START_TEST(times_are_the_collective_not_the_launches) {
+  char *err = NULL;
+  const struct pt_box *box = pt_box_builtin("gen5-8x-p2p");
+  int rc = profile(&err, "PTDOUBLE_BOX=gen5-8x-p2p PTDOUBLE_ENQUEUE_US=6",
+                   "--gpus 0-7 --both --ops 10 --sizes 64K:64K --algos ring --protos simple --channels 2 --reps 3 "
+                   "--full --out t.cfg");
+  ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+  free(err);
+  struct pt_profile *p = load("t.cfg");
+  double g = point(p, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 2, 65536)->lat_us;
+  double e = point(p, PT_MODE_EAGER, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 2, 65536)->lat_us;
+  double tg = pt_box_true_us(box, PT_ALLREDUCE, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 2, 65536) + 2.0 / 10;
+  double te = pt_box_true_us(box, PT_ALLREDUCE, PT_MODE_EAGER, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 2, 65536) + 6.0 / 10;
+  ck_assert_msg(fabs(g - tg) < 1e-3 * tg, "graph %.4f us, want %.4f", g, tg);
+  ck_assert_msg(fabs(e - te) < 1e-3 * te, "eager %.4f us, want %.4f", e, te);
+  unload(p);
+}
+END_TEST
+
+/* Defect 7: a wrong result in one timed replay only (the 3rd execution
+ * of the op: warm-up is 1-2) is caught, although later replays are right. */
+START_TEST(every_timed_replay_is_checked) {
+  char *err = NULL;
+  int rc = profile(&err, "PTDOUBLE_BOX=consumer-2x PTDOUBLE_FAULTS='corrupt#3:ring/simple/2@16384-16384'",
+                   "--gpus 0-1 --warmup 0 --ops 2 --sizes 16K:16K --algos ring --protos simple --channels 2 "
+                   "--reps 3 --full --out w.cfg");
+  ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+  free(err);
+  struct pt_profile *p = load("w.cfg");
+  ck_assert_int_eq(point(p, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 2, 16384)->state, PT_PT_WRONG);
+  unload(p);
+  char *text = slurp("w.cfg");
+  ck_assert_msg(strstr(text, "\"wrong\"") || strstr(text, "wrong"), "%s", text);
+  free(text);
+}
+END_TEST
+
+/* Defect 1: a slow measurement sends heartbeats and is not a hang; a hang
+ * that does not repeat in a fresh worker is measured; a real hang kills
+ * the candidate from its size up only. */
+START_TEST(slow_is_not_hang_and_hang_is_local) {
+  char *err = NULL, env[1024];
+  snprintf(env, sizeof env,
+           "PTDOUBLE_BOX=consumer-2x PTDOUBLE_STATE=%s "
+           "PTDOUBLE_FAULTS='slow=0.35:ring/ll/1@8192-8192,hangonce:ring/ll/2@8192-8192,hang:ring/simple/1@16384'",
+           dir);
+  int rc = profile(&err, env,
+                   "--gpus 0-1 --warmup 0 --ops 1 --timeout 1 --sizes 4K:32K --algos ring --protos ll,simple "
+                   "--channels 1,2 --reps 3 --full --out h.cfg");
+  ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+  free(err);
+  struct pt_profile *p = load("h.cfg");
+  ck_assert_int_eq(point(p, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_LL, 1, 8192)->state, PT_PT_OK);
+  ck_assert_int_eq(point(p, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_LL, 2, 8192)->state, PT_PT_OK);
+  ck_assert_int_eq(point(p, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 1, 8192)->state, PT_PT_OK);
+  ck_assert_int_eq(point(p, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 1, 16384)->state, PT_PT_HANG);
+  ck_assert_int_eq(point(p, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 1, 32768)->state, PT_PT_MISSING);
+  unload(p);
+}
+END_TEST
+
+/* Defect 6: the environment failing (memory, a device) stops the sweep
+ * with a clear message; no candidate is blamed. */
+START_TEST(environment_failures_stop_the_sweep) {
+  char *err = NULL;
+  int rc = profile(&err, "PTDOUBLE_BOX=consumer-2x PTDOUBLE_FAIL=malloc@65536",
+                   "--gpus 0-1 --ops 1 --sizes 16K:64K --algos ring --protos simple --channels 2 --reps 2 --full "
+                   "--out e.cfg");
+  ck_assert_int_eq(rc, 1);
+  ck_assert_msg(strstr(err, "cannot allocate") && strstr(err, "lower --sizes"), "%s", err);
+  free(err);
+  err = NULL;
+  rc = profile(&err, "PTDOUBLE_BOX=consumer-2x PTDOUBLE_FAIL=init", "--gpus 0-1 --out i.cfg");
+  ck_assert_int_eq(rc, 1);
+  ck_assert_msg(strstr(err, "ncclCommInitRank failed"), "%s", err);
+  free(err);
+}
+END_TEST
+
+/* Acceptance: on a double modelled on a built-in box, the GPU flow picks
+ * the same winner at every size as the simulated backend on that box, or
+ * one whose true latency is within 5% of it (a tie the simulator's noise
+ * decided). */
+START_TEST(decisions_match_the_sim_backend) {
+  char *err = NULL, cmd[2048], *out = NULL;
+  const char *sweep = "--sizes 8:256K --algos ring,tree --protos ll,simple --channels 1,2,4 --reps 3 --full";
+  int rc = profile(&err, "PTDOUBLE_BOX=consumer-2x", "--gpus 0-1 --ops 4 %s --out g.cfg", sweep);
+  ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+  free(err);
+  snprintf(cmd, sizeof cmd, "cd %s && %s profile --backend sim --box consumer-2x --quiet %s --out s.cfg", dir,
+           pt_test_cli(), sweep);
+  ck_assert_int_eq(pt_test_run(cmd, &out, &err), 0);
+  free(out), free(err);
+  struct pt_profile *g = load("g.cfg"), *s = load("s.cfg");
+  const struct pt_series *gs = g->series[PT_ALLREDUCE][PT_MODE_GRAPH], *ss = s->series[PT_ALLREDUCE][PT_MODE_GRAPH];
+  ck_assert_uint_eq(gs->nsizes, ss->nsizes);
+  for (size_t k = 0; k < gs->nsizes; k++) {
+    int best[2] = {-1, -1};
+    const struct pt_series *sr[2] = {gs, ss};
+    for (int w = 0; w < 2; w++) {
+      double b = INFINITY;
+      for (size_t c = 0; c < sr[w]->ncand; c++) {
+        const struct pt_point *pt = &sr[w]->cand[c].points[k];
+        if (pt->state == PT_PT_OK && pt->lat_us < b) b = pt->lat_us, best[w] = (int)c;
+      }
+    }
+    ck_assert_int_ge(best[0], 0);
+    const struct pt_candidate *a = &gs->cand[best[0]], *b = &ss->cand[best[1]];
+    const struct pt_box *box = pt_box_builtin("consumer-2x");
+    double ta = pt_box_true_us(box, PT_ALLREDUCE, PT_MODE_GRAPH, a->algo, a->proto, a->channels, gs->sizes[k]);
+    double tb = pt_box_true_us(box, PT_ALLREDUCE, PT_MODE_GRAPH, b->algo, b->proto, b->channels, gs->sizes[k]);
+    ck_assert_msg((a->algo == b->algo && a->proto == b->proto && a->channels == b->channels) ||
+                      fabs(ta - tb) <= 0.05 * tb,
+                  "%llu B: nccl/double picks %d/%d/%d, sim picks %d/%d/%d", (unsigned long long)gs->sizes[k],
+                  a->algo, a->proto, a->channels, b->algo, b->proto, b->channels);
+  }
+  unload(g);
+  unload(s);
+}
+END_TEST
+
+/* Workers or ranks whose command line names this test's directory. */
+static int alive(void) {
+  DIR *d = opendir("/proc");
+  struct dirent *e;
+  int n = 0;
+  while ((e = readdir(d))) {
+    char path[300], buf[4096];
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    size_t k = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    for (size_t i = 0; i < k; i++)
+      if (!buf[i]) buf[i] = ' ';
+    buf[k] = 0;
+    n += strstr(buf, " worker ") && strstr(buf, dir);
+  }
+  closedir(d);
+  return n;
+}
+
+static void nap_ms(long ms) { nanosleep(&(struct timespec){ms / 1000, ms % 1000 * 1000000}, NULL); }
+
+/* SIGKILL of the profiler mid-sweep leaves a checkpoint and no worker or
+ * rank behind; Ctrl-C leaves a partial profile; --resume finishes both. */
+START_TEST(sigkill_and_ctrl_c_then_resume) {
+  const int sigs[] = {SIGKILL, SIGINT};
+  for (int k = 0; k < 2; k++) {
+    char cmd[4096], path[1200], name[16];
+    snprintf(name, sizeof name, "r%d.cfg", k);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    /* Ring/simple hangs from 16 KiB on with a long timeout: the sweep is
+     * stuck there when the signal comes. */
+    snprintf(cmd, sizeof cmd,
+             "cd %s && TMPDIR=%s PTDOUBLE_BOX=consumer-2x PTDOUBLE_FAULTS='hang:ring/simple/*@16384' exec %s profile "
+             "--backend nccl --nccl-lib %s --quiet --warmup-ms 0 --gpus 0-1 --ops 2 --sizes 4K:32K --algos ring --protos ll,simple "
+             "--channels 1,2 --reps 3 --full --timeout 600 --checkpoint 0 --out %s",
+             dir, dir, pt_test_cli(), dbl, name);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+      execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+      _exit(127);
+    }
+    struct stat st;
+    int seen = 0;
+    for (int i = 0; i < 600 && !seen; i++, nap_ms(50)) {
+      char *text = stat(path, &st) == 0 ? slurp(name) : NULL;
+      seen = text && strstr(text, "state = \"ok\"") == NULL && alive() && strstr(text, "nreps");
+      free(text);
+    }
+    ck_assert_msg(seen, "no checkpoint appeared");
+    nap_ms(1500); /* into the hanging measurement */
+    ck_assert_int_eq(kill(pid, sigs[k]), 0);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    if (sigs[k] == SIGKILL) ck_assert(WIFSIGNALED(status));
+    else ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 130, "status 0x%x", status);
+    for (int i = 0; i < 100 && alive(); i++) nap_ms(20);
+    ck_assert_msg(!alive(), "a worker or rank outlived the profiler");
+    char *err = NULL, *out = NULL;
+    snprintf(cmd, sizeof cmd, "cd %s && TMPDIR=%s PTDOUBLE_BOX=consumer-2x %s profile --resume --quiet --out %s", dir,
+             dir, pt_test_cli(), name);
+    int rc = pt_test_run(cmd, &out, &err);
+    ck_assert_msg(rc == 0, "resume: exit %d: %s", rc, err);
+    free(out), free(err);
+    struct pt_profile *p = load(name);
+    ck_assert_int_eq(point(p, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 2, 32768)->state, PT_PT_OK);
+    unload(p);
+  }
+}
+END_TEST
+
+/* Exactly the sizes asked for (a list, a workload file), and the channel
+ * count NCCL_MIN_NCHANNELS gives the communicator. */
+START_TEST(size_lists_workloads_and_channel_env) {
+  char *err = NULL, *wl = pt_test_write(dir, "w.txt", "# verify step\nv1 allreduce 14336 61\nv8 allreduce 114688 61\n");
+  int rc = profile(&err, "PTDOUBLE_BOX=consumer-2x NCCL_MIN_NCHANNELS=8",
+                   "--gpus 0-1 --ops 2 --sizes 4K,1M --workload %s --algos ring --protos simple --channels 2,8,16 "
+                   "--reps 3 --full --out l.cfg", wl);
+  ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+  free(err);
+  free(wl);
+  struct pt_profile *p = load("l.cfg");
+  const struct pt_series *s = p->series[PT_ALLREDUCE][PT_MODE_GRAPH];
+  const uint64_t want[] = {4096, 14336, 114688, 1048576};
+  ck_assert_uint_eq(s->nsizes, 4);
+  for (size_t i = 0; i < 4; i++) ck_assert_uint_eq(s->sizes[i], want[i]);
+  ck_assert_int_eq(point(p, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 8, 14336)->state, PT_PT_OK);
+  ck_assert_ptr_null(point(p, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 16, 14336));
+  ck_assert_int_eq(p->comm_channels, 8);
+  ck_assert_str_eq(pt_profile_env(p, "NCCL_MIN_NCHANNELS"), "8");
+  unload(p);
+  char *text = slurp("l.cfg");
+  ck_assert_msg(strstr(text, "comm_channels = 8;") && strstr(text, "NCCL_MIN_NCHANNELS=8"), "%s", text);
+  free(text);
+}
+END_TEST
+
+/* A rank that dies is the candidate's crash; the sweep goes on. */
+START_TEST(a_dying_rank_is_a_crash) {
+  char *err = NULL;
+  int rc = profile(&err, "PTDOUBLE_BOX=consumer-2x PTDOUBLE_FAULTS='crash:ring/ll/1@8192'",
+                   "--gpus 0-1 --ops 2 --sizes 4K:16K --algos ring --protos ll --channels 1,2 --reps 3 --full --out c.cfg");
+  ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+  free(err);
+  struct pt_profile *p = load("c.cfg");
+  ck_assert_int_eq(point(p, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_LL, 1, 8192)->state, PT_PT_CRASH);
+  ck_assert_int_eq(point(p, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_LL, 2, 16384)->state, PT_PT_OK);
+  unload(p);
+  char *text = slurp("c.cfg");
+  ck_assert_msg(strstr(text, "killed by signal 11") || strstr(text, "crash"), "%s", text);
+  free(text);
+}
+END_TEST
+
+/* In place on request (inputs restored before every replay, every replay
+ * checked), buffers from ncclMemAlloc when NCCL has it; both recorded. */
+START_TEST(in_place_with_nccl_buffers) {
+  char *err = NULL;
+  int rc = profile(&err, "PTDOUBLE_BOX=consumer-2x PTDOUBLE_FAULTS='corrupt#5:ring/simple/2@16384-16384'",
+                   "--gpus 0-1 --in-place --warmup 2 --ops 1 --sizes 8K:32K --algos ring --protos simple "
+                   "--channels 1,2 --reps 3 --full --out ip.cfg");
+  ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+  free(err);
+  struct pt_profile *p = load("ip.cfg");
+  ck_assert_int_eq(point(p, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 2, 16384)->state, PT_PT_WRONG);
+  ck_assert_int_eq(point(p, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 1, 32768)->state, PT_PT_OK);
+  ck_assert_int_eq(point(p, PT_MODE_GRAPH, -1, 0, 0, 32768)->state, PT_PT_OK);
+  unload(p);
+  char *text = slurp("ip.cfg");
+  ck_assert_msg(strstr(text, "placement = \"in-place\"") && strstr(text, "buffers = \"ncclMemAlloc\"") &&
+                    strstr(text, "--in-place"), "%s", text);
+  free(text);
+}
+END_TEST
+
+/* Warm-up by time: one timed replay per rank, one count for all from the
+ * slowest, then that many replays. With one op per replay the execution
+ * numbers are known: 1 (first replay), 2 (timed for the count), 3..count+2
+ * (the warm-up), so a wrong result at count+2 is seen by the warm-up check,
+ * one at count+1 is overwritten unseen, and all ranks ran alike (no hang). */
+START_TEST(warm_up_by_time_is_one_count_for_all_ranks) {
+  const struct pt_box *box = pt_box_builtin("consumer-2x");
+  /* The timed replay follows the first one without a wait, so its launch
+   * is hidden behind the GPU's queue: the time is the collective's. */
+  double t = pt_box_true_us(box, PT_ALLREDUCE, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 2, 16384);
+  double want = 3.0 * 1000 / t; /* --warmup-ms 3 */
+  ck_assert_msg(want - floor(want) > 0.02 && ceil(want) - want > 0.02, "pick another --warmup-ms: %g", want);
+  unsigned count = (unsigned)ceil(want);
+  for (int k = 0; k < 2; k++) {
+    char *err = NULL, env[256], name[16];
+    snprintf(env, sizeof env, "PTDOUBLE_BOX=consumer-2x PTDOUBLE_FAULTS='corrupt#%u:ring/simple/2@16384-16384'",
+             count + 1 + (unsigned)k);
+    snprintf(name, sizeof name, "wm%d.cfg", k);
+    int rc = profile(&err, env, "--gpus 0-1 --warmup 0 --warmup-ms 3 --ops 1 --sizes 16K:16K --algos ring "
+                     "--protos simple --channels 2 --reps 2 --full --out %s", name);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+    free(err);
+    struct pt_profile *p = load(name);
+    ck_assert_int_eq(point(p, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 2, 16384)->state,
+                     (k ? PT_PT_WRONG : PT_PT_OK));
+    unload(p);
+  }
+}
+END_TEST
+
+/* Defect 11: what narrows the sweep is said, not left to "unsupported". */
+START_TEST(user_nccl_env_and_ll128_are_explained) {
+  char *err = NULL;
+  int rc = profile(&err, "PTDOUBLE_BOX=consumer-2x NCCL_ALGO=Ring",
+                   "--gpus 0-1 --ops 1 --sizes 4K:8K --algos ring --protos ll,ll128 --channels 1 --reps 2 --full "
+                   "--out n.cfg");
+  ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+  ck_assert_msg(strstr(err, "warning: NCCL_ALGO=Ring") && strstr(err, "unless NCCL_PROTO enables it"), "%s", err);
+  free(err);
+  char *text = slurp("n.cfg");
+  ck_assert_msg(strstr(text, "NCCL_ALGO=Ring"), "the environment is not recorded");
+  free(text);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("measure_double");
+  TCase *tc = tcase_create("core");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_set_timeout(tc, 240);
+  tcase_add_test(tc, both_modes_both_process_models_warmup_0);
+  tcase_add_test(tc, times_are_the_collective_not_the_launches);
+  tcase_add_test(tc, every_timed_replay_is_checked);
+  tcase_add_test(tc, slow_is_not_hang_and_hang_is_local);
+  tcase_add_test(tc, environment_failures_stop_the_sweep);
+  tcase_add_test(tc, decisions_match_the_sim_backend);
+  tcase_add_test(tc, sigkill_and_ctrl_c_then_resume);
+  tcase_add_test(tc, size_lists_workloads_and_channel_env);
+  tcase_add_test(tc, a_dying_rank_is_a_crash);
+  tcase_add_test(tc, in_place_with_nccl_buffers);
+  tcase_add_test(tc, warm_up_by_time_is_one_count_for_all_ranks);
+  tcase_add_test(tc, user_nccl_env_and_ll128_are_explained);
+  suite_add_tcase(s, tc);
+  return pt_test_main(s);
+}
