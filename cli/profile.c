@@ -602,8 +602,9 @@ static int run(struct opts *o, const char *args, int resume) {
     status = interrupted ? 128 + (int)interrupted : 1;
     goto out;
   }
-  if (!o->quiet)
-    fprintf(stderr, "pcie-tune profile: wrote %s (%llu repetitions in %llu measurements)\n", o->out,
+  if (!o->quiet) /* "wrote -" would read as a file named '-' */
+    fprintf(stderr, "pcie-tune profile: wrote %s (%llu repetitions in %llu measurements)\n",
+            !strcmp(o->out, "-") ? "the profile to standard output" : o->out,
             (unsigned long long)sw.samples, (unsigned long long)sw.calls);
   if (ll128_note)
     fprintf(stderr, "pcie-tune profile: note: ll128 is unsupported unless NCCL_PROTO enables it (NCCL disables "
