@@ -1,14 +1,10 @@
 /* The shared command-line convention; args.h says what each part does. */
 #include "args.h"
 
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-
-#include "pcie/profile.h"
 
 /* The rewritten vector, kept reachable until exit like argv itself. */
 static char **normalized;
@@ -60,33 +56,4 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) {
   va_end(ap);
   fprintf(stderr, "\n(see 'pcie-tune %s --help')\n", cmd);
   return 2;
-}
-
-int cli_parse_size(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
-  static const struct {
-    const char *suffix;
-    unsigned shift;
-  } units[] = {{"", 0}, {"k", 10}, {"kib", 10}, {"m", 20}, {"mib", 20}, {"g", 30}, {"gib", 30}};
-  char *end;
-  if (!s || *s < '0' || *s > '9') return -1;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno) return -1;
-  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-    if (strcasecmp(end, units[i].suffix)) continue;
-    if (v > (UINT64_MAX >> units[i].shift)) return -1;
-    v <<= units[i].shift;
-    if (v < lo || v > hi) return -1;
-    *out = v;
-    return 0;
-  }
-  return -1;
-}
-
-const char *cli_coll_names(void) {
-  static char buf[128];
-  if (!buf[0])
-    for (int c = 0; pt_coll_name(c); c++)
-      snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", c ? ", " : "", pt_coll_name(c));
-  return buf;
 }

@@ -5,7 +5,8 @@
  *    "--opt value" and "-q" into "--quiet", so each command's option loop
  *    sees one spelling;
  *  - cli_usage_error prints the one bad-usage message form and returns 2;
- *  - cli_parse_size reads a size with the binary K/M/G suffixes.
+ *  - sizes with the binary K/M/G suffixes are read by pt_size_parse
+ *    (measure/workload.h), the one parser workload files use too.
  */
 #ifndef PCIE_CLI_ARGS_H
 #define PCIE_CLI_ARGS_H
@@ -19,13 +20,5 @@ int cli_normalize(int *argc, char ***argv);
 /* "pcie-tune CMD: MESSAGE" and "(see 'pcie-tune CMD --help')" on stderr;
  * returns 2, the bad-usage status. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* A decimal byte count with an optional binary suffix (K, M, G; KiB, MiB,
- * GiB; case-insensitive), lo <= value <= hi. Returns 0 or -1. */
-int cli_parse_size(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
-
-/* "allreduce, allgather, reducescatter, broadcast, reduce": the names an
- * "unknown collective" error lists. */
-const char *cli_coll_names(void);
 
 #endif

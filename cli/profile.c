@@ -111,22 +111,6 @@ static int bad(const char *fmt, ...) {
   return 2;
 }
 
-/* Bytes with an optional K/M/G (binary) suffix. */
-static int parse_bytes(const char *s, uint64_t *out) {
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (end == s || errno || *s == '-') return -1;
-  int shift = 0;
-  if (*end == 'K' || *end == 'k') shift = 10;
-  else if (*end == 'M' || *end == 'm') shift = 20;
-  else if (*end == 'G' || *end == 'g') shift = 30;
-  if (shift) end++;
-  if (*end || v == 0 || v > (1ULL << 40) >> shift) return -1;
-  *out = (uint64_t)v << shift;
-  return 0;
-}
-
 static int parse_ull(const char *s, unsigned long long lo, unsigned long long hi,
                      unsigned long long *out) {
   char *end;
@@ -175,7 +159,7 @@ static int parse_size_list(const char *s, struct opts *o) {
   snprintf(buf, sizeof buf, "%s", s);
   for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
     uint64_t v;
-    if (parse_bytes(t, &v) || pt_sizes_add(o->sizes, &o->nsizes, PT_SWEEP_MAX_SIZES, v)) return -1;
+    if (pt_size_parse(t, 1, PT_WORKLOAD_MAX_BYTES, &v) || pt_sizes_add(o->sizes, &o->nsizes, PT_SWEEP_MAX_SIZES, v)) return -1;
   }
   return o->nsizes ? 0 : -1;
 }
@@ -283,7 +267,7 @@ static int parse(int argc, char **argv, struct opts *o) {
       char lo[64], *colon = strchr(v, ':');
       size_t lolen = colon ? (size_t)(colon - v) : strlen(v);
       snprintf(lo, sizeof lo, "%.*s", (int)(lolen < sizeof lo ? lolen : 0), v);
-      if (lolen >= sizeof lo || parse_bytes(lo, &o->min_bytes) || parse_bytes(colon ? colon + 1 : v, &o->max_bytes) ||
+      if (lolen >= sizeof lo || pt_size_parse(lo, 1, PT_WORKLOAD_MAX_BYTES, &o->min_bytes) || pt_size_parse(colon ? colon + 1 : v, 1, PT_WORKLOAD_MAX_BYTES, &o->max_bytes) ||
           o->max_bytes < o->min_bytes)
         return bad("bad --sizes '%s' (expected MIN:MAX in bytes, e.g. 8:256M)", v);
     } else if (!strcmp(a, "--collectives")) {
@@ -618,8 +602,9 @@ static int run(struct opts *o, const char *args, int resume) {
     status = interrupted ? 128 + (int)interrupted : 1;
     goto out;
   }
-  if (!o->quiet)
-    fprintf(stderr, "pcie-tune profile: wrote %s (%llu repetitions in %llu measurements)\n", o->out,
+  if (!o->quiet) /* "wrote -" would read as a file named '-' */
+    fprintf(stderr, "pcie-tune profile: wrote %s (%llu repetitions in %llu measurements)\n",
+            !strcmp(o->out, "-") ? "the profile to standard output" : o->out,
             (unsigned long long)sw.samples, (unsigned long long)sw.calls);
   if (ll128_note)
     fprintf(stderr, "pcie-tune profile: note: ll128 is unsupported unless NCCL_PROTO enables it (NCCL disables "

@@ -16,6 +16,7 @@
 #include "args.h"
 #include "cmds.h"
 #include "json.h"
+#include "measure/workload.h"
 #include "pcie/files.h"
 #include "sim/simeval.h"
 
@@ -46,13 +47,6 @@ static const char usage_text[] =
     "  --plugin SO       plugin to load (default: $PCIE_TUNER_SO, else\n"
     "                    libnccl-tuner-pcie.so next to pcie-tune or in ../lib)\n";
 
-struct item {
-  char step[64];
-  int coll;
-  uint64_t bytes;
-  unsigned long count;
-};
-
 #define bad(...) cli_usage_error("simulate", __VA_ARGS__)
 
 static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
@@ -64,60 +58,33 @@ static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
   return 0;
 }
 
-/* Reads a workload file; returns the item count or -1 after printing
- * "file:line: what". Read whole, as the plugin reads profiles: a FIFO or a
- * device given as --workload is refused at once (include/pcie/files.h). */
-static int read_workload(const char *path, struct item *it, size_t max) {
+struct items {
+  struct pt_workload_item *it;
+  size_t n, max;
+};
+
+static int add_item(void *ctx, const struct pt_workload_item *item, char *why, size_t len) {
+  struct items *l = ctx;
+  if (l->n == l->max) {
+    snprintf(why, len, "more than %zu workload lines", l->max);
+    return -1;
+  }
+  l->it[l->n++] = *item;
+  return 0;
+}
+
+/* Reads a workload file (measure/workload.c, the reader profile --workload
+ * shares); returns the item count or -1 after printing "file:line: what". */
+static int read_workload(const char *path, struct pt_workload_item *it, size_t max) {
   struct pt_error_rec e;
-  char *text = NULL, buf[1200];
-  size_t len;
-  int n = 0, lineno = 0, bad = 0;
-  if (pt_file_read(path, PT_MAX_SMALL_INPUT, 0, &text, &len, &e)) {
+  struct items l = {it, 0, max};
+  char buf[1200];
+  if (pt_workload_read(path, add_item, &l, &e)) {
     pt_error_format(&e, buf, sizeof buf);
     fprintf(stderr, "pcie-tune simulate: %s\n", buf);
     return -1;
   }
-  for (char *p = text, *next; !bad && p < text + len; p = next) {
-    char line[512], step[64], coll[32], bytes[32], count[32], extra[8];
-    uint64_t b, c;
-    size_t ll = strcspn(p, "\n");
-    next = p + ll + (p[ll] == '\n');
-    lineno++;
-    if (ll >= sizeof line - 1 || memchr(p, '\0', ll)) {
-      fprintf(stderr, "pcie-tune simulate: %s:%d: %s\n", path, lineno,
-              ll >= sizeof line - 1 ? "line longer than 510 bytes" : "NUL byte in the line");
-      bad = 1;
-      break;
-    }
-    memcpy(line, p, ll);
-    line[ll] = 0;
-    char *hash = strchr(line, '#');
-    if (hash) *hash = 0;
-    int k = sscanf(line, "%63s %31s %31s %31s %7s", step, coll, bytes, count, extra);
-    if (k <= 0) continue;
-    const char *what = NULL;
-    if (k != 4) what = "expected 'STEP COLLECTIVE BYTES COUNT'";
-    else if (pt_coll_parse(coll) < 0) what = "unknown collective";
-    else if (cli_parse_size(bytes, 1, 1ULL << 40, &b)) what = "BYTES must be 1..2^40 (K, M, G allowed)";
-    else if (parse_u64(count, 1, 1000000, &c)) what = "COUNT must be 1..1000000";
-    else if ((size_t)n >= max) what = "too many lines";
-    if (what) {
-      fprintf(stderr, "pcie-tune simulate: %s:%d: %s", path, lineno, what);
-      if (pt_coll_parse(coll) < 0 && k == 4) fprintf(stderr, " '%s' (%s)", coll, cli_coll_names());
-      fprintf(stderr, "\n");
-      bad = 1;
-      break;
-    }
-    snprintf(it[n].step, sizeof it[n].step, "%s", step);
-    it[n].coll = pt_coll_parse(coll);
-    it[n].bytes = b;
-    it[n].count = (unsigned long)c;
-    n++;
-  }
-  free(text);
-  if (bad) return -1;
-  if (!n) fprintf(stderr, "pcie-tune simulate: %s: no workload lines\n", path);
-  return n ? n : -1;
+  return (int)l.n;
 }
 
 static const char *plugin_path(const char *given, char *buf, size_t len) {
@@ -206,7 +173,7 @@ int cmd_simulate(int argc, char **argv) {
       else if (!strcmp(a, "--plugin")) plugin = v;
       else if (!strcmp(a, "--tokens")) tokens = v;
       else if (!strcmp(a, "--bytes-per-token")) {
-        if (cli_parse_size(v, 1, 1ULL << 30, &bpt)) return bad("bad --bytes-per-token '%s' (1..1G)", v);
+        if (pt_size_parse(v, 1, 1ULL << 30, &bpt)) return bad("bad --bytes-per-token '%s' (1..1G)", v);
       } else if (parse_u64(v, 1, 1000000, &calls)) {
         return bad("bad --calls '%s'", v);
       }
@@ -221,7 +188,7 @@ int cmd_simulate(int argc, char **argv) {
   if (!profile) return bad("missing PROFILE");
   if (!boxname) return bad("missing --box NAME|FILE");
 
-  static struct item items[MAX_ITEMS];
+  static struct pt_workload_item items[MAX_ITEMS];
   int nitems = 0;
   if (workload) {
     if ((nitems = read_workload(workload, items, MAX_ITEMS)) < 0) return 1;

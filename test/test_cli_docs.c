@@ -89,6 +89,75 @@ START_TEST(cli_md_sh_blocks_run) {
 }
 END_TEST
 
+/* True when opt occurs in text as a whole option: not as the prefix of a
+ * longer one (--warmup inside --warmup-ms does not count). */
+static int mentions(const char *text, const char *opt) {
+  size_t len = strlen(opt);
+  for (const char *p = strstr(text, opt); p; p = strstr(p + 1, opt)) {
+    char before = p == text ? ' ' : p[-1], after = p[len];
+    if ((before == '-' || (before >= 'a' && before <= 'z')) ||
+        after == '-' || (after >= 'a' && after <= 'z') || (after >= '0' && after <= '9'))
+      continue;
+    return 1;
+  }
+  return 0;
+}
+
+/* Every option a command's --help names is in its "## CMD" section of
+ * docs/cli.md, so the manual cannot fall behind the tool again. The
+ * commands are those `pcie-tune --help` lists, plus the internal worker. */
+START_TEST(cli_md_documents_every_option) {
+  char *path = src_path("docs/cli.md"), *doc = slurp(path), *out, *err, *cmd = NULL;
+  char cmds[16][32];
+  int ncmds = 0, checked = 0;
+  ck_assert(asprintf(&cmd, "'%s' --help", pt_test_cli()) > 0);
+  ck_assert_int_eq(pt_test_run(cmd, &out, &err), 0);
+  free(cmd);
+  char *list = strstr(out, "commands:\n");
+  ck_assert_ptr_nonnull(list);
+  for (char *save = NULL, *l = strtok_r(list + 10, "\n", &save); l && !strncmp(l, "  ", 2);
+       l = strtok_r(NULL, "\n", &save))
+    if (ncmds < 15 && sscanf(l, " %31s", cmds[ncmds]) == 1) ncmds++;
+  snprintf(cmds[ncmds++], sizeof cmds[0], "worker");
+  free(out);
+  free(err);
+  ck_assert_int_ge(ncmds, 8);
+  for (int c = 0; c < ncmds; c++) {
+    char *head = NULL;
+    ck_assert(asprintf(&head, "\n## %s\n", cmds[c]) > 0);
+    char *sec = strstr(doc, head);
+    ck_assert_msg(sec != NULL, "docs/cli.md has no '## %s' section", cmds[c]);
+    char *end = strstr(sec + strlen(head), "\n## ");
+    char *section = strndup(sec, end ? (size_t)(end - sec) : strlen(sec));
+    ck_assert(asprintf(&cmd, "'%s' %s --help", pt_test_cli(), cmds[c]) > 0);
+    ck_assert_int_eq(pt_test_run(cmd, &out, &err), 0);
+    const char *help = out[0] ? out : err;
+    int nopts = 0;
+    for (const char *p = strstr(help, "--"); p; p = strstr(p + 2, "--")) {
+      size_t len = 2 + strspn(p + 2, "abcdefghijklmnopqrstuvwxyz0123456789-");
+      if (len == 2 || (p > help && p[-1] != ' ' && p[-1] != '[' && p[-1] != '|' && p[-1] != '\'' && p[-1] != '\n'))
+        continue;
+      char opt[64];
+      snprintf(opt, sizeof opt, "%.*s", (int)(len < sizeof opt ? len : sizeof opt - 1), p);
+      nopts++;
+      if (!strcmp(opt, "--help")) continue;
+      ck_assert_msg(mentions(section, opt), "pcie-tune %s --help names %s, which docs/cli.md's '## %s' does not",
+                    cmds[c], opt, cmds[c]);
+    }
+    ck_assert_msg(nopts >= 1, "no option found in 'pcie-tune %s --help'", cmds[c]);
+    checked += nopts;
+    free(out);
+    free(err);
+    free(cmd);
+    free(section);
+    free(head);
+  }
+  ck_assert_int_ge(checked, 60);
+  free(doc);
+  free(path);
+}
+END_TEST
+
 START_TEST(profile_format_quotes_real_errors) {
   static const char head[] =
       "version = 1;\nname = \"x\";\nprovenance = { tool = \"t\"; backend = \"b\"; nccl_version = \"v\"; "
@@ -178,6 +247,7 @@ int main(void) {
   TCase *tc = tcase_create("docs");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, cli_md_sh_blocks_run);
+  tcase_add_test(tc, cli_md_documents_every_option);
   tcase_add_test(tc, profile_format_quotes_real_errors);
   tcase_add_test(tc, links_stay_in_the_repository);
   suite_add_tcase(s, tc);

@@ -203,6 +203,11 @@ START_TEST(dash_is_standard_output_everywhere) {
   ck_assert_msg(!strncmp(out, "<svg", 4) && strstr(out, "</svg>"), "%.200s", out);
   ck_assert_int_eq(run("profile --backend sim --box gen5-8x-p2p --sizes 4K:64K --quiet --out -"), 0);
   ck_assert_msg(!strncmp(out, "# nccl-pcie-tuner profile", 25), "%.200s", out);
+  /* Without --quiet the summary on stderr names standard output, not a
+   * file called '-'; stdout still holds the profile alone. */
+  ck_assert_int_eq(run("profile --backend sim --box gen5-8x-p2p --sizes 4K:64K --out -"), 0);
+  ck_assert_msg(strstr(err, "wrote the profile to standard output (") && !strstr(err, "wrote -"), "%s", err);
+  ck_assert_msg(!strncmp(out, "# nccl-pcie-tuner profile", 25) && !strstr(out, "pcie-tune profile:"), "%.200s", out);
   /* What went to stdout is a valid profile. */
   free(pt_test_write(dir, "from-stdout.cfg", out));
   ck_assert_int_eq(run("check from-stdout.cfg"), 0);

@@ -416,6 +416,36 @@ START_TEST(sigint_interrupts_a_measurement) {
 }
 END_TEST
 
+/* profile --workload reads the file with simulate's reader
+ * (measure/workload.c): the same K/M/G sizes, the same checks with file
+ * and line, and a FIFO refused at once instead of blocking the profiler. */
+START_TEST(workload_files_read_as_simulate_reads_them) {
+  static const char sweep[] = "profile --backend sim --box gen4-4x-shm --full --channels 1 --reps 1 --quiet";
+  char *args = NULL;
+  free(pt_test_write(dir, "w.txt", "# verify step\ns allreduce 14K 3\ns allreduce 8KiB 1\n"));
+  ck_assert(asprintf(&args, "%s --workload w.txt --out p.cfg", sweep) > 0);
+  expect(0, NULL, args);
+  free(args);
+  char *text = slurp("p.cfg");
+  ck_assert_msg(strstr(text, "8192L, 14336L") != NULL, "p.cfg lacks the workload's sizes:\n%.400s", text);
+  free(text);
+  free(pt_test_write(dir, "c.txt", "s allreduce 8 0\n"));
+  ck_assert(asprintf(&args, "%s --workload c.txt --out c.cfg", sweep) > 0);
+  expect(2, "c.txt:1: COUNT must be 1..1000000", args);
+  free(args);
+  free(pt_test_write(dir, "u.txt", "s allreduce 8 1\ns allsum 8 1\n"));
+  ck_assert(asprintf(&args, "%s --workload u.txt --out u.cfg", sweep) > 0);
+  expect(2, "u.txt:2: unknown collective 'allsum' (", args);
+  free(args);
+  char fifo[1100];
+  snprintf(fifo, sizeof fifo, "%s/fifo.txt", dir);
+  ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+  ck_assert(asprintf(&args, "%s --workload fifo.txt --out f.cfg", sweep) > 0);
+  expect(2, "--workload: fifo.txt", args);
+  free(args);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("cli_profile");
   TCase *tc = tcase_create("core");
@@ -424,6 +454,7 @@ int main(void) {
   tcase_add_test(tc, bad_arguments_exit_2_with_a_clear_message);
   tcase_add_test(tc, help_exits_0);
   tcase_add_test(tc, profile_show_simulate);
+  tcase_add_test(tc, workload_files_read_as_simulate_reads_them);
   tcase_add_test(tc, resume_continues_an_interrupted_sweep);
   tcase_add_test(tc, isolated_faults_are_recorded);
   tcase_add_test(tc, checkpoint_survives_sigkill);
