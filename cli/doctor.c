@@ -250,6 +250,8 @@ static void take(struct doctor *d, const struct nl_line *l) {
     SET(m->reason, l->field[0]);
     break;
   case NL_PT_TRACE: p->ours = 1; add_decision(d, l); break;
+  case NL_CHANNELS:
+  case NL_ENV:
   case NL_OTHER: break;
   }
 }

@@ -28,7 +28,9 @@ static const char usage_text[] =
     "reduce_scatter_perf, broadcast_perf or reduce_perf), one log per setting.\n"
     "A log's setting comes from the --setting just before it, or from NCCL_ALGO,\n"
     "NCCL_PROTO and NCCL_MAX_NCHANNELS lines in the log; a log with neither is\n"
-    "NCCL's default. LOG '-' reads standard input.\n"
+    "NCCL's default. LOG '-' reads standard input. Run NCCL's default with\n"
+    "NCCL_DEBUG=INFO: its channel count becomes the profile's communicator.channels,\n"
+    "and logs measured with more channels are left out.\n"
     "\n"
     "  --out FILE      profile to write (refused if it exists, unless --force;\n"
     "                  never one of the logs; '-': standard output)\n"
@@ -167,6 +169,35 @@ static int load_logs(const struct args *a, struct imp_input *in) {
   return 0;
 }
 
+/* Where the communicator's channel count came from, or why it is unknown
+ * (then the plugin clamps more; docs/decisions.md, "Channels"). */
+static void summary_communicator(const struct pt_profile *p, const char *out,
+                                 const struct imp_input *in, size_t n) {
+  const struct nt_log *from = NULL;
+  int any_default = 0;
+  for (size_t i = 0; i < n; i++) {
+    struct imp_setting set;
+    int is_default = 0;
+    struct pt_error_rec e;
+    if (imp_setting_resolve(&in[i].log, &in[i].cli, &set, &is_default, &e) || !is_default) continue;
+    any_default = 1;
+    if (!from && in[i].log.comm_channels) from = &in[i].log;
+  }
+  if (p->comm_channels && from)
+    printf("%s: communicator channels %d (%s:%d)", out, p->comm_channels, from->name,
+           from->comm_channels_line);
+  else if (any_default)
+    printf("%s: communicator channels unknown: NCCL's default run logged no \"coll channels\" line; "
+           "rerun it with NCCL_DEBUG=INFO so the plugin can keep to its channel count",
+           out);
+  else
+    printf("%s: communicator channels unknown: no log of NCCL's default run (one without a setting); "
+           "add one run with NCCL_DEBUG=INFO",
+           out);
+  if (p->env_recorded) printf("; nccl_env: %zu variable%s", p->nenv, p->nenv == 1 ? "" : "s");
+  printf("\n");
+}
+
 static void summary(const struct pt_profile *p, const char *out) {
   for (int c = 0; c < PT_NCOLL; c++)
     for (int m = 0; m < PT_NMODES; m++) {
@@ -222,6 +253,7 @@ int cmd_import(int argc, char **argv) {
   struct pt_profile p = {0};
   struct pt_error_rec err;
   char date[16] = "", *name = NULL;
+  int *dropped = NULL;
   int ret = parse_args(argc, argv, &a);
   if (ret) {
     ret = ret < 0 ? 0 : ret;
@@ -252,11 +284,22 @@ int cmd_import(int argc, char **argv) {
     if (import_example(&a, name, date, &p)) goto out;
   } else {
     if (load_logs(&a, in)) goto out;
-    struct imp_options o = {.in_place = a.in_place, .name = name, .date = date};
+    dropped = calloc(a.nlogs, sizeof *dropped);
+    if (!dropped) {
+      fprintf(stderr, "pcie-tune import: out of memory\n");
+      goto out;
+    }
+    struct imp_options o = {.in_place = a.in_place, .name = name, .date = date, .dropped = dropped};
     if (imp_build(&p, in, a.nlogs, &o, &err)) {
       print_error(&err);
       goto out;
     }
+    for (size_t i = 0; i < a.nlogs; i++)
+      if (dropped[i])
+        fprintf(stderr,
+                "%s: warning: measured with %d channels, more than the %d of NCCL's default run's "
+                "communicator: a default job never runs it; left out of the profile\n",
+                in[i].log.name, dropped[i], p.comm_channels);
   }
   rc = pt_profile_write(&p, a.out, a.force ? PT_WRITE_FORCE : 0, &err);
   if (rc == PT_EEXIST) {
@@ -271,13 +314,16 @@ int cmd_import(int argc, char **argv) {
   if (!a.quiet && strcmp(a.out, "-")) {
     if (a.example)
       printf("%s: %zu rules from NCCL's example tuner configuration %s\n", a.out, p.nrules, a.example);
-    else
+    else {
       summary(&p, a.out);
+      summary_communicator(&p, a.out, in, a.nlogs);
+    }
   }
   ret = 0;
 out:
   for (size_t i = 0; in && i < a.nlogs; i++) nt_log_release(&in[i].log);
   free(in);
+  free(dropped);
   free(name);
   free(a.path);
   free(a.cli);

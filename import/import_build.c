@@ -34,6 +34,9 @@ struct build {
   size_t nslots;
   struct imp_setting *set; /* per log */
   int *is_default;         /* per log */
+  int *dropped;            /* per log: its channel count when left out, else 0 */
+  size_t ndropped;
+  int comm_channels;       /* of NCCL's default run; 0 = unknown */
 };
 
 __attribute__((format(printf, 4, 5))) static int fail(struct build *b, const char *file, int line,
@@ -90,13 +93,13 @@ static int collect_sizes(struct build *b) {
   for (int m = 0; m < PT_NMODES; m++) {
     size_t total = 0, n = 0;
     for (size_t i = 0; i < b->n; i++)
-      for (size_t k = 0; k < b->in[i].log.nruns; k++)
+      for (size_t k = 0; k < b->in[i].log.nruns && !b->dropped[i]; k++)
         if (mode_of(&b->in[i].log.runs[k]) == m) total += b->in[i].log.runs[k].nrows;
     if (!total) continue;
     uint64_t *s = malloc(total * sizeof *s);
     if (!s) return oom(b);
     for (size_t i = 0; i < b->n; i++)
-      for (size_t k = 0; k < b->in[i].log.nruns; k++) {
+      for (size_t k = 0; k < b->in[i].log.nruns && !b->dropped[i]; k++) {
         const struct nt_run *r = &b->in[i].log.runs[k];
         if (mode_of(r) != m) continue;
         for (size_t j = 0; j < r->nrows; j++)
@@ -151,6 +154,7 @@ static size_t size_index(const struct build *b, int mode, uint64_t size) {
 static int fill_slots(struct build *b) {
   for (size_t i = 0; i < b->n; i++) {
     const struct nt_log *log = &b->in[i].log;
+    if (b->dropped[i]) continue;
     for (size_t k = 0; k < log->nruns; k++) {
       const struct nt_run *r = &log->runs[k];
       int m = mode_of(r);
@@ -184,6 +188,12 @@ static struct pt_point point_of(const struct nt_row *row, int in_place) {
 static int emit_series(struct build *b, struct pt_profile *p, int m) {
   int ncand = 0;
   for (size_t i = 0; i < b->nslots; i++) ncand += b->slots[i].mode == m && !b->slots[i].is_default;
+  if (!ncand && b->ndropped)
+    return fail(b, b->in[b->first].log.name, 0,
+                "no setting left in %s mode: every one was measured with more channels than the %d "
+                "of NCCL's default run, which a default job never runs (measure settings with at most "
+                "%d channels)",
+                pt_mode_name(m), b->comm_channels, b->comm_channels);
   if (!ncand)
     return fail(b, b->in[b->first].log.name, 0,
                 "no setting measured in %s mode besides NCCL's default (give logs with --setting or "
@@ -226,7 +236,7 @@ static void version_of(const struct nt_log *log, char *buf, size_t len) {
 }
 
 static int emit_provenance(struct build *b, struct pt_profile *p) {
-  char ver[64] = "", v[64], set[64];
+  char ver[64] = "", v[64], set[96];
   const char *ver_from = NULL;
   for (size_t i = 0; i < b->n; i++) {
     version_of(&b->in[i].log, v, sizeof v);
@@ -242,7 +252,7 @@ static int emit_provenance(struct build *b, struct pt_profile *p) {
   int modes = (p->series[b->coll][PT_MODE_EAGER] ? 1 : 0) | (p->series[b->coll][PT_MODE_GRAPH] ? 2 : 0);
   /* The note lists each log with the setting it became. */
   size_t cap = 128, len = 0;
-  for (size_t i = 0; i < b->n; i++) cap += strlen(b->in[i].log.name) + 48;
+  for (size_t i = 0; i < b->n; i++) cap += strlen(b->in[i].log.name) + 96;
   char *note = malloc(cap);
   if (!note) return oom(b);
   len += (size_t)snprintf(note, cap, "%s times of %zu nccl-tests log%s:",
@@ -250,6 +260,9 @@ static int emit_provenance(struct build *b, struct pt_profile *p) {
   for (size_t i = 0; i < b->n; i++) {
     if (b->is_default[i]) snprintf(set, sizeof set, "nccl default");
     else imp_setting_format(&b->set[i], set, sizeof set);
+    if (b->dropped[i])
+      snprintf(set + strlen(set), sizeof set - strlen(set), ", left out: %d > %d channels",
+               b->dropped[i], b->comm_channels);
     len += (size_t)snprintf(note + len, cap - len, " %s (%s)%s", b->in[i].log.name, set,
                             i + 1 < b->n ? ";" : "");
   }
@@ -266,15 +279,98 @@ static int emit_provenance(struct build *b, struct pt_profile *p) {
   return 0;
 }
 
+/* communicator.channels and nccl_env from the logs of NCCL's default run.
+ * NCCL agrees on one nChannels across the ranks of a communicator
+ * (src/init.cc, initTransportsRank), so default logs of one box that
+ * disagree were run differently and are refused. nccl_env is recorded only
+ * when a default log has "set by environment" lines: without them the log
+ * may simply lack the ENV subsystem (NCCL_DEBUG_SUBSYS), and "none set"
+ * would be a guess. */
+static int default_communicator(struct build *b, struct pt_profile *p) {
+  const struct nt_log *from = NULL;
+  for (size_t i = 0; i < b->n; i++) {
+    const struct nt_log *log = &b->in[i].log;
+    if (!b->is_default[i] || !log->comm_channels) continue;
+    if (from && log->comm_channels != from->comm_channels)
+      return fail(b, log->name, log->comm_channels_line,
+                  "NCCL's default run has %d channels here but %d in %s:%d; give default logs of "
+                  "one configuration",
+                  log->comm_channels, from->comm_channels, from->name, from->comm_channels_line);
+    if (!from) from = log;
+  }
+  b->comm_channels = p->comm_channels = from ? from->comm_channels : 0;
+  for (size_t i = 0; i < b->n; i++) {
+    const struct nt_log *log = &b->in[i].log;
+    if (!b->is_default[i] || !log->nvars) continue;
+    for (size_t k = 0; k < log->nvars; k++) {
+      const struct nt_nccl_var *v = &log->vars[k];
+      const char *had = pt_profile_env(p, v->name);
+      if (had && strcmp(had, v->value))
+        return fail(b, log->name, v->line,
+                    "%s set to '%s' in this default run but to '%s' in another; give default logs "
+                    "of one configuration",
+                    v->name, v->value, had);
+      if (had) continue;
+      struct pt_env_var *e = realloc(p->env, (p->nenv + 1) * sizeof *e);
+      if (!e) return oom(b);
+      p->env = e;
+      e[p->nenv] = (struct pt_env_var){pt_strdup(v->name), pt_strdup(v->value)};
+      p->nenv++;
+      if (!e[p->nenv - 1].name || !e[p->nenv - 1].value) return oom(b);
+    }
+    p->env_recorded = 1;
+  }
+  return 0;
+}
+
+/* The channels a setting's log ran with at least: the setting's count,
+ * NCCL_MIN_NCHANNELS (a floor NCCL raises nChannels to), the log's own
+ * "coll channels" line. */
+static int channels_run(const struct build *b, size_t i) {
+  const struct nt_log *log = &b->in[i].log;
+  int ch = b->set[i].channels;
+  const struct nt_env *min = &log->env[NT_ENV_MIN_NCHANNELS];
+  if (min->line && atoi(min->value) > ch) ch = atoi(min->value);
+  if (log->comm_channels > ch) ch = log->comm_channels;
+  return ch;
+}
+
+/* Leaves out each setting measured with more channels than the default
+ * run's communicator has; refuses when no setting is left. */
+static int drop_above(struct build *b) {
+  size_t nset = 0, last = 0;
+  if (!b->comm_channels) return 0;
+  for (size_t i = 0; i < b->n; i++) {
+    if (b->is_default[i]) continue;
+    nset++;
+    int ch = channels_run(b, i);
+    if (ch > b->comm_channels) {
+      b->dropped[i] = ch;
+      b->ndropped++;
+      last = i;
+    }
+  }
+  if (nset && b->ndropped == nset)
+    return fail(b, b->in[last].log.name, 0,
+                "every setting was measured with more channels than the %d of NCCL's default run, "
+                "which a default job never runs; nothing left to import (measure settings with at "
+                "most %d channels)",
+                b->comm_channels, b->comm_channels);
+  return 0;
+}
+
 static int build(struct build *b, struct pt_profile *p) {
   int rc;
   b->set = calloc(b->n, sizeof *b->set);
   b->is_default = calloc(b->n, sizeof *b->is_default);
-  if (!b->set || !b->is_default) return oom(b);
+  b->dropped = calloc(b->n, sizeof *b->dropped);
+  if (!b->set || !b->is_default || !b->dropped) return oom(b);
   for (size_t i = 0; i < b->n; i++)
     if ((rc = imp_setting_resolve(&b->in[i].log, &b->in[i].cli, &b->set[i], &b->is_default[i], b->err)))
       return rc;
-  if ((rc = check_runs(b)) || (rc = collect_sizes(b)) || (rc = fill_slots(b))) return rc;
+  if ((rc = check_runs(b)) || (rc = default_communicator(b, p)) || (rc = drop_above(b))) return rc;
+  if (b->o->dropped) memcpy(b->o->dropped, b->dropped, b->n * sizeof *b->dropped);
+  if ((rc = collect_sizes(b)) || (rc = fill_slots(b))) return rc;
   p->version = PT_PROFILE_VERSION;
   p->match_nranks = b->nranks;
   for (int m = 0; m < PT_NMODES; m++)
@@ -298,6 +394,7 @@ int imp_build(struct pt_profile *p, const struct imp_input *in, size_t n,
   for (int m = 0; m < PT_NMODES; m++) free(b.sizes[m]);
   free(b.set);
   free(b.is_default);
+  free(b.dropped);
   if (rc) pt_profile_release(p);
   return rc;
 }

@@ -3,6 +3,14 @@
  * one collective and one rank count per profile, a series per launch mode
  * (graph when the run's header says graph: N > 0), NCCL's default from the
  * logs without a setting, one candidate per setting. No printing, no files.
+ *
+ * The default run's logs also give the communicator: communicator.channels
+ * from NCCL's "N coll channels" INFO line and nccl_env from its "NCCL_X set
+ * by environment to Y" lines (either stays unknown when the logs lack
+ * them). With the count known, a setting measured with more channels
+ * (--setting channels=, NCCL_MAX_NCHANNELS, NCCL_MIN_NCHANNELS or the
+ * log's own count) is something a default job never runs: that log is
+ * left out (o->dropped), and refused when nothing else is left.
  */
 #ifndef PCIE_CLI_IMPORT_BUILD_H
 #define PCIE_CLI_IMPORT_BUILD_H
@@ -22,6 +30,10 @@ struct imp_options {
   int in_place;     /* take in-place times instead of out-of-place */
   const char *name; /* profile name (copied) */
   const char *date; /* provenance date, "YYYY-MM-DD" (copied) */
+  /* Optional, one per log: set to the channel count of each log left out
+   * for measuring more channels than NCCL's default run has (below), else
+   * 0. The caller tells the user. */
+  int *dropped;
 };
 
 /* Fills *p (which must be zeroed) from in[0..n-1]. On failure *p is

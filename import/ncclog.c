@@ -23,6 +23,14 @@
  *    %d nNodes %d ...", printed before the tuner's init) and
  *    ncclCommInitRankFunc ("... comm %p rank %d nranks %d ... commId 0x%llx
  *    - Init COMPLETE"; commId is the commHash the tuner's init receives).
+ *  - channels: src/init.cc, initTransportsRank: "%d coll channels, %d
+ *    collnet channels, %d nvls channels, %d p2p channels, %d p2p channels
+ *    per peer" (2.19 and later; 2.18 lacks the collnet count), the first
+ *    number being comm->nChannels after every rank agreed on it.
+ *  - settings: src/misc/param.cc, ncclLoadParam: "%s set by environment to
+ *    %lld." (integer parameters, with a final '.'), and the string variables
+ *    each reader logs ("NCCL_PROTO set by environment to %s", tuning.cc;
+ *    "NCCL_TOPO_FILE ...", topo.cc; "NCCL_COLLNET_ENABLE ... %d.", init.cc).
  *  - this project's plugin: tuner/core.c (pt_core_init and the trace),
  *    prefixed "PcieTuner: ".
  */
@@ -58,6 +66,8 @@ static const struct pattern patterns[] = {
     {NL_COMM_DONE,
      "comm (0x[0-9a-fA-F]+) rank ([0-9]+) nranks ([0-9]+) .*commId 0x([0-9a-fA-F]+) - Init COMPLETE",
      {1, 2, 3, 4}},
+    {NL_CHANNELS, "^([0-9]+) coll channels, ", {1}},
+    {NL_ENV, "^(NCCL_[A-Za-z0-9_]+) set by environment to (.*)$", {1, 2}},
     /* The rest of the init line (intervals, nRanks, nNodes, commId) is read
      * key by key in classify(), so a field added or moved keeps matching. */
     {NL_PT_PROFILE, "^PcieTuner: profile (.+) name '(.*)' hash ([0-9a-f]+)", {1, 2, 3}},
@@ -120,6 +130,13 @@ static void classify(struct nl_line *out) {
       }
     }
     break;
+  }
+  if (out->kind == NL_ENV) {
+    /* ncclLoadParam ends an integer with '.': "to 4." is 4. */
+    char *v = out->field[1];
+    size_t n = strlen(v);
+    while (n && (v[n - 1] == ' ' || v[n - 1] == '\r')) v[--n] = 0;
+    if (n >= 2 && v[n - 1] == '.' && v[n - 2] >= '0' && v[n - 2] <= '9') v[n - 1] = 0;
   }
   if (out->kind == NL_PT_PROFILE) {
     /* f3 intervals, f4 nRanks, f5 nNodes: "" when the line lacks them. */

@@ -31,6 +31,8 @@ enum nl_kind {
   NL_TUNER_MSG,      /* f0 any other TUNER/Plugin message (a dlopen error) */
   NL_COMM,           /* f0 comm pointer, f1 rank, f2 nRanks, f3 nNodes */
   NL_COMM_DONE,      /* f0 comm pointer, f1 rank, f2 nranks, f3 commId (hex) */
+  NL_CHANNELS,       /* f0 comm->nChannels ("N coll channels, ..."), once per rank */
+  NL_ENV,            /* f0 NCCL_X, f1 its value ("NCCL_X set by environment to Y") */
   NL_PT_PROFILE,     /* f0 path, f1 name, f2 hash, f3 intervals, f4 nRanks, f5 nNodes */
   NL_PT_REFUSE,      /* f0 the reason the plugin left the communicator to NCCL ("...; leaving ...") */
   NL_PT_TRACE,       /* f0 collective, f1 bytes, f2 mode, f3 choice or "", f4 channels, f5 why */

@@ -14,6 +14,7 @@
 #include <strings.h>
 
 #include "import_lex.h"
+#include "ncclog.h"
 
 enum state { S_OUTSIDE, S_HEADER, S_TABLE };
 
@@ -28,7 +29,7 @@ struct ctx {
   struct nt_log *log;
   struct pt_error_rec *err;
   enum state state;
-  size_t cap_runs, cap_rows, cap_dev;
+  size_t cap_runs, cap_rows, cap_dev, cap_vars;
   int oob_seen;  /* "Out of bounds values" seen in the current table */
   int table_line; /* the column header line of the current table */
   int last_row;   /* line of the last row of the current table */
@@ -117,12 +118,70 @@ static int is_debug(struct lx_span s) {
          lx_find(s, " NCCL TRACE") || lx_prefix(s, "NCCL INFO") || lx_prefix(s, "NCCL WARN");
 }
 
+/* An NCCL_* variable NCCL said it read: kept once; a second value for it
+ * (another rank or process told otherwise) is refused with both lines. */
+static int add_var(struct ctx *c, const char *name, const char *value, int line) {
+  struct nt_log *log = c->log;
+  if (strlen(name) >= sizeof log->vars[0].name || strlen(value) >= sizeof log->vars[0].value)
+    return fail(c, line, "%.64s set by environment to a value too long to record", name);
+  for (size_t i = 0; i < log->nvars; i++) {
+    if (strcmp(log->vars[i].name, name)) continue;
+    if (!strcmp(log->vars[i].value, value)) return 0;
+    return fail(c, line,
+                "%s set by environment to '%s' here but to '%s' at line %d (ranks ran with "
+                "different settings; import logs of one setting each)",
+                name, value, log->vars[i].value, log->vars[i].line);
+  }
+  if (grow((void **)&log->vars, &c->cap_vars, log->nvars, sizeof *log->vars)) return oom(c);
+  struct nt_nccl_var *v = &log->vars[log->nvars++];
+  snprintf(v->name, sizeof v->name, "%s", name);
+  snprintf(v->value, sizeof v->value, "%s", value);
+  v->line = line;
+  return 0;
+}
+
+/* The INFO lines import keeps besides the version: the communicator's
+ * channel count and the variables NCCL read, through the one reader of
+ * NCCL's log lines (import/ncclog.h). */
+static int on_info(struct ctx *c, struct lx_span s, int line) {
+  char *text = malloc(s.n + 1);
+  struct nl_line *l = malloc(sizeof *l);
+  int rc = 0;
+  if (!text || !l) {
+    rc = oom(c);
+    goto out;
+  }
+  memcpy(text, s.s, s.n);
+  text[s.n] = 0;
+  if (!nl_parse(text, l) || l->level != NL_INFO) goto out;
+  if (l->kind == NL_CHANNELS) {
+    int n = atoi(l->field[0]);
+    if (n < 1 || n > PT_MAX_CHANNELS)
+      rc = fail(c, line, "NCCL reports %s coll channels; expected 1..%d", l->field[0], PT_MAX_CHANNELS);
+    else if (!c->log->comm_channels || n < c->log->comm_channels) {
+      /* The smallest: a job's every communicator has at least that many. */
+      c->log->comm_channels = n;
+      c->log->comm_channels_line = line;
+    }
+  } else if (l->kind == NL_ENV) {
+    rc = add_var(c, l->field[0], l->field[1], line);
+  } else if (l->kind == NL_TUNER_ENV) {
+    rc = add_var(c, "NCCL_TUNER_PLUGIN", l->field[0], line);
+  }
+out:
+  free(text);
+  free(l);
+  return rc;
+}
+
 static int on_debug(struct ctx *c, struct lx_span s, int line) {
   const char *p = lx_find(s, "NCCL version ");
   if (p) {
     size_t off = (size_t)(p - s.s) + strlen("NCCL version ");
     return set_version(c, (struct lx_span){s.s + off, s.n - off}, line);
   }
+  int rc = on_info(c, s, line);
+  if (rc) return rc;
   for (int v = 0; v < NT_NENV; v++) {
     char key[64];
     snprintf(key, sizeof key, "%s set by environment to ", env_names[v]);
@@ -520,6 +579,7 @@ void nt_log_release(struct nt_log *log) {
     free(log->runs[i].dev);
   }
   free(log->runs);
+  free(log->vars);
   free(log->name);
   memset(log, 0, sizeof *log);
 }

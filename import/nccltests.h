@@ -14,7 +14,9 @@
  *    "# Avg bus bandwidth";
  *  - "N/A" in any time/algbw/busbw/#wrong cell;
  *  - NCCL_DEBUG lines ("host:pid:tid [d] NCCL INFO ...", "NCCL version ...")
- *    and NCCL_X=value lines on lines of their own, anywhere;
+ *    and NCCL_X=value lines on lines of their own, anywhere; of the INFO
+ *    lines, the channel count and the "set by environment" settings are
+ *    kept (read with import/ncclog.h);
  *  - LF or CRLF line endings; free text outside runs; unknown '#' lines.
  * Everything else inside a table, a truncated table, a run without a table,
  * NUL bytes, or a buffer without any run is an error with file and line.
@@ -86,11 +88,24 @@ struct nt_env {
   int line;       /* first line that set it */
 };
 
+/* Any NCCL_* variable NCCL said it read ("NCCL INFO NCCL_X set by
+ * environment to Y"), in order of first appearance. */
+struct nt_nccl_var {
+  char name[64], value[256];
+  int line;
+};
+
 struct nt_log {
   char *name;             /* the name errors use (owned) */
   char nccl_version[64];  /* from "NCCL version X", or "" */
   int nccl_version_line;
   struct nt_env env[NT_NENV];
+  /* comm->nChannels from "NCCL INFO N coll channels, ..." (the smallest
+   * when several communicators printed one); 0 when the log has none. */
+  int comm_channels;
+  int comm_channels_line;
+  size_t nvars;
+  struct nt_nccl_var *vars;
   size_t nruns;
   struct nt_run *runs;    /* at least one after a successful parse */
 };

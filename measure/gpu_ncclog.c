@@ -1,8 +1,10 @@
 /* NCCL INFO lines -> channel count and transports (measure/gpu_ncclog.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gpu_ncclog.h"
+#include "import/ncclog.h"
 
 static void keep(struct pt_ncclog *l, const char *line) {
   if (l->nexcerpt >= sizeof l->excerpt / sizeof l->excerpt[0]) return;
@@ -28,17 +30,18 @@ static void link_of(struct pt_ncclog *l, const char *line) {
   keep(l, line);
 }
 
+/* The channel count is read by the one reader of NCCL's log lines
+ * (import/ncclog.h), which pcie-tune doctor and import use too. Called from
+ * the parent after the workers are gone: nl_parse's lazy setup is not
+ * meant for concurrent first calls. */
 void pt_ncclog_scan(FILE *f, struct pt_ncclog *l) {
   char line[1024];
+  struct nl_line nl;
   while (fgets(line, sizeof line, f)) {
-    const char *p = strstr(line, " coll channels, ");
-    if (p) {
-      /* The number just before " coll channels". */
-      const char *s = p;
-      while (s > line && s[-1] >= '0' && s[-1] <= '9') s--;
-      int n = 0;
-      if (s < p && sscanf(s, "%d", &n) == 1 && n > 0 && (!l->comm_channels || n < l->comm_channels))
-        l->comm_channels = n;
+    line[strcspn(line, "\n")] = 0;
+    if (nl_parse(line, &nl) && nl.kind == NL_CHANNELS) {
+      int n = atoi(nl.field[0]);
+      if (n > 0 && (!l->comm_channels || n < l->comm_channels)) l->comm_channels = n;
       keep(l, line);
     } else if (strstr(line, " via ")) {
       link_of(l, line);

@@ -6,12 +6,12 @@
 FUZZ_CC ?= clang
 FUZZ_TIME ?= 60
 FUZZ_BUILD = build-fuzz
-FUZZ_SRCS = fuzz/fuzz_nccltests.c import/nccltests.c import/import_lex.c import/import_coll.c \
+FUZZ_SRCS = fuzz/fuzz_nccltests.c import/nccltests.c import/import_lex.c import/import_coll.c import/ncclog.c \
             import/import_setting.c tuner/names.c tuner/profile_model.c
 FUZZ_BIN = $(FUZZ_BUILD)/fuzz_nccltests
 FUZZ_REGRESS = test/data/nccltests/fuzz-regressions
 
-$(FUZZ_BIN): $(FUZZ_SRCS) import/nccltests.h import/import_lex.h import/import_coll.h import/import_setting.h
+$(FUZZ_BIN): $(FUZZ_SRCS) import/nccltests.h import/import_lex.h import/import_coll.h import/import_setting.h import/ncclog.h
 	@mkdir -p $(@D)
 	$(FUZZ_CC) -std=c11 -g -O1 -Iinclude -I. -D_GNU_SOURCE \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -o $@ $(FUZZ_SRCS)

@@ -145,6 +145,106 @@ START_TEST(synth_both_modes) {
 }
 END_TEST
 
+/* NCCL_DEBUG=INFO logs: the default run's "N coll channels" line becomes
+ * communicator.channels and its "set by environment" lines nccl_env; a
+ * setting measured with more channels than that is left out with a
+ * warning naming its log. */
+START_TEST(info_logs_communicator) {
+  char *out = outpath("info.cfg"), args[2048], *so = NULL, *se = NULL;
+  snprintf(args, sizeof args,
+           "--out '%s' info/ar8-eager-default.txt info/ar8-eager-ring-ll-4.txt "
+           "info/ar8-eager-ring-simple-8.txt",
+           out);
+  int rc = import(args, &so, &se);
+  ck_assert_msg(rc == 0, "status %d: %s", rc, se);
+  ck_assert_msg(strstr(se, "info/ar8-eager-ring-simple-8.txt: warning: measured with 8 channels, "
+                           "more than the 4 of NCCL's default run's communicator") != NULL,
+                "stderr: %s", se);
+  ck_assert_msg(strstr(se, "ring-ll-4") == NULL, "the 4-channel log was warned about: %s", se);
+  ck_assert_msg(strstr(so, "communicator channels 4 (info/ar8-eager-default.txt:20); nccl_env: 2 "
+                           "variables") != NULL,
+                "stdout: %s", so);
+  struct pt_profile p;
+  load(&p, out);
+  ck_assert_int_eq(p.comm_channels, 4);
+  ck_assert_int_eq(p.env_recorded, 1);
+  ck_assert_uint_eq(p.nenv, 2);
+  ck_assert_str_eq(pt_profile_env(&p, "NCCL_IGNORE_CPU_AFFINITY"), "1"); /* "to 1." */
+  ck_assert_str_eq(pt_profile_env(&p, "NCCL_P2P_LEVEL"), "PHB");
+  ck_assert_ptr_null(pt_profile_env(&p, "NCCL_ALGO")); /* the candidates' settings stay out */
+  const struct pt_series *e = p.series[PT_ALLREDUCE][PT_MODE_EAGER];
+  ck_assert_uint_eq(e->ncand, 1);
+  ck_assert_int_eq(e->cand[0].channels, 4);
+  ck_assert_int_eq(e->cand[0].proto, pt_proto_parse("ll"));
+  ck_assert_ptr_nonnull(strstr(p.prov.note, "ring/simple/8, left out: 8 > 4 channels"));
+  pt_profile_release(&p);
+  free(so);
+  free(se);
+
+  /* Only the 8-channel setting: nothing left, nothing written. */
+  expect_fail(1, "info/ar8-eager-default.txt info/ar8-eager-ring-simple-8.txt",
+              "info/ar8-eager-ring-simple-8.txt: every setting was measured with more channels "
+              "than the 4 of NCCL's default run");
+  /* The same through --setting on a log without its own count. */
+  expect_fail(1, "info/ar8-eager-default.txt --setting algo=ring,proto=simple,channels=6 "
+                 "real/rtx4090-2x-default-kalavai-k8s.txt",
+              "run on 2 ranks mixed with 8-rank runs");
+  free(out);
+}
+END_TEST
+
+/* --setting channels above the default run's count drops that log too,
+ * and the mixing checks still come first. */
+START_TEST(info_setting_above) {
+  char *out = outpath("set.cfg"), args[2048], *se = NULL;
+  snprintf(args, sizeof args,
+           "--out '%s' info/ar8-eager-default.txt synth/ar8-eager-ring-ll-4.txt "
+           "--setting algo=ring,proto=simple,channels=6 synth/ar8-eager-default.txt",
+           out);
+  int rc = import(args, NULL, &se);
+  ck_assert_msg(rc == 0, "status %d: %s", rc, se);
+  ck_assert_msg(strstr(se, "synth/ar8-eager-default.txt: warning: measured with 6 channels") != NULL,
+                "stderr: %s", se);
+  struct pt_profile p;
+  load(&p, out);
+  ck_assert_int_eq(p.comm_channels, 4);
+  ck_assert_uint_eq(p.series[PT_ALLREDUCE][PT_MODE_EAGER]->ncand, 1);
+  ck_assert_int_eq(p.series[PT_ALLREDUCE][PT_MODE_EAGER]->cand[0].channels, 4);
+  pt_profile_release(&p);
+  free(se);
+  free(out);
+}
+END_TEST
+
+/* Without INFO lines the count stays unknown, and the summary says what to do. */
+START_TEST(no_info_unknown) {
+  char *out = outpath("plain.cfg"), args[2048], *so = NULL, *se = NULL;
+  snprintf(args, sizeof args, "--out '%s' synth/ar8-eager-default.txt synth/ar8-eager-ring-ll-4.txt",
+           out);
+  int rc = import(args, &so, &se);
+  ck_assert_msg(rc == 0, "status %d: %s", rc, se);
+  ck_assert_msg(strstr(so, "communicator channels unknown: NCCL's default run logged no \"coll "
+                           "channels\" line; rerun it with NCCL_DEBUG=INFO") != NULL,
+                "stdout: %s", so);
+  struct pt_profile p;
+  load(&p, out);
+  ck_assert_int_eq(p.comm_channels, 0);
+  ck_assert_int_eq(p.env_recorded, 0);
+  pt_profile_release(&p);
+  free(so);
+  free(se);
+  /* No default log at all: unknown too, with the other reason. */
+  snprintf(args, sizeof args, "--force --out '%s' synth/ar8-eager-ring-ll-4.txt", out);
+  rc = import(args, &so, &se);
+  ck_assert_msg(rc == 0, "status %d: %s", rc, se);
+  ck_assert_msg(strstr(so, "communicator channels unknown: no log of NCCL's default run") != NULL,
+                "stdout: %s", so);
+  free(so);
+  free(se);
+  free(out);
+}
+END_TEST
+
 START_TEST(existing_out_kept) {
   char *out = pt_test_write(tmp, "keep.cfg", "sentinel\n"), args[1024], *se = NULL;
   snprintf(args, sizeof args,
@@ -285,6 +385,9 @@ int main(void) {
   tcase_set_timeout(tc, 30);
   tcase_add_test(tc, real_logs);
   tcase_add_test(tc, synth_both_modes);
+  tcase_add_test(tc, info_logs_communicator);
+  tcase_add_test(tc, info_setting_above);
+  tcase_add_test(tc, no_info_unknown);
   tcase_add_test(tc, existing_out_kept);
   tcase_add_test(tc, bad_inputs);
   tcase_add_test(tc, bad_written_logs);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "import/import_build.h"
 #include "import/import_coll.h"
 #include "import/import_setting.h"
 #include "import/nccltests.h"
@@ -149,12 +150,98 @@ START_TEST(collective_of_run) {
 }
 END_TEST
 
+/* An all_reduce log on 2 ranks whose first lines are pre (NCCL INFO lines). */
+static void info_log(struct nt_log *log, const char *pre, const char *name) {
+  char text[4096];
+  snprintf(text, sizeof text,
+           "%s# Collective test starting: all_reduce_perf\n"
+           "# nThread 1 nGpus 2 minBytes 8 maxBytes 16 step: 2(factor) warmup iters: 5 iters: 20 "
+           "agg iters: 1 validation: 1 graph: 0\n"
+           "#  Rank  0 Group  0 Pid 1 on box device  0 [0x1a] GPU\n"
+           "#  Rank  1 Group  0 Pid 1 on box device  1 [0x1b] GPU\n"
+           "#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n"
+           "8 2 float sum -1 1 0 0 0 1 0 0 0\n# Out of bounds values : 0 OK\n# Avg bus bandwidth : 0.1\n",
+           pre);
+  struct pt_error_rec err;
+  int rc = nt_parse(log, text, strlen(text), name, &err);
+  ck_assert_msg(rc == 0, "%d: %s", err.line, err.msg);
+}
+
+#define CH(n) "box:1:2 [0] NCCL INFO " #n " coll channels, " #n " collnet channels, 0 nvls channels, 2 p2p channels, 2 p2p channels per peer\n"
+#define FORCE(n) "NCCL_ALGO=Ring NCCL_PROTO=LL NCCL_MAX_NCHANNELS=" #n "\n"
+
+/* Builds from n logs given as (pre, name) pairs; returns imp_build's code. */
+static int build_from(size_t n, const char *const *pre, struct pt_profile *p, int *dropped,
+                      struct pt_error_rec *err) {
+  struct imp_input in[4];
+  char name[4][16];
+  for (size_t i = 0; i < n; i++) {
+    snprintf(name[i], sizeof name[i], "l%zu.txt", i);
+    info_log(&in[i].log, pre[i], name[i]);
+    in[i].cli = IMP_SETTING_NONE;
+  }
+  struct imp_options o = {.name = "t", .date = "2026-12-01", .dropped = dropped};
+  memset(p, 0, sizeof *p);
+  int rc = imp_build(p, in, n, &o, err);
+  for (size_t i = 0; i < n; i++) nt_log_release(&in[i].log);
+  return rc;
+}
+
+/* The default run's channels and variables, and the settings above them. */
+START_TEST(default_communicator) {
+  struct pt_profile p;
+  struct pt_error_rec err;
+  int dropped[4];
+  /* A setting forced to 6 channels goes, one at 2 stays. */
+  const char *const a[] = {CH(4) CH(4), FORCE(2) CH(2),
+                           "NCCL_ALGO=Ring NCCL_PROTO=Simple NCCL_MAX_NCHANNELS=6 NCCL_MIN_NCHANNELS=6\n"};
+  ck_assert_msg(build_from(3, a, &p, dropped, &err) == 0, "%s:%d: %s", err.file, err.line, err.msg);
+  ck_assert_int_eq(p.comm_channels, 4);
+  ck_assert_int_eq(p.env_recorded, 0); /* no "set by environment" line in the default log */
+  ck_assert_int_eq(dropped[0], 0);
+  ck_assert_int_eq(dropped[1], 0);
+  ck_assert_int_eq(dropped[2], 6);
+  ck_assert_uint_eq(p.series[PT_ALLREDUCE][PT_MODE_EAGER]->ncand, 1);
+  pt_profile_release(&p);
+
+  /* A forced log whose own line says it ran more channels than the default. */
+  const char *const b[] = {CH(4), FORCE(2) CH(2), FORCE(4) CH(6)};
+  ck_assert_int_eq(build_from(3, b, &p, dropped, &err), 0);
+  ck_assert_int_eq(dropped[2], 6);
+  pt_profile_release(&p);
+
+  /* Two default logs of different configurations. */
+  const char *const c[] = {CH(4), CH(2), FORCE(2)};
+  ck_assert_int_eq(build_from(3, c, &p, dropped, &err), PT_EINVAL);
+  ck_assert_str_eq(err.file, "l1.txt");
+  ck_assert_int_eq(err.line, 1);
+  ck_assert_msg(strstr(err.msg, "NCCL's default run has 2 channels here but 4 in l0.txt:1"), "%s", err.msg);
+
+  const char *const d[] = {CH(4) "box:1:1 [0] NCCL INFO NCCL_P2P_LEVEL set by environment to PHB\n",
+                           "box:1:1 [0] NCCL INFO NCCL_P2P_LEVEL set by environment to SYS\n", FORCE(2)};
+  ck_assert_int_eq(build_from(3, d, &p, dropped, &err), PT_EINVAL);
+  ck_assert_msg(strstr(err.msg, "NCCL_P2P_LEVEL set to 'SYS' in this default run but to 'PHB'"), "%s",
+                err.msg);
+
+  /* Default logs without a count next to one with it: the count holds;
+   * the variables are recorded. */
+  const char *const e[] = {CH(4) "box:1:1 [0] NCCL INFO NCCL_P2P_LEVEL set by environment to PHB\n", "",
+                           FORCE(4)};
+  ck_assert_int_eq(build_from(3, e, &p, dropped, &err), 0);
+  ck_assert_int_eq(p.comm_channels, 4);
+  ck_assert_int_eq(p.env_recorded, 1);
+  ck_assert_str_eq(pt_profile_env(&p, "NCCL_P2P_LEVEL"), "PHB");
+  pt_profile_release(&p);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("import_build");
   TCase *tc = tcase_create("rules");
   tcase_add_test(tc, setting_syntax);
   tcase_add_test(tc, setting_resolution);
   tcase_add_test(tc, collective_of_run);
+  tcase_add_test(tc, default_communicator);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }

@@ -428,6 +428,53 @@ START_TEST(settings_conflicts) {
 }
 END_TEST
 
+/* The INFO lines import keeps: the channel count of every NCCL version's
+ * init line (2.18 has no collnet count), the smallest when several
+ * communicators printed one, and each NCCL_* variable once, with the '.'
+ * ncclLoadParam puts after an integer dropped. */
+START_TEST(info_channels_and_env) {
+  struct nt_log log;
+  struct pt_error_rec err;
+  const char *text =
+      RUN
+      "box:1:7 [0] NCCL INFO 2 coll channels, 0 nvls channels, 2 p2p channels, 2 p2p channels per peer\n"
+      "box:1:8 [1] NCCL INFO 4 coll channels, 4 collnet channels, 0 nvls channels, 4 p2p channels, 2 "
+      "p2p channels per peer\n"
+      "box:1:1 [0] NCCL INFO NCCL_NCHANNELS_PER_NET_PEER set by environment to 2.\n"
+      "box:1:1 [1] NCCL INFO NCCL_NCHANNELS_PER_NET_PEER set by environment to 2.\n"
+      "box:1:1 [0] NCCL INFO NCCL_TOPO_FILE set by environment to /etc/topo.xml\n"
+      "box:1:1 [0] NCCL INFO NCCL_MAX_NCHANNELS set by environment to 4.\n"
+      "my script: 3 coll channels, as NCCL would say\n"
+      "box:1:1 [0] init.cc:9 NCCL WARN 1 coll channels, 1 collnet channels\n";
+  int rc = parse_str(&log, text, &err);
+  ck_assert_msg(rc == 0, "%d: %s", err.line, err.msg);
+  ck_assert_int_eq(log.comm_channels, 2);
+  ck_assert_int_eq(log.comm_channels_line, 12);
+  ck_assert_uint_eq(log.nvars, 3);
+  ck_assert_str_eq(log.vars[0].name, "NCCL_NCHANNELS_PER_NET_PEER");
+  ck_assert_str_eq(log.vars[0].value, "2");
+  ck_assert_int_eq(log.vars[0].line, 14);
+  ck_assert_str_eq(log.vars[1].value, "/etc/topo.xml");
+  ck_assert_str_eq(log.vars[2].name, "NCCL_MAX_NCHANNELS");
+  ck_assert_str_eq(log.vars[2].value, "4");
+  ck_assert_str_eq(log.env[NT_ENV_MAX_NCHANNELS].value, "4"); /* the setting as before */
+  nt_log_release(&log);
+
+  /* Without INFO lines: unknown. */
+  rc = parse_str(&log, RUN, &err);
+  ck_assert_int_eq(rc, 0);
+  ck_assert_int_eq(log.comm_channels, 0);
+  ck_assert_uint_eq(log.nvars, 0);
+  nt_log_release(&log);
+
+  expect_error(RUN "box:1:1 [0] NCCL INFO NCCL_P2P_LEVEL set by environment to PHB\n"
+                   "box:2:1 [1] NCCL INFO NCCL_P2P_LEVEL set by environment to SYS\n",
+               13, "NCCL_P2P_LEVEL set by environment to 'SYS' here but to 'PHB' at line 12");
+  expect_error(RUN "box:1:1 [0] NCCL INFO 99 coll channels, 99 collnet channels, 0 nvls channels\n", 12,
+               "NCCL reports 99 coll channels");
+}
+END_TEST
+
 /* Every input the fuzzer once crashed on (and the hand-made nasty ones kept
  * next to them) must parse or fail cleanly, with a usable error record. */
 START_TEST(fuzz_regressions) {
@@ -481,6 +528,7 @@ int main(void) {
   tcase_add_test(tc, bad_numbers);
   tcase_add_test(tc, bad_headers);
   tcase_add_test(tc, settings_conflicts);
+  tcase_add_test(tc, info_channels_and_env);
   tcase_add_test(tc, fuzz_regressions);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
