@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "measure/explore.h"
 #include "nccl/common.h"
 #include "pcie/sim_box.h"
 #include "support/pt_test.h"
@@ -182,6 +183,18 @@ START_TEST(nccl_backend_records_the_variable) {
 }
 END_TEST
 
+/* The rule itself: a higher count must beat the current winner by more
+ * than the margin; a tie, or a gain inside it, keeps the lower count. */
+START_TEST(pick_needs_a_gain_beyond_the_margin) {
+  ck_assert_uint_eq(pt_explore_pick((const double[]){100, 100}, 2, 0.02), 0);
+  ck_assert_uint_eq(pt_explore_pick((const double[]){100, 98.5}, 2, 0.02), 0);
+  ck_assert_uint_eq(pt_explore_pick((const double[]){100, 97}, 2, 0.02), 1);
+  /* 96 is within 2 % of 97: the lower of the two higher counts stays. */
+  ck_assert_uint_eq(pt_explore_pick((const double[]){100, 97, 96}, 3, 0.02), 1);
+  ck_assert_uint_eq(pt_explore_pick((const double[]){100, 101, 90}, 3, 0.02), 2);
+}
+END_TEST
+
 START_TEST(refused_with_resume_budget_and_isolate) {
   char *out = NULL, *err = NULL;
   ck_assert_int_eq(run(&out, &err, "profile --resume --out p.cfg --explore-channels 4"), 2);
@@ -191,6 +204,11 @@ START_TEST(refused_with_resume_budget_and_isolate) {
   ck_assert_int_eq(run(&out, &err, "profile --backend sim --box gen5-8x-p2p --out p.cfg --budget 5 "
                        "--explore-channels 8"), 2);
   ck_assert_msg(strstr(err, "cannot be resumed yet"), "%s", err);
+  free(out);
+  free(err);
+  ck_assert_int_eq(run(&out, &err, "profile --backend sim --box gen5-8x-p2p --isolate --out p.cfg "
+                       "--explore-channels 8"), 2);
+  ck_assert_msg(strstr(err, "does not combine with --isolate"), "%s", err);
   free(out);
   free(err);
   ck_assert_int_eq(run(&out, &err, "profile --backend sim --box gen5-8x-p2p --out p.cfg --explore-channels 0"), 2);
@@ -209,6 +227,7 @@ int main(void) {
   tcase_add_test(t, sim_keeps_nccl_count_where_more_channels_do_not_pay);
   tcase_add_test(t, nccl_backend_records_the_variable);
   tcase_add_test(t, refused_with_resume_budget_and_isolate);
+  tcase_add_test(t, pick_needs_a_gain_beyond_the_margin);
   suite_add_tcase(s, t);
   return pt_test_main(s);
 }
