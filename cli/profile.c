@@ -18,6 +18,7 @@
 #include "measure/backend_isolated_faults.h"
 #include "measure/backend_nccl.h"
 #include "measure/backends.h"
+#include "measure/explore.h"
 #include "cmds.h"
 #include "measure/isolate.h"
 #include "nccl/common.h"
@@ -67,6 +68,9 @@ static const char usage_text[] =
     "  --screen-reps N        repetitions when screening (adaptive only); 3\n"
     "  --seed N               noise seed of the simulated backend; 1\n"
     "  --full                 measure the full grid instead of sweeping adaptively\n"
+    "  --explore-channels LIST  sweep again with NCCL_MIN_NCHANNELS=k for each k of LIST,\n"
+    "                         judge each on the workload (--workload, else the verify-step\n"
+    "                         sizes) and keep the best; prints the export line (docs/cli.md)\n"
     "  --name NAME            profile name; the box name\n"
     "  --budget N             stop after N repetitions, leaving a partial profile\n"
     "  --resume               continue the partial profile --out FILE\n"
@@ -97,6 +101,8 @@ struct opts {
   unsigned reps, screen_reps;
   unsigned long long seed, budget;
   int full, force, resume, quiet;
+  int explore[PT_MAX_CHANNELS]; /* --explore-channels, ascending */
+  size_t nexplore;
 };
 
 /* Reports a usage error; returns its exit status, 2. */
@@ -284,6 +290,17 @@ static int parse(int argc, char **argv, struct opts *o) {
     } else if (!strcmp(a, "--channels")) {
       NEED_ARG
       if (parse_channels(v, o)) return bad("bad --channels '%s' (comma list of 1..64)", v);
+    } else if (!strcmp(a, "--explore-channels")) {
+      NEED_ARG
+      struct opts t;
+      if (parse_channels(v, &t)) return bad("bad --explore-channels '%s' (comma list of 1..64)", v);
+      o->nexplore = 0;
+      for (int k = 1; k <= PT_MAX_CHANNELS; k++)
+        for (size_t j = 0; j < t.nch; j++)
+          if (t.channels[j] == k) {
+            o->explore[o->nexplore++] = k;
+            break;
+          }
     } else if (!strcmp(a, "--reps")) {
       NEED_ARG
       if (parse_ull(v, 1, PT_SWEEP_MAX_REPS, &n)) return bad("bad --reps '%s' (1..64)", v);
@@ -406,8 +423,10 @@ static void print_error(const struct pt_error_rec *e) {
   fprintf(stderr, "pcie-tune profile: %s\n", buf);
 }
 
-/* Opens the backend the options name. Returns 0, or an exit status. */
-static int open_backend(const struct opts *o, struct pt_backend *be) {
+/* Opens the backend the options name; min_ch > 0 derives a simulated box's
+ * NCCL view with NCCL_MIN_NCHANNELS=min_ch (the nccl backend's workers get
+ * it from the environment instead). Returns 0, or an exit status. */
+static int open_backend(const struct opts *o, int min_ch, struct pt_backend *be) {
   struct pt_error_rec e;
   int rc;
   if (!strcmp(o->backend, "nccl")) {
@@ -436,6 +455,16 @@ static int open_backend(const struct opts *o, struct pt_backend *be) {
       }
       print_error(&e);
       return 1;
+    }
+    if (min_ch) {
+      /* sim/nccl_derive.c models NCCL_MIN_NCHANNELS on the box's hardware. */
+      box.hw.min_nchannels = min_ch;
+      if (!box.has_hw || pt_box_derive(&box, &e)) {
+        fprintf(stderr, "pcie-tune profile: box '%s': %s\n", o->box,
+                box.has_hw ? e.msg : "its NCCL view is typed by hand, so NCCL_MIN_NCHANNELS cannot change it; "
+                                     "--explore-channels needs a box derived from hardware (docs/sim.md)");
+        return 2;
+      }
     }
     if (!o->isolate) return pt_backend_sim_open(be, &box, o->seed) ? 1 : 0;
     /* The same worker harness as the GPU backend, over the simulator. */
@@ -466,6 +495,10 @@ struct run_state {
   struct pt_progress pg;
   double last_write;
   int warned, written;
+  /* --explore-channels: the profile is built into *keep, not written, and
+   * min_ch (0 = NCCL's own count) shaped the communicator. */
+  struct pt_profile *keep;
+  int min_ch;
 };
 
 static double now_s(void) {
@@ -488,6 +521,19 @@ static int save(const struct run_state *r, int complete, unsigned flags, struct 
       prof.prov.extra = joined;
     }
   }
+  /* A simulated box's view does not come from this process's environment
+   * (sweepfile.c): record the variable its derivation was given. */
+  if (!rc && r->min_ch && !prof.env_recorded) {
+    prof.env_recorded = 1;
+    if (!(prof.env = calloc(1, sizeof *prof.env)) || !(prof.env[0].name = strdup("NCCL_MIN_NCHANNELS")) ||
+        asprintf(&prof.env[0].value, "%d", r->min_ch) < 0)
+      rc = PT_ENOMEM;
+    if (prof.env) prof.nenv = 1;
+  }
+  if (!rc && r->keep) {
+    *r->keep = prof;
+    return 0;
+  }
   if (!rc) rc = pt_profile_write(&prof, r->o->out, flags, e);
   else snprintf(e->msg, sizeof e->msg, "out of memory");
   pt_profile_release(&prof);
@@ -502,6 +548,7 @@ static void on_progress(void *arg, const struct pt_sweep_progress *p) {
   struct pt_error_rec e = {0};
   pt_progress_cb(&r->pg, p);
   if (!strcmp(r->o->out, "-")) return; /* standard output gets the final profile only */
+  if (r->keep) return;                  /* --explore-channels is not resumable */
   if (now_s() - r->last_write < (double)r->o->checkpoint_s) return;
   r->last_write = now_s();
   int rc = save(r, 0, PT_WRITE_FORCE, &e);
@@ -513,16 +560,18 @@ static void on_progress(void *arg, const struct pt_sweep_progress *p) {
   }
 }
 
-/* The sweep itself, once options are final. */
-static int run(struct opts *o, const char *args, int resume) {
+/* The sweep itself, once options are final. With keep, the finished
+ * profile goes to *keep (the caller releases it) instead of --out, and
+ * min_ch is as open_backend's. */
+static int run(struct opts *o, const char *args, int resume, int min_ch, struct pt_profile *keep) {
   struct pt_backend be = {0};
   struct pt_sweep sw = {0};
   struct pt_sweep_opts so;
   struct pt_cand_spec cands[2 * 3 * PT_MAX_CHANNELS];
   struct pt_error_rec e;
-  struct run_state r = {.o = o, .args = args, .sw = &sw, .be = &be};
+  struct run_state r = {.o = o, .args = args, .sw = &sw, .be = &be, .keep = keep, .min_ch = min_ch};
   int status, rc;
-  if ((status = open_backend(o, &be))) goto out;
+  if ((status = open_backend(o, min_ch, &be))) goto out;
   status = 1;
   be.info(be.self, &r.bi);
   pt_sweep_opts_default(&so);
@@ -585,6 +634,12 @@ static int run(struct opts *o, const char *args, int resume) {
   /* A partial file (ours, or a checkpoint) is ours to replace; a finished
    * sweep obeys --force. */
   unsigned flags = (o->force || resume || sw.stopped || r.written) ? PT_WRITE_FORCE : 0;
+  if (keep && sw.stopped) {
+    fprintf(stderr, "pcie-tune profile: interrupted after %llu repetitions; --explore-channels cannot be "
+                    "resumed yet, nothing written\n", (unsigned long long)sw.samples);
+    status = interrupted ? 128 + (int)interrupted : 1;
+    goto out;
+  }
   if ((rc = save(&r, !sw.stopped, flags, &e))) {
     print_error(&e);
     goto out;
@@ -602,6 +657,14 @@ static int run(struct opts *o, const char *args, int resume) {
     status = interrupted ? 128 + (int)interrupted : 1;
     goto out;
   }
+  if (keep) {
+    if (!o->quiet)
+      fprintf(stderr, "pcie-tune profile: measured with %s%.0d (%d communicator channels; %llu repetitions in "
+                      "%llu measurements)\n", min_ch ? "NCCL_MIN_NCHANNELS=" : "NCCL's own channel count",
+              min_ch, r.bi.comm_channels, (unsigned long long)sw.samples, (unsigned long long)sw.calls);
+    status = 0;
+    goto out;
+  }
   if (!o->quiet) /* "wrote -" would read as a file named '-' */
     fprintf(stderr, "pcie-tune profile: wrote %s (%llu repetitions in %llu measurements)\n",
             !strcmp(o->out, "-") ? "the profile to standard output" : o->out,
@@ -613,6 +676,113 @@ static int run(struct opts *o, const char *args, int resume) {
 out:
   pt_sweep_release(&sw);
   if (be.close) be.close(be.self);
+  return status;
+}
+
+#define MAX_EXPLORE_ITEMS 1024
+
+struct items {
+  struct pt_explore_item *it;
+  size_t n;
+};
+
+static int add_item(void *ctx, const struct pt_workload_item *item, char *why, size_t len) {
+  struct items *l = ctx;
+  if (l->n == MAX_EXPLORE_ITEMS) {
+    snprintf(why, len, "more than %d workload lines; --explore-channels judges at most that many", MAX_EXPLORE_ITEMS);
+    return -1;
+  }
+  l->it[l->n++] = (struct pt_explore_item){item->coll, item->bytes, item->count};
+  return 0;
+}
+
+/* --explore-channels: the sweep with NCCL's own channel count, then with
+ * NCCL_MIN_NCHANNELS=k for each k; each profile is judged on the workload
+ * by the latency its table's measured choices give (measure/explore.h),
+ * against NCCL's default of the first run. A higher count must gain more
+ * than the margin; the winner is written to --out with its nccl_env. */
+static int explore(struct opts *o, const char *args) {
+  static struct pt_explore_item items[MAX_EXPLORE_ITEMS];
+  struct items l = {items, 0};
+  struct pt_profile prof[1 + PT_MAX_CHANNELS];
+  int minv[1 + PT_MAX_CHANNELS];
+  double total[1 + PT_MAX_CHANNELS], base = 0;
+  struct pt_error_rec e;
+  char why[256];
+  size_t n = 0;
+  int status = 1, nccl = !strcmp(o->backend, "nccl");
+  int mode = (o->mode_mask & (1u << PT_MODE_GRAPH)) ? PT_MODE_GRAPH : PT_MODE_EAGER;
+  FILE *sum = strcmp(o->out, "-") ? stdout : stderr; /* '-' is the profile's */
+  memset(prof, 0, sizeof prof);
+  if (o->workload) {
+    if (pt_workload_read(o->workload, add_item, &l, &e)) {
+      print_error(&e);
+      return 1;
+    }
+  } else {
+    l.n = pt_explore_default_workload(items);
+  }
+  for (size_t i = 0; i < l.n; i++)
+    if (!(o->coll_mask & (1u << items[i].coll)))
+      return bad("the workload has %s, which --collectives does not measure", pt_coll_name(items[i].coll));
+  if (nccl && getenv("NCCL_MIN_NCHANNELS"))
+    fprintf(stderr, "pcie-tune profile: note: NCCL_MIN_NCHANNELS=%s is set; --explore-channels sets it per run "
+                    "and measures the first run without it\n", getenv("NCCL_MIN_NCHANNELS"));
+  for (size_t i = 0; i <= o->nexplore; i++) {
+    int k = i ? o->explore[i - 1] : 0;
+    /* NCCL_MIN_NCHANNELS only adds channels: at or below NCCL's own count
+     * the communicator, and so the sweep, would be the first one again. */
+    if (k && prof[0].comm_channels && k <= prof[0].comm_channels) {
+      fprintf(stderr, "pcie-tune profile: NCCL_MIN_NCHANNELS=%d skipped: NCCL already builds %d channels\n", k,
+              prof[0].comm_channels);
+      continue;
+    }
+    /* The nccl backend's workers inherit this process's environment. */
+    if (nccl && k) {
+      char v[16];
+      snprintf(v, sizeof v, "%d", k);
+      setenv("NCCL_MIN_NCHANNELS", v, 1);
+    } else if (nccl) {
+      unsetenv("NCCL_MIN_NCHANNELS");
+    }
+    if ((status = run(o, args, 0, k, &prof[n]))) goto out;
+    status = 1;
+    minv[n] = k;
+    if ((!n && pt_explore_total(&prof[0], mode, items, l.n, 1, &base, why, sizeof why)) ||
+        pt_explore_total(&prof[n], mode, items, l.n, 0, &total[n], why, sizeof why)) {
+      fprintf(stderr, "pcie-tune profile: cannot judge the run with %s%.0d on the workload: %s\n",
+              k ? "NCCL_MIN_NCHANNELS=" : "NCCL's own channel count", k, why);
+      goto out;
+    }
+    n++;
+  }
+  size_t w = pt_explore_pick(total, n, pt_profile_margin(&prof[0]));
+  fprintf(sum, "channel exploration, %s mode, on %s (%zu line%s):\n", mode == PT_MODE_GRAPH ? "graph" : "eager",
+          o->workload ? o->workload : "the verify step (tokens 1,4,8,16,32,64,128 x 14336 B)", l.n,
+          l.n == 1 ? "" : "s");
+  fprintf(sum, "  %-20s %8s %14s %10s\n", "NCCL_MIN_NCHANNELS", "channels", "workload us", "vs default");
+  fprintf(sum, "  %-20s %8d %14.2f %9.3fx  NCCL's default\n", "unset", prof[0].comm_channels, base, 1.0);
+  for (size_t i = 0; i < n; i++) {
+    char kv[16];
+    snprintf(kv, sizeof kv, "%d", minv[i]);
+    fprintf(sum, "  %-20s %8d %14.2f %9.3fx  tuned%s\n", minv[i] ? kv : "unset", prof[i].comm_channels, total[i],
+            base / total[i], i == w ? "  <- chosen" : "");
+  }
+  if ((status = pt_profile_write(&prof[w], o->out, o->force ? PT_WRITE_FORCE : 0, &e))) {
+    print_error(&e);
+    status = 1;
+    goto out;
+  }
+  if (minv[w])
+    fprintf(sum, "run the job with (the plugin refuses the profile otherwise):\nexport NCCL_MIN_NCHANNELS=%d\n", minv[w]);
+  else
+    fprintf(sum, "more channels gain no more than %.0f%%: keep NCCL's own count (leave NCCL_MIN_NCHANNELS unset)\n",
+            pt_profile_margin(&prof[0]) * 100);
+  if (!o->quiet)
+    fprintf(stderr, "pcie-tune profile: wrote %s\n", strcmp(o->out, "-") ? o->out : "the profile to standard output");
+  status = 0;
+out:
+  for (size_t i = 0; i <= n && i <= o->nexplore; i++) pt_profile_release(&prof[i]);
   return status;
 }
 
@@ -632,6 +802,7 @@ int cmd_profile(int argc, char **argv) {
     struct pt_error_rec e;
     char stored[sizeof fs.args]; /* the resumed options point into it */
     given = o;
+    if (given.nexplore) return bad("--explore-channels cannot be resumed yet; run it again from the start");
     /* Everything but --out, --budget and --quiet comes from the file. */
     if (given.backend || given.box || given.gpus || given.full || given.force || given.name || given.nccl_lib ||
         given.plugin || given.cudart_lib)
@@ -664,9 +835,11 @@ int cmd_profile(int argc, char **argv) {
     o.budget = given.budget;
     o.quiet = given.quiet;
     snprintf(args, sizeof args, "%s", fs.args);
-    return run(&o, args, 1);
+    return run(&o, args, 1, 0, NULL);
   }
   if (!o.backend) return bad("missing --backend (nccl or sim)");
+  if (o.nexplore && o.budget) return bad("--budget stops a sweep for --resume, and --explore-channels cannot be resumed yet");
+  if (o.nexplore && o.isolate) return bad("--explore-channels does not combine with --isolate yet");
   if (o.sizes_range && o.nsizes) return bad("--sizes MIN:MAX and a size list (--sizes LIST, --workload) exclude each other");
   if (!strcmp(o.backend, "nccl")) {
     if (!o.gpus) return bad("missing --gpus LIST for the nccl backend (e.g. --gpus 0-7)");
@@ -708,5 +881,5 @@ int cmd_profile(int argc, char **argv) {
   if (canonical(&o, args, sizeof args))
     return bad("the options do not fit in the %zu-byte resume record; shorten --box, --name or --inject",
                sizeof args);
-  return run(&o, args, 0);
+  return o.nexplore ? explore(&o, args) : run(&o, args, 0, 0, NULL);
 }

@@ -157,6 +157,13 @@ static void print_text(const struct pt_profile *p, const struct pt_table *t,
   else
     printf("channels: the communicator's count is unknown; all-gather keeps NCCL's count, a "
            "rule's count elsewhere is passed on (NCCL clamps it)\n");
+  /* The plugin refuses the profile when the job's channel-shaping variables
+   * differ from nccl_env (docs/decisions.md, step 3): say how to match. */
+  static const char *const shaping[] = {"NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS"};
+  for (size_t i = 0; i < sizeof shaping / sizeof shaping[0]; i++)
+    if (pt_profile_env(p, shaping[i]))
+      printf("measured with %s set; run the job with: export %s=%s\n", shaping[i], shaping[i],
+             pt_profile_env(p, shaping[i]));
   if (pt_profile_has_comm_rules(p) && (nranks || nnodes))
     printf("%zu decision intervals in this table, %zu in the profile for nRanks %ld nNodes %ld "
            "(as the plugin's init line counts them)",

@@ -84,8 +84,20 @@ static void load(void) {
   env.runtime = (int)num("PTDOUBLE_RUNTIME", 13000);
   /* NCCL's own count, moved into [NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS]
    * as NCCL does when the user sets them. */
-  env.comm_channels = env.box.nccl.comm_channels;
   int lo = (int)num("NCCL_MIN_NCHANNELS", 0), hi = (int)num("NCCL_MAX_NCHANNELS", 0);
+  /* A box derived from hardware builds the communicator the variables ask
+   * for (sim/nccl_derive.c), so its truth runs the extra channels too, as
+   * `profile --backend sim` with the same variable measures. */
+  if (env.box.has_hw && (lo > 0 || hi > 0)) {
+    env.box.hw.min_nchannels = lo > 0 ? lo : 0;
+    env.box.hw.max_nchannels = hi > 0 ? hi : 0;
+    if (pt_box_derive(&env.box, &e)) {
+      fprintf(stderr, "nccl double: NCCL_MIN_NCHANNELS/NCCL_MAX_NCHANNELS: %s\n", e.msg);
+      env_ok = 0;
+      return;
+    }
+  }
+  env.comm_channels = env.box.nccl.comm_channels;
   if (lo > env.comm_channels) env.comm_channels = lo;
   if (hi > 0 && hi < env.comm_channels) env.comm_channels = hi;
   if (env.comm_channels > 32) env.comm_channels = 32;
