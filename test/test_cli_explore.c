@@ -26,13 +26,12 @@ static void teardown(void) {
 
 static int run(char **out, char **err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int run(char **out, char **err, const char *fmt, ...) {
-  char args[2048], cmd[4096];
+  char args[2048];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(args, sizeof args, fmt, ap);
   va_end(ap);
-  snprintf(cmd, sizeof cmd, "cd %s && TMPDIR=%s PCIE_TUNER_SO=%s %s %s", dir, dir, pt_test_so(), pt_test_cli(), args);
-  return pt_test_run(cmd, out, err);
+  return pt_test_cli_run(dir, 300, out, err, "%s", args);
 }
 
 static struct pt_profile *load(const char *name) {

@@ -47,16 +47,14 @@ static double now_s(void) {
 /* Runs pcie-tune in dir with printf-style args under a 10 s guard; returns
  * the exit status and keeps stdout/stderr in out/err. */
 __attribute__((format(printf, 1, 2))) static int run(const char *fmt, ...) {
-  char *args = NULL, *cmd = NULL;
+  char *args = NULL;
   va_list ap;
   va_start(ap, fmt);
   ck_assert(vasprintf(&args, fmt, ap) > 0);
   va_end(ap);
-  ck_assert(asprintf(&cmd, "cd '%s' && timeout 10 '%s' %s </dev/null", dir, pt_test_cli(), args) > 0);
   free(out);
   free(err);
-  int rc = pt_test_run(cmd, &out, &err);
-  free(cmd);
+  int rc = pt_test_cli_run(dir, 10, &out, &err, "%s </dev/null", args);
   free(args);
   return rc;
 }

@@ -2,6 +2,7 @@
 #include "pt_test.h"
 
 #include <check.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,4 +104,18 @@ int pt_test_main(Suite *s) {
   int failed = srunner_ntests_failed(sr);
   srunner_free(sr);
   return failed ? 1 : 0;
+}
+
+int pt_test_cli_run(const char *dir, unsigned guard_s, char **out, char **err, const char *fmt, ...) {
+  char *args = NULL, *cmd = NULL;
+  va_list ap;
+  va_start(ap, fmt);
+  ck_assert(vasprintf(&args, fmt, ap) > 0);
+  va_end(ap);
+  ck_assert(asprintf(&cmd, "cd '%s' && TMPDIR='%s' PCIE_TUNER_SO='%s' timeout %u '%s' %s", dir, dir,
+                     pt_test_so(), guard_s, pt_test_cli(), args) > 0);
+  int rc = pt_test_run(cmd, out, err);
+  free(cmd);
+  free(args);
+  return rc;
 }

@@ -22,6 +22,12 @@ void pt_test_nccl_table(float t[7][3], int coll, size_t nbytes, int nranks, int 
 /* Runs a shell command, capturing stdout and stderr (malloc'ed, NUL-ended);
  * returns the exit status, or -1 when it did not exit normally. */
 int pt_test_run(const char *cmd, char **out, char **err);
+/* Runs the built pcie-tune as a user would, in dir (also its TMPDIR, so
+ * workers' scratch stays there), with PCIE_TUNER_SO set and a guard of
+ * guard_s seconds: "pcie-tune ARGS", ARGS printf-style (shell syntax, so
+ * redirections work). Returns pt_test_run's status. */
+int pt_test_cli_run(const char *dir, unsigned guard_s, char **out, char **err, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 
 /* Runs one suite (CK_NORMAL) and returns the process exit status. */
 struct Suite;
