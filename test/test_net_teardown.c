@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "support/net_harness.h"
+#include "support/pt_test.h"
 
 #define MSG (256 << 10) /* 4 chunks over 3 streams */
 #define NREQ 8
@@ -379,9 +380,5 @@ static Suite *teardown_suite(void)
 
 int main(void)
 {
-  SRunner *sr = srunner_create(teardown_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return pt_test_main(teardown_suite());
 }
