@@ -87,6 +87,7 @@ static const char *why_nccl(const struct pt_interval *iv, int measured) {
   switch (iv->kind) {
   case PT_IV_OUTSIDE: return "NCCL: outside the measured sizes";
   case PT_IV_NO_GAIN: return "NCCL: no candidate beats its default by the margin";
+  case PT_IV_MODES_DIFFER: return "NCCL: graph and eager measurements disagree (regBuff differs per rank)";
   default: return "NCCL: nothing usable measured here";
   }
 }
@@ -251,6 +252,7 @@ static const char *kind_name(const struct pt_interval *iv) {
   if (iv->n) return iv->c[0].from_rule ? "rule" : iv->kind == PT_IV_NCCL_FAILS ? "measured_nccl_fails" : "measured";
   return iv->kind == PT_IV_OUTSIDE ? "nccl_outside_range"
          : iv->kind == PT_IV_NO_GAIN ? "nccl_no_gain"
+         : iv->kind == PT_IV_MODES_DIFFER ? "nccl_modes_differ"
                                      : "nccl_no_data";
 }
 
@@ -419,7 +421,7 @@ int cmd_show(int argc, char **argv) {
     goto out;
   }
   built = 1;
-  const struct pt_ivset *set = t.set[coll][mode];
+  const struct pt_ivset *set = t.set[coll];
   if (!set) {
     fprintf(stderr, "pcie-tune show: %s: no %s data in this profile\n", path, pt_coll_name(coll));
     goto out;

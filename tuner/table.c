@@ -236,7 +236,7 @@ static int crossing(const struct seg *g, double d0, double d1, double *cut) {
   return 1;
 }
 
-/* Splits measured segment [s_a, s_b) at every crossover of two active
+/* Splits measured segment (s_a, s_b) at every crossover of two active
  * candidates' log-log lines and of a candidate with NCCL's default less the
  * needed gain, and ranks each piece at its log-midpoint: inside a piece no
  * order and no comparison with the default changes. */
@@ -273,7 +273,10 @@ static int build_segment(struct seg *g, struct ivlist *l, double *cuts) {
     }
   }
   qsort(cuts, ncut, sizeof *cuts, cmp_double);
-  double lo = (double)s->sizes[a];
+  /* The measured size a has its own interval (build_measured): the segment
+   * covers the sizes strictly between the two measurements. */
+  double lo = (double)s->sizes[a] + 1;
+  if (lo >= (double)s->sizes[b]) return 0;
   for (size_t k = 0; k <= ncut; k++) {
     double hi = k < ncut ? cuts[k] : (double)s->sizes[b];
     if (k < ncut && (hi <= lo || hi >= (double)s->sizes[b])) continue;
@@ -322,9 +325,32 @@ static void nccl_fails(const struct pt_series *s, unsigned char *broken) {
   }
 }
 
+/* Where NCCL uses the tuner's channel count without clamping it to
+ * comm->nChannels, the plugin never writes one: the AllGatherV path of NCCL
+ * 2.29.2 and later asks about an all-gather and takes the count as the number
+ * of channels to spread over (scheduler/allgatherv_sched.cc,
+ * scheduleCollTasksToPlan's AllGatherV branch), and CollNet tasks run on
+ * task->nMaxChannels as given (enqueue.cc, scheduleCollTasksToPlan,
+ * task->isCollnet). The plugin cannot see comm->nChannels, which can be
+ * below the profile's (docs/decisions.md, "Channels"). */
+static int unclamped(int coll, int algo) {
+  return coll == PT_ALLGATHER || algo == NCCL_ALGO_COLLNET_DIRECT ||
+         algo == NCCL_ALGO_COLLNET_CHAIN;
+}
+
+/* Whether a candidate would run as it was measured. cap > 0: candidates
+ * above it would run with fewer channels than they were measured with.
+ * Where the plugin leaves the count to NCCL (unclamped), only a candidate
+ * measured with NCCL's own count (channels = 0) runs as measured. */
+static int runs_as_measured(int coll, const struct pt_candidate *c, int cap) {
+  if (unclamped(coll, c->algo)) return c->channels == 0;
+  return !cap || c->channels <= cap;
+}
+
 /* Intervals for one series: [sizes[0], sizes[n-1]] from the measurements, and
  * below and above it nothing (NCCL decides): a decision rests on data. */
-static int build_measured(const struct pt_series *s, double margin, int cap, struct ivlist *l) {
+static int build_measured(const struct pt_series *s, int coll, double margin, int cap,
+                          struct ivlist *l) {
   int rc = 0;
   size_t n = s->nsizes, pairs = s->ncand * (s->ncand + 1) / 2 + 2 * s->ncand * s->ncand + 1;
   unsigned char *ok = malloc(s->ncand + 1), *nccl = calloc(s->ncand + 1, 1), *broken = calloc(n, 1);
@@ -339,23 +365,22 @@ static int build_measured(const struct pt_series *s, double margin, int cap, str
   /* cap > 0: candidates above it would run with fewer channels than they
    * were measured with, so nothing measured supports them. */
   for (size_t k = 0; k < s->ncand; k++)
-    ok[k] = !poisoned(&s->cand[k], n) && (!cap || s->cand[k].channels <= cap);
+    ok[k] = !poisoned(&s->cand[k], n) && runs_as_measured(coll, &s->cand[k], cap);
   nccl_fails(s, broken);
   if (s->sizes[0] > 0 && (rc = push(l, &below))) goto out;
-  if (n == 1) {
-    struct seg g = {s, ok, margin, 0, 0, nccl, ya, yb, 0, broken};
-    identify(&g);
-    struct pt_interval iv = {.lo = s->sizes[0], .hi = s->sizes[0]};
-    rank_at(&g, (double)s->sizes[0], &iv);
+  /* Each measured size is decided by its own measurements alone: a candidate
+   * that beats NCCL there covers that size, whatever happens at the next
+   * one (which only decides the sizes between the two). */
+  for (size_t a = 0; a < n && !rc; a++) {
+    struct seg pt = {s, ok, margin, a, a, nccl, ya, yb, 0, broken};
+    struct pt_interval iv = {.lo = s->sizes[a], .hi = s->sizes[a]};
+    identify(&pt);
+    rank_at(&pt, (double)s->sizes[a], &iv);
     rc = push(l, &iv);
-  }
-  for (size_t a = 0; a + 1 < n && !rc; a++) {
+    if (rc || a + 1 == n) break;
     struct seg g = {s, ok, margin, a, a + 1, nccl, ya, yb, 0, broken};
     rc = build_segment(&g, l, cuts);
   }
-  /* build_segment ends each segment one byte short of the next size; the
-   * last measured size belongs to the last segment. */
-  if (!rc && n > 1) l->iv[l->n - 1].hi = s->sizes[n - 1];
   if (!rc && s->sizes[n - 1] < UINT64_MAX) rc = push(l, &above);
 out:
   free(ok);
@@ -495,46 +520,96 @@ static int rule_fits(const struct pt_rule *r, int coll, int mode, size_t nranks,
 }
 
 /* What the plugin writes to *nChannels for a choice (docs/decisions.md,
- * "Channels"): never more than the communicator's count when the profile
- * recorded it. Unknown, all-gather is left alone (NCCL's AllGatherV path,
- * scheduler/allgatherv_sched.cc, uses the tuner's count unclamped) and the
- * rest is clamped to the smallest count the profile measured; NCCL clamps
- * those to comm->nChannels itself (enqueue.cc, scheduleCollTasksToPlan). */
-static uint8_t set_channels(const struct pt_table *t, int coll, int ch) {
-  if (ch <= 0) return 0;
+ * "Channels"): nothing where NCCL does not clamp it; elsewhere never more
+ * than the communicator's count when the profile recorded it, and, unknown,
+ * at most the smallest count the profile measured. NCCL clamps those to
+ * comm->nChannels itself (enqueue.cc, scheduleCollTasksToPlan). */
+static uint8_t set_channels(const struct pt_table *t, int coll, int algo, int ch) {
+  if (ch <= 0 || unclamped(coll, algo)) return 0;
   if (t->comm_channels) return (uint8_t)(ch < t->comm_channels ? ch : t->comm_channels);
-  if (coll == PT_ALLGATHER) return 0;
   return (uint8_t)(t->chan_cap && ch > t->chan_cap ? t->chan_cap : ch);
 }
 
-/* Each mode is compiled from its own series or, lacking one, the other
- * mode's, so that a mode-specific rule never leaks into the other mode. */
-static int build_set(struct pt_table *t, struct pt_ivset *set, const struct pt_profile *p, int coll,
-                     int mode, size_t nranks, size_t nnodes) {
+/* One mode's intervals, from its own series or, lacking one, the other
+ * mode's, so that a mode-specific rule never leaks into the other mode.
+ * Empty (l->n = 0) when the mode has neither data nor rules. */
+static int build_mode(const struct pt_table *t, const struct pt_profile *p, int coll, int mode,
+                      size_t nranks, size_t nnodes, struct ivlist *l) {
   const struct pt_series *s = pt_profile_series(p, coll, mode);
   struct pt_interval all = {.lo = 0, .hi = UINT64_MAX, .kind = PT_IV_NO_DATA};
-  struct ivlist l = {0};
   int rc = 0, has_rule = 0;
   for (size_t i = 0; i < p->nrules; i++) has_rule |= rule_fits(&p->rules[i], coll, mode, nranks, nnodes);
   if (!s && !has_rule) return 0;
   /* With the communicator's count unknown, candidates above the clamp are
-   * left out rather than run clamped (all-gather keeps NCCL's count). */
-  int cap = !t->comm_channels && coll != PT_ALLGATHER ? t->chan_cap : 0;
-  rc = s ? build_measured(s, pt_profile_margin(p), cap, &l) : push(&l, &all);
+   * left out rather than run clamped. */
+  int cap = !t->comm_channels ? t->chan_cap : 0;
+  rc = s ? build_measured(s, coll, pt_profile_margin(p), cap, l) : push(l, &all);
   for (size_t i = 0; i < p->nrules && !rc; i++)
-    if (rule_fits(&p->rules[i], coll, mode, nranks, nnodes)) rc = apply_rule(&l, &p->rules[i]);
-  if (rc) {
-    free(l.iv);
-    return rc;
+    if (rule_fits(&p->rules[i], coll, mode, nranks, nnodes)) rc = apply_rule(l, &p->rules[i]);
+  if (rc) return rc;
+  merge_equal(l);
+  annotate(l, s);
+  for (size_t i = 0; i < l->n; i++)
+    for (int k = 0; k < l->iv[i].n; k++)
+      l->iv[i].c[k].set_channels = set_channels(t, coll, l->iv[i].c[k].algo, l->iv[i].c[k].channels);
+  return 0;
+}
+
+/* Two choices NCCL would run identically. */
+static int runs_same(const struct pt_choice *x, const struct pt_choice *y) {
+  return x->algo == y->algo && x->proto == y->proto && x->set_channels == y->set_channels &&
+         x->chunk == y->chunk && x->pipe_lo == y->pipe_lo && x->pipe_hi == y->pipe_hi;
+}
+
+/* The interval with no data, for a mode that has none. */
+static const struct pt_interval no_data = {.lo = 0, .hi = UINT64_MAX, .kind = PT_IV_NO_DATA,
+                                           .default_us = -1};
+
+/* The one list both modes decide from. regBuff, which picks the mode, is not
+ * the same on every rank: NCCL sets it for an eager call whose buffers this
+ * rank registered (enqueue.cc, ncclGetAlgoInfo; dev: ncclGetRegBuff), and
+ * registration is per rank. So a size gets the graph and the eager ranking's
+ * common prefix: where the two agree, that ranking; where they differ, only
+ * the choices both would try first, in the same order (possibly none:
+ * PT_IV_MODES_DIFFER, NCCL decides). Whatever regBuff says, every rank then
+ * applies the same list to the same cost table. */
+static int merge_modes(const struct ivlist *g, const struct ivlist *e, struct ivlist *out) {
+  size_t i = 0, j = 0;
+  uint64_t lo = 0;
+  for (;;) {
+    const struct pt_interval *x = g->n ? &g->iv[i] : &no_data, *y = e->n ? &e->iv[j] : &no_data;
+    uint64_t hi = x->hi < y->hi ? x->hi : y->hi;
+    struct pt_interval v = *x;
+    int k = 0;
+    while (k < x->n && k < y->n && runs_same(&x->c[k], &y->c[k])) k++;
+    v.lo = lo;
+    v.hi = hi;
+    if (k < x->n || k < y->n) {
+      v.n = (uint8_t)k;
+      v.kind = PT_IV_MODES_DIFFER;
+    }
+    if (push(out, &v)) return PT_ENOMEM;
+    if (hi == UINT64_MAX) return 0;
+    lo = hi + 1;
+    if (x->hi == hi && g->n) i++;
+    if (y->hi == hi && e->n) j++;
   }
-  merge_equal(&l);
-  annotate(&l, s);
-  for (size_t i = 0; i < l.n; i++)
-    for (int k = 0; k < l.iv[i].n; k++)
-      l.iv[i].c[k].set_channels = set_channels(t, coll, l.iv[i].c[k].channels);
+}
+
+/* A collective's table: both modes compiled, then merged (merge_modes). */
+static int build_set(struct pt_table *t, struct pt_ivset *set, const struct pt_profile *p, int coll,
+                     size_t nranks, size_t nnodes) {
+  struct ivlist m[PT_NMODES] = {{0}}, l = {0};
+  int rc = 0;
+  for (int md = 0; md < PT_NMODES && !rc; md++) rc = build_mode(t, p, coll, md, nranks, nnodes, &m[md]);
+  if (!rc && (m[PT_MODE_GRAPH].n || m[PT_MODE_EAGER].n))
+    rc = merge_modes(&m[PT_MODE_GRAPH], &m[PT_MODE_EAGER], &l);
+  free(m[0].iv);
+  free(m[1].iv);
+  if (!rc) merge_equal(&l);
   set->iv = l.iv;
   set->n = l.n;
-  return index_keys(set);
+  return rc ? rc : l.n ? index_keys(set) : 0;
 }
 
 int pt_profile_has_comm_rules(const struct pt_profile *p) {
@@ -550,7 +625,7 @@ static int smallest_measured(const struct pt_profile *p) {
     for (int md = 0; md < PT_NMODES; md++) {
       const struct pt_series *s = p->series[c][md];
       for (size_t k = 0; s && k < s->ncand; k++)
-        if (!m || s->cand[k].channels < m) m = s->cand[k].channels;
+        if (s->cand[k].channels && (!m || s->cand[k].channels < m)) m = s->cand[k].channels;
     }
   return m;
 }
@@ -561,17 +636,14 @@ int pt_table_build_for(struct pt_table *t, const struct pt_profile *p, size_t nr
   t->comm_channels = p->comm_channels;
   t->chan_cap = p->comm_channels ? p->comm_channels : smallest_measured(p);
   for (int c = 0; c < PT_NCOLL; c++) {
-    for (int m = 0; m < PT_NMODES; m++) {
-      int rc = build_set(t, &t->storage[c][m], p, c, m, nranks, nnodes);
-      if (rc) {
-        pt_table_release(t);
-        return rc;
-      }
-      t->ninterval += t->storage[c][m].n;
-      t->nsets += t->storage[c][m].n > 0;
+    int rc = build_set(t, &t->storage[c], p, c, nranks, nnodes);
+    if (rc) {
+      pt_table_release(t);
+      return rc;
     }
-    for (int m = 0; m < PT_NMODES; m++)
-      t->set[c][m] = t->storage[c][m].n ? &t->storage[c][m] : NULL;
+    t->ninterval += t->storage[c].n;
+    t->nsets += t->storage[c].n > 0;
+    t->set[c] = t->storage[c].n ? &t->storage[c] : NULL;
   }
   return 0;
 }
@@ -581,12 +653,11 @@ int pt_table_build(struct pt_table *t, const struct pt_profile *p) {
 }
 
 void pt_table_release(struct pt_table *t) {
-  for (int c = 0; c < PT_NCOLL; c++)
-    for (int m = 0; m < PT_NMODES; m++) {
-      free(t->storage[c][m].iv);
-      free(t->storage[c][m].his);
-      free(t->storage[c][m].hot);
-    }
+  for (int c = 0; c < PT_NCOLL; c++) {
+    free(t->storage[c].iv);
+    free(t->storage[c].his);
+    free(t->storage[c].hot);
+  }
   memset(t, 0, sizeof *t);
 }
 
@@ -618,14 +689,14 @@ static inline __attribute__((always_inline)) size_t find(const struct pt_ivset *
   return (size_t)(b - set->his);
 }
 
-static const struct pt_ivset *set_of(const struct pt_table *t, int coll, int mode) {
-  if (!t || (unsigned)coll >= PT_NCOLL || (unsigned)mode >= PT_NMODES) return NULL;
-  return t->set[coll][mode];
+static const struct pt_ivset *set_of(const struct pt_table *t, int coll) {
+  if (!t || (unsigned)coll >= PT_NCOLL) return NULL;
+  return t->set[coll];
 }
 
 const struct pt_interval *pt_table_lookup(const struct pt_table *t, int coll, int mode,
                                           uint64_t nbytes) {
-  const struct pt_ivset *set = set_of(t, coll, mode);
+  const struct pt_ivset *set = (unsigned)mode < PT_NMODES ? set_of(t, coll) : NULL;
   return set ? &set->iv[find(set, nbytes)] : NULL;
 }
 
@@ -657,6 +728,9 @@ static inline __attribute__((always_inline)) int apply_hot(const struct pt_hot *
                                                           int num_algo, int num_proto,
                                                           int num_pipe_ops, int *nchannels) {
   if (!cost || !nchannels || num_algo <= 0 || num_proto <= 0 || !h->n) return -1;
+  /* A grouped call (NCCL aggregated numPipeOps tasks into one decision,
+   * enqueue.cc ncclPrepareTasks) is NCCL's unless a rule names its range. */
+  if (num_pipe_ops > 1 && !h->cond) return -1;
   /* NCCL's own best entry. An entry far above it is NCCL steering away from
    * that choice for a reason the tuner is not told (fp8 reductions beyond 8
    * ranks multiply every Ring entry by 1024, enqueue.cc updateCollCostTable);
@@ -676,9 +750,11 @@ static inline __attribute__((always_inline)) int apply_hot(const struct pt_hot *
   float limit = best > 0.0f && best < FLT_MAX ? best * (float)PT_STEER_AWAY_RATIO : FLT_MAX;
   for (int k = 0; k < h->n; k++) {
     if (h->algo[k] >= na || h->proto[k] >= np) continue;
-    if ((h->cond >> k & 1) &&
-        (num_pipe_ops < h->pipe_lo[k] || (h->pipe_hi[k] && num_pipe_ops > h->pipe_hi[k])))
-      continue;
+    if (h->cond >> k & 1) {
+      if (num_pipe_ops < h->pipe_lo[k] || (h->pipe_hi[k] && num_pipe_ops > h->pipe_hi[k])) continue;
+    } else if (num_pipe_ops > 1) {
+      continue; /* measured single calls say nothing about a grouped one */
+    }
     int idx = h->algo[k] * num_proto + h->proto[k];
     if (!(cost[idx] >= 0.0f)) continue; /* negative or NaN: NCCL disabled it */
     if (cost[idx] > limit) continue;
@@ -720,10 +796,10 @@ int pt_table_apply_packed(const struct pt_hot *h, float *cost, int num_algo, int
   return apply_hot(h, cost, num_algo, num_proto, num_pipe_ops, nchannels);
 }
 
-int pt_table_decide(const struct pt_table *t, int coll, int mode, uint64_t nbytes, float *cost,
+int pt_table_decide(const struct pt_table *t, int coll, uint64_t nbytes, float *cost,
                     int num_algo, int num_proto, int num_pipe_ops, int *nchannels,
                     const struct pt_interval **iv) {
-  const struct pt_ivset *set = set_of(t, coll, mode);
+  const struct pt_ivset *set = set_of(t, coll);
   *iv = NULL;
   if (!set) return -1;
   size_t i = find(set, nbytes);
@@ -741,23 +817,49 @@ size_t pt_chunk_round(size_t chunk, int proto) {
   return c < g ? g : c;
 }
 
-long long pt_table_chunk(const struct pt_table *t, int coll, int mode, uint64_t nbytes, int algo,
-                         int proto, int nchannels) {
-  const struct pt_interval *iv = pt_table_lookup(t, coll, mode, nbytes);
+/* The chunk an interval's decision runs (algo, proto) with: the first ranked
+ * entry with that pair is the one applied (every entry before it was
+ * unusable); behind a numPipeOps-conditioned entry, the ones that can follow
+ * must agree. 0 when it names none or NCCL chose (algo, proto) itself, -1
+ * when they disagree; *ch gets the entry's channel count (0 = NCCL's). */
+static long long chunk_of(const struct pt_interval *iv, int algo, int proto, int *ch) {
   long long found = -2;
-  if (!iv || proto < 0 || proto >= NCCL_NUM_PROTOCOLS) return -1;
-  /* Ring and Tree partitions arrive with nChannels = 1 (enqueue.cc,
-   * scheduleCollTasksToPlan), so only other algorithms can be checked. */
-  int check_ch = algo != NCCL_ALGO_RING && algo != NCCL_ALGO_TREE;
+  *ch = 0;
   for (int k = 0; k < iv->n; k++) {
     const struct pt_choice *c = &iv->c[k];
     if (c->algo != algo || c->proto != proto) continue;
-    long long v = check_ch && c->set_channels && c->set_channels != nchannels ? -1
-                  : c->chunk ? (long long)pt_chunk_round(c->chunk, proto)
-                             : 0;
-    if (found != -2 && found != v) return -1; /* which one NCCL runs depends on numPipeOps */
+    long long v = c->chunk ? (long long)pt_chunk_round(c->chunk, proto) : 0;
+    if (found != -2 && (found != v || *ch != c->set_channels)) return -1;
     found = v;
+    *ch = c->set_channels;
     if (!c->pipe_lo && !c->pipe_hi) break; /* unconditional: nothing behind it is reached */
   }
-  return found == -2 ? -1 : found;
+  return found == -2 ? 0 : found;
+}
+
+/* NCCL asks for the chunk of one channel's part of a task (enqueue.cc,
+ * scheduleCollTasksToPlan -> calcCollChunking, 2.30 and dev): nbytes is that
+ * part's bytes and nChannels 1, except for CollNet, whose call has the
+ * task's bytes and channels. A part of p bytes comes from a call of B bytes
+ * with p <= B <= p x (the channels it ran on), so every decision in that
+ * window that can run (algo, proto) must agree on the chunk; NCCL's own
+ * choice there (no such entry) counts as NCCL's chunk. */
+long long pt_table_chunk(const struct pt_table *t, int coll, uint64_t nbytes, int algo,
+                         int proto) {
+  const struct pt_ivset *set = set_of(t, coll);
+  if (!set || proto < 0 || proto >= NCCL_NUM_PROTOCOLS || !nbytes) return -1;
+  int whole = algo == NCCL_ALGO_COLLNET_DIRECT || algo == NCCL_ALGO_COLLNET_CHAIN;
+  uint64_t most = t->comm_channels ? (uint64_t)t->comm_channels : PT_MAX_CHANNELS;
+  uint64_t top = whole ? nbytes : nbytes > UINT64_MAX / most ? UINT64_MAX : nbytes * most;
+  long long agreed = -2;
+  for (size_t i = find(set, nbytes); i < set->n && set->iv[i].lo <= top; i++) {
+    int ch;
+    long long v = chunk_of(&set->iv[i], algo, proto, &ch);
+    uint64_t reach = whole || !ch ? top : nbytes > UINT64_MAX / (uint64_t)ch ? UINT64_MAX
+                                                                           : nbytes * (uint64_t)ch;
+    if (set->iv[i].lo > reach) continue; /* its calls of this size run on fewer channels */
+    if (v < 0 || (agreed != -2 && agreed != v)) return -1;
+    agreed = v;
+  }
+  return agreed < 0 ? -1 : agreed;
 }
