@@ -6,15 +6,13 @@
  * parsing, and a search with a fixed number of steps per table.
  */
 #include <float.h>
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "nccl/common.h"
 #include "pcie/table.h"
+#include "table_hot.h"
 
 #define LAT_FLOOR_US 1e-3 /* log(0) guard; far below any real collective */
 
@@ -487,7 +485,6 @@ static void annotate(struct ivlist *l, const struct pt_series *s) {
   }
 }
 
-static int msb(uint64_t x) { return x ? 63 - __builtin_clzll(x) : 0; }
 
 /* start[k] = the interval holding key k's smallest size, start[PT_NKEYS] =
  * the last; top = the largest power of two not above the widest key range;
@@ -663,111 +660,16 @@ void pt_table_release(struct pt_table *t) {
 
 /* ---- hot path --------------------------------------------------------- */
 
-/* Sizes map to PT_NKEYS keys: below 16 bytes the size itself, above it the
- * power of two and the next 4 bits, i.e. 16 keys per octave. */
-static unsigned key_of(uint64_t n) {
-  if (n < 16) return (unsigned)n;
-  int m = msb(n);
-  return (unsigned)(m - 3) * 16 + (unsigned)((n >> (m - 4)) & 15);
-}
-
 static uint64_t key_lo(unsigned key) {
   if (key < 16) return key;
   int m = (int)(key / 16) + 3;
   return (uint64_t)1 << m | (uint64_t)(key % 16) << (m - 4);
 }
 
-/* The index of the first interval with hi >= nbytes. Starting at the
- * interval that holds the key's smallest size, a branch-free search takes
- * the same number of steps for every size of a set (set->top sets it), so
- * the loop exit is always predicted; his[] is padded with UINT64_MAX so the
- * steps never overrun. */
-static inline __attribute__((always_inline)) size_t find(const struct pt_ivset *set,
-                                                        uint64_t nbytes) {
-  const uint64_t *b = set->his + set->start[key_of(nbytes)];
-  for (size_t step = set->top; step > 0; step >>= 1) b = b[step - 1] < nbytes ? b + step : b;
-  return (size_t)(b - set->his);
-}
-
-static const struct pt_ivset *set_of(const struct pt_table *t, int coll) {
-  if (!t || (unsigned)coll >= PT_NCOLL) return NULL;
-  return t->set[coll];
-}
-
 const struct pt_interval *pt_table_lookup(const struct pt_table *t, int coll, int mode,
                                           uint64_t nbytes) {
-  const struct pt_ivset *set = (unsigned)mode < PT_NMODES ? set_of(t, coll) : NULL;
-  return set ? &set->iv[find(set, nbytes)] : NULL;
-}
-
-/* The smallest entry >= 0 of NCCL's 7x3 table (FLT_MAX when none; NaN never
- * counts): a fixed-length pass with no data-dependent branch, four entries
- * at a time where SSE2 exists (every x86-64). */
-static inline __attribute__((always_inline)) float best_of_table(const float *cost) {
-  float b = FLT_MAX;
-  int i = 0;
-#ifdef __SSE2__
-  const __m128 zero = _mm_setzero_ps(), big = _mm_set1_ps(FLT_MAX);
-  __m128 m = big;
-  for (; i + 4 <= NCCL_NUM_ALGORITHMS * NCCL_NUM_PROTOCOLS; i += 4) {
-    __m128 v = _mm_loadu_ps(cost + i);
-    __m128 ok = _mm_cmpge_ps(v, zero); /* false for NaN and negatives */
-    m = _mm_min_ps(m, _mm_or_ps(_mm_and_ps(ok, v), _mm_andnot_ps(ok, big)));
-  }
-  m = _mm_min_ps(m, _mm_shuffle_ps(m, m, _MM_SHUFFLE(1, 0, 3, 2)));
-  m = _mm_min_ps(m, _mm_shuffle_ps(m, m, _MM_SHUFFLE(2, 3, 0, 1)));
-  b = _mm_cvtss_f32(m);
-#endif
-  for (; i < NCCL_NUM_ALGORITHMS * NCCL_NUM_PROTOCOLS; i++)
-    b = cost[i] >= 0.0f && cost[i] < b ? cost[i] : b;
-  return b;
-}
-
-/* The one apply rule, over a packed ranked list. */
-static inline __attribute__((always_inline)) int apply_hot(const struct pt_hot *h, float *cost,
-                                                          int num_algo, int num_proto,
-                                                          int num_pipe_ops, int *nchannels) {
-  if (!cost || !nchannels || num_algo <= 0 || num_proto <= 0 || !h->n) return -1;
-  /* A grouped call (NCCL aggregated numPipeOps tasks into one decision,
-   * enqueue.cc ncclPrepareTasks) is NCCL's unless a rule names its range. */
-  if (num_pipe_ops > 1 && !h->cond) return -1;
-  /* NCCL's own best entry. An entry far above it is NCCL steering away from
-   * that choice for a reason the tuner is not told (fp8 reductions beyond 8
-   * ranks multiply every Ring entry by 1024, enqueue.cc updateCollCostTable);
-   * no real cost ratio between usable choices comes near PT_STEER_AWAY_RATIO. */
-  int na = num_algo < NCCL_NUM_ALGORITHMS ? num_algo : NCCL_NUM_ALGORITHMS;
-  int np = num_proto < NCCL_NUM_PROTOCOLS ? num_proto : NCCL_NUM_PROTOCOLS;
-  float best = FLT_MAX;
-  if (na == NCCL_NUM_ALGORITHMS && np == NCCL_NUM_PROTOCOLS && num_proto == np) {
-    best = best_of_table(cost);
-  } else {
-    for (int a = 0; a < na; a++)
-      for (int p = 0; p < np; p++) {
-        float v = cost[a * num_proto + p];
-        best = v >= 0.0f && v < best ? v : best;
-      }
-  }
-  float limit = best > 0.0f && best < FLT_MAX ? best * (float)PT_STEER_AWAY_RATIO : FLT_MAX;
-  for (int k = 0; k < h->n; k++) {
-    if (h->algo[k] >= na || h->proto[k] >= np) continue;
-    if (h->cond >> k & 1) {
-      if (num_pipe_ops < h->pipe_lo[k] || (h->pipe_hi[k] && num_pipe_ops > h->pipe_hi[k])) continue;
-    } else if (num_pipe_ops > 1) {
-      continue; /* measured single calls say nothing about a grouped one */
-    }
-    int idx = h->algo[k] * num_proto + h->proto[k];
-    if (!(cost[idx] >= 0.0f)) continue; /* negative or NaN: NCCL disabled it */
-    if (cost[idx] > limit) continue;
-    /* NCCL takes the smallest entry >= 0 and breaks ties to the lower index:
-     * a zero at a lower index is raised a hair so it cannot steal the tie
-     * (there is a zero only when NCCL's best is 0). */
-    for (int i = 0; best == 0.0f && i < idx; i++)
-      if (cost[i] == 0.0f) cost[i] = FLT_MIN;
-    cost[idx] = 0.0f;
-    if (h->channels[k]) *nchannels = h->channels[k];
-    return k;
-  }
-  return -1;
+  const struct pt_ivset *set = t && (unsigned)mode < PT_NMODES ? pt_hot_set(t, coll) : NULL;
+  return set ? &set->iv[pt_hot_find(set, nbytes)] : NULL;
 }
 
 static void pack(const struct pt_interval *iv, struct pt_hot *h) {
@@ -788,23 +690,23 @@ int pt_table_apply(const struct pt_interval *iv, float *cost, int num_algo, int 
   struct pt_hot h;
   if (!iv) return -1;
   pack(iv, &h);
-  return apply_hot(&h, cost, num_algo, num_proto, num_pipe_ops, nchannels);
+  return pt_hot_apply(&h, cost, num_algo, num_proto, num_pipe_ops, nchannels);
 }
 
 int pt_table_apply_packed(const struct pt_hot *h, float *cost, int num_algo, int num_proto,
                           int num_pipe_ops, int *nchannels) {
-  return apply_hot(h, cost, num_algo, num_proto, num_pipe_ops, nchannels);
+  return pt_hot_apply(h, cost, num_algo, num_proto, num_pipe_ops, nchannels);
 }
 
 int pt_table_decide(const struct pt_table *t, int coll, uint64_t nbytes, float *cost,
                     int num_algo, int num_proto, int num_pipe_ops, int *nchannels,
                     const struct pt_interval **iv) {
-  const struct pt_ivset *set = set_of(t, coll);
+  size_t i;
   *iv = NULL;
-  if (!set) return -1;
-  size_t i = find(set, nbytes);
-  *iv = &set->iv[i];
-  return apply_hot(&set->hot[i], cost, num_algo, num_proto, num_pipe_ops, nchannels);
+  if (!t) return -1;
+  int k = pt_hot_decide(t, coll, nbytes, cost, num_algo, num_proto, num_pipe_ops, nchannels, &i);
+  if (i != SIZE_MAX) *iv = &t->set[coll]->iv[i];
+  return k;
 }
 
 static size_t grain(int proto) {
@@ -846,13 +748,13 @@ static long long chunk_of(const struct pt_interval *iv, int algo, int proto, int
  * choice there (no such entry) counts as NCCL's chunk. */
 long long pt_table_chunk(const struct pt_table *t, int coll, uint64_t nbytes, int algo,
                          int proto) {
-  const struct pt_ivset *set = set_of(t, coll);
+  const struct pt_ivset *set = t ? pt_hot_set(t, coll) : NULL;
   if (!set || proto < 0 || proto >= NCCL_NUM_PROTOCOLS || !nbytes) return -1;
   int whole = algo == NCCL_ALGO_COLLNET_DIRECT || algo == NCCL_ALGO_COLLNET_CHAIN;
   uint64_t most = t->comm_channels ? (uint64_t)t->comm_channels : PT_MAX_CHANNELS;
   uint64_t top = whole ? nbytes : nbytes > UINT64_MAX / most ? UINT64_MAX : nbytes * most;
   long long agreed = -2;
-  for (size_t i = find(set, nbytes); i < set->n && set->iv[i].lo <= top; i++) {
+  for (size_t i = pt_hot_find(set, nbytes); i < set->n && set->iv[i].lo <= top; i++) {
     int ch;
     long long v = chunk_of(&set->iv[i], algo, proto, &ch);
     uint64_t reach = whole || !ch ? top : nbytes > UINT64_MAX / (uint64_t)ch ? UINT64_MAX
