@@ -20,6 +20,7 @@ int pt__read_file(const char *path, char **text, size_t *len, struct pt_error_re
     rc = pt_error_set(err, PT_EINVAL, path, 0, "file contains a NUL byte; is it a profile?");
   }
   if (!rc) rc = pt_text_refuse_include(*text, path, err);
+  if (!rc) rc = pt_text_prescan(*text, *len, path, err); /* before libconfig allocates */
   if (rc) {
     free(*text);
     *text = NULL;
