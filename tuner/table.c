@@ -87,6 +87,7 @@ struct seg {
   double *ya, *yb;         /* those candidates' latency at a and b */
   int known;               /* NCCL's choice identified at both ends */
   const unsigned char *broken; /* per size: NCCL's own choice fails there (see nccl_fails) */
+  int same;                    /* known, and one candidate matches it at both ends: no switch */
 };
 
 static double at(const struct seg *g, const struct pt_point *pts, double x) {
@@ -121,7 +122,10 @@ static double needed_gain(const struct seg *g, const struct pt_candidate *c) {
 static void identify(struct seg *g) {
   const struct pt_series *s = g->s;
   int at_a = 0, at_b = 0, spans = 1;
+  size_t close[2] = {SIZE_MAX, SIZE_MAX - 1}; /* the closest match at each end */
+  double off[2] = {INFINITY, INFINITY};
   g->known = 0;
+  g->same = 0;
   if (!default_ok(g) || g->broken[g->a] || g->broken[g->b]) return;
   for (size_t k = 0; k < s->ncand; k++) {
     const struct pt_candidate *c = &s->cand[k];
@@ -130,9 +134,15 @@ static void identify(struct seg *g) {
     for (int e = 0; e < 2; e++) {
       size_t i = e ? g->b : g->a;
       double tol = fmax(1e-3, 0.5 * (c->points[i].spread + s->nccl_default[i].spread));
-      if (c->points[i].state == PT_PT_OK &&
-          fabs(c->points[i].lat_us / s->nccl_default[i].lat_us - 1) <= tol)
-        g->nccl[k] |= (unsigned char)(1u << e);
+      double d = c->points[i].state == PT_PT_OK
+                     ? fabs(c->points[i].lat_us / s->nccl_default[i].lat_us - 1)
+                     : INFINITY;
+      if (d > tol) continue;
+      g->nccl[k] |= (unsigned char)(1u << e);
+      if (d < off[e]) {
+        off[e] = d;
+        close[e] = k;
+      }
     }
     if (!g->nccl[k]) continue;
     at_a |= g->nccl[k] & 1;
@@ -147,12 +157,17 @@ static void identify(struct seg *g) {
     g->yb[k] = c->points[g->b].lat_us;
   }
   g->known = at_a && at_b && spans;
+  g->same = g->known && close[0] == close[1];
 }
 
 /* NCCL's default at x: the straight line between its measurements, or, when
  * identified, the range [lo, hi] spanned by the candidates it ran. */
 static void default_at(const struct seg *g, double x, double *lo, double *hi) {
-  if (!g->known) {
+  /* When the candidate closest to the default is the same at both ends,
+   * NCCL ran that one choice all along, and its own measured line is the
+   * better estimate: a candidate's line that matched it only within the
+   * noise would let that noise count as a gain. */
+  if (!g->known || g->same) {
     *lo = *hi = at(g, g->s->nccl_default, x);
     return;
   }
@@ -256,7 +271,7 @@ static int build_segment(struct seg *g, struct ivlist *l, double *cuts) {
         ncut += (size_t)crossing(g, d0, d1, &cuts[ncut]);
       }
     }
-    if (dok && !g->known && !g->broken[a] && !g->broken[b]) {
+    if (dok && (!g->known || g->same) && !g->broken[a] && !g->broken[b]) {
       double m = log1p(needed_gain(g, ci));
       double d0 = ln_lat(ci->points[a].lat_us) + m - ln_lat(s->nccl_default[a].lat_us);
       double d1 = ln_lat(ci->points[b].lat_us) + m - ln_lat(s->nccl_default[b].lat_us);
@@ -370,13 +385,13 @@ static int build_measured(const struct pt_series *s, int coll, double margin, in
    * that beats NCCL there covers that size, whatever happens at the next
    * one (which only decides the sizes between the two). */
   for (size_t a = 0; a < n && !rc; a++) {
-    struct seg pt = {s, ok, margin, a, a, nccl, ya, yb, 0, broken};
+    struct seg pt = {s, ok, margin, a, a, nccl, ya, yb, 0, broken, 0};
     struct pt_interval iv = {.lo = s->sizes[a], .hi = s->sizes[a]};
     identify(&pt);
     rank_at(&pt, (double)s->sizes[a], &iv);
     rc = push(l, &iv);
     if (rc || a + 1 == n) break;
-    struct seg g = {s, ok, margin, a, a + 1, nccl, ya, yb, 0, broken};
+    struct seg g = {s, ok, margin, a, a + 1, nccl, ya, yb, 0, broken, 0};
     rc = build_segment(&g, l, cuts);
   }
   if (!rc && s->sizes[n - 1] < UINT64_MAX) rc = push(l, &above);
