@@ -75,11 +75,23 @@ static void choice_name(char *buf, size_t len, const struct pt_choice *c) {
 }
 
 /* The channel count NCCL runs for a choice: what the plugin writes, which
- * NCCL clamps to comm->nChannels (known: already below it), or NCCL's own. */
-static void runs_str(char *buf, size_t len, const struct pt_table *t, const struct pt_choice *c) {
-  if (!c->set_channels) snprintf(buf, len, "NCCL's");
-  else if (t->comm_channels) snprintf(buf, len, "%d", c->set_channels);
-  else snprintf(buf, len, "<=%d", c->set_channels);
+ * NCCL clamps to comm->nChannels (known: already below it), or NCCL's own.
+ * For a profile of NCCL 2.31 or later the count is only a cap under NCCL's
+ * size heuristic: the range it runs over the interval [lo, hi]. */
+static void runs_str(char *buf, size_t len, const struct pt_profile *p, const struct pt_table *t,
+                     const struct pt_choice *c, uint64_t lo, uint64_t hi, long nranks) {
+  const char *le = t->comm_channels ? "" : "<=";
+  int a = c->set_channels, b = c->set_channels;
+  if (!c->set_channels) {
+    snprintf(buf, len, "NCCL's");
+    return;
+  }
+  if (pt_nccl_caps_channels(p->prov.nccl_version)) {
+    a = pt_nccl_channels_run(c->set_channels, (int)nranks, c->algo, c->proto, lo);
+    b = pt_nccl_channels_run(c->set_channels, (int)nranks, c->algo, c->proto, hi);
+  }
+  if (a == b) snprintf(buf, len, "%s%d", le, a);
+  else snprintf(buf, len, "%s%d-%d", le, a, b);
 }
 
 static const char *why_nccl(const struct pt_interval *iv, int measured) {
@@ -148,16 +160,20 @@ static void print_text(const struct pt_profile *p, const struct pt_table *t,
   if (p->prov.backend && p->prov.nccl_version)
     printf("measured with backend %s, NCCL %s\n", p->prov.backend, p->prov.nccl_version);
   if (served_from(p, coll, mode)) printf("note: %s\n", served_from(p, coll, mode));
+  if (pt_nccl_caps_channels(p->prov.nccl_version))
+    printf("channels: NCCL %s takes a tuner's count as a cap under its size heuristic: \"runs\" "
+           "is what it runs (Simple with c channels only from c x 32 KiB)\n",
+           p->prov.nccl_version);
   if (t->comm_channels)
     printf("channels: the communicator has %d (communicator.channels); NCCL runs at most that\n",
            t->comm_channels);
   else if (t->chan_cap)
-    printf("channels: the communicator's count is unknown; all-gather keeps NCCL's count, the "
-           "rest gets at most %d (the smallest measured)\n",
+    printf("channels: the communicator's count is unknown; all-gather and CollNet keep NCCL's "
+           "count, the rest gets at most %d (the smallest measured)\n",
            t->chan_cap);
   else
-    printf("channels: the communicator's count is unknown; all-gather keeps NCCL's count, a "
-           "rule's count elsewhere is passed on (NCCL clamps it)\n");
+    printf("channels: the communicator's count is unknown; all-gather and CollNet keep NCCL's "
+           "count, a rule's count elsewhere is passed on (NCCL clamps it)\n");
   /* The plugin refuses the profile when the job's channel-shaping variables
    * differ from nccl_env (docs/decisions.md, step 3): say how to match. */
   static const char *const shaping[] = {"NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS"};
@@ -204,7 +220,7 @@ static void print_text(const struct pt_profile *p, const struct pt_table *t,
       continue;
     }
     choice_name(ch, sizeof ch, &iv->c[0]);
-    runs_str(run, sizeof run, t, &iv->c[0]);
+    runs_str(run, sizeof run, p, t, &iv->c[0], iv->lo, set->iv[j - 1].hi, nranks);
     printf("%14s %14s  %-24s %6s", lo, hi, ch, run);
     if (iv->c[0].lat_us > 0) printf(" %8.1f \u00b5s", iv->c[0].lat_us);
     else printf(" %11s", "-");

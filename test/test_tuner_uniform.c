@@ -322,6 +322,53 @@ START_TEST(ignore_entries_are_never_touched) {
 }
 END_TEST
 
+/* §3, NCCL 2.31: the tuner's count is a cap under NCCL's size heuristic
+ * (dev, src/tuning/tuning_general.cc ncclTuningGetChannels). For a profile
+ * measured on 2.31, the trace and show print what runs: ring/simple asked
+ * for 4 channels runs 2 at 64 KiB (4 only from 4 x 512 x 64 B = 128 KiB). */
+static const char *v231 =
+    "version = 1;\nname = \"v\";\n"
+    "provenance = { tool = \"t\"; backend = \"sim\"; nccl_version = \"%s\"; date = "
+    "\"2026-12-01\"; mode = \"both\"; };\ncommunicator = { channels = 4; };\n"
+    "allreduce = { eager = { sizes = [ 16384L, 1048576L ]; candidates = (\n"
+    "  { algo = \"ring\"; proto = \"simple\"; channels = 4; latency = ( 10.0, 100.0 ); } ); }; };\n";
+
+START_TEST(nccl_2_31_runs_fewer_channels_at_small_sizes) {
+  char text[1024];
+  struct ph_plugin pl;
+  struct ph_comm c;
+  float t[7][3];
+  int nch;
+  snprintf(text, sizeof text, v231, "2.31.0");
+  use_profile(text);
+  setenv("PCIE_TUNER_TRACE", "1", 1);
+  open_comm(&pl, &c, 8);
+  ph_log_clear();
+  ck_assert(call(&c, ncclFuncAllReduce, 65536, 1, 0, t, &nch));
+  ck_assert_int_eq(nch, 4); /* the cap the plugin writes is the measured count */
+  ck_assert(call(&c, ncclFuncAllReduce, 262144, 1, 0, t, &nch));
+  ck_assert_uint_eq(ph_log_find(NCCL_LOG_INFO, "allreduce 65536 B eager -> ring/simple 2 ch (NCCL 2.31+ "
+                                               "lowers it at this size)"), 1);
+  ck_assert_uint_eq(ph_log_find(NCCL_LOG_INFO, "allreduce 262144 B eager -> ring/simple 4 ch (rank 1)"), 1);
+  close_comm(&pl, &c);
+  char *out, *err;
+  char *p = pt_test_write(dir, "v.cfg", text);
+  ck_assert_int_eq(pt_test_cli_run(dir, 60, &out, &err, "show %s --eager", p), 0);
+  ck_assert_msg(strstr(out, "NCCL 2.31.0 takes a tuner's count as a cap"), "%s", out);
+  ck_assert_msg(strstr(out, "ring/simple/4               1-4 "), "%s", out);
+  free(out), free(err), free(p);
+  /* Measured on 2.30.7: the count runs as written. */
+  snprintf(text, sizeof text, v231, "2.30.7");
+  use_profile(text);
+  open_comm(&pl, &c, 8);
+  ph_log_clear();
+  ck_assert(call(&c, ncclFuncAllReduce, 65536, 1, 0, t, &nch));
+  ck_assert_uint_eq(ph_log_find(NCCL_LOG_INFO, "allreduce 65536 B eager -> ring/simple 4 ch (rank 1)"), 1);
+  close_comm(&pl, &c);
+  unsetenv("PCIE_TUNER_TRACE");
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("uniform");
   TCase *tc = tcase_create("dlopen");
@@ -333,6 +380,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, chunk_is_the_running_decisions);
   tcase_add_test(tc, a_measured_win_covers_its_own_size);
   tcase_add_test(tc, ignore_entries_are_never_touched);
+  tcase_add_test(tc, nccl_2_31_runs_fewer_channels_at_small_sizes);
   suite_add_tcase(s, tc);
   return s;
 }

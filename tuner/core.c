@@ -121,10 +121,16 @@ passive:
 static void trace(const struct pt_ctx *ctx, int coll, size_t nbytes, int mode,
                   const struct pt_choice *c, const char *why) {
   const char *name = pt_coll_name(coll) ? pt_coll_name(coll) : "?";
+  /* What runs: on NCCL 2.31+ the count is a cap under NCCL's heuristic. */
+  int runs = c && ctx->loaded && pt_nccl_caps_channels(ctx->loaded->prof.prov.nccl_version)
+                 ? pt_nccl_channels_run(c->set_channels, (int)ctx->nranks, c->algo, c->proto, nbytes)
+                 : c ? c->set_channels : 0;
   if (c && c->set_channels)
     logf_(ctx->log, NCCL_LOG_INFO, NCCL_TUNING, "%s %zu B %s -> %s/%s %d ch%s (%s)", name,
-          nbytes, pt_mode_name(mode), pt_algo_name(c->algo), pt_proto_name(c->proto),
-          c->set_channels, c->set_channels != c->channels ? " (clamped)" : "", why);
+          nbytes, pt_mode_name(mode), pt_algo_name(c->algo), pt_proto_name(c->proto), runs,
+          runs != c->set_channels ? " (NCCL 2.31+ lowers it at this size)"
+          : c->set_channels != c->channels ? " (clamped)" : "",
+          why);
   else if (c)
     logf_(ctx->log, NCCL_LOG_INFO, NCCL_TUNING, "%s %zu B %s -> %s/%s, NCCL's channel count (%s)",
           name, nbytes, pt_mode_name(mode), pt_algo_name(c->algo), pt_proto_name(c->proto), why);

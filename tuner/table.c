@@ -7,6 +7,7 @@
  */
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -779,4 +780,22 @@ long long pt_table_chunk(const struct pt_table *t, int coll, uint64_t nbytes, in
     agreed = v;
   }
   return agreed < 0 ? -1 : agreed;
+}
+
+int pt_nccl_caps_channels(const char *v) {
+  int major = 0, minor = 0;
+  if (!v || sscanf(v, "%d.%d", &major, &minor) != 2) return 0;
+  return major > 2 || (major == 2 && minor >= 31);
+}
+
+int pt_nccl_channels_run(int ch, int nranks, int algo, int proto, uint64_t nbytes) {
+  if (ch <= 0 || algo == NCCL_ALGO_COLLNET_DIRECT || algo == NCCL_ALGO_COLLNET_CHAIN ||
+      algo == NCCL_ALGO_NVLS || algo == NCCL_ALGO_NVLS_TREE)
+    return ch;
+  uint64_t nt = proto == NCCL_PROTO_LL128 ? 640 : 512;
+  uint64_t thr = proto == NCCL_PROTO_SIMPLE ? 64 : 8;
+  if (proto == NCCL_PROTO_LL && algo == NCCL_ALGO_RING) thr *= (uint64_t)(nranks > 0 ? nranks : 1);
+  int nc = ch;
+  while (nc >= 2 && nbytes < (uint64_t)nc * nt * thr) nc--;
+  return nc;
 }

@@ -143,4 +143,14 @@ int pt_table_decide(const struct pt_table *t, int coll, uint64_t nbytes, float *
  * disagree or the profile has no data. */
 long long pt_table_chunk(const struct pt_table *t, int coll, uint64_t nbytes, int algo, int proto);
 
+/* 1 when an NCCL version string ("2.31.0", "2.32", ...) is 2.31 or later:
+ * there the tuner's channel count is only a cap under NCCL's own size
+ * heuristic (dev: src/tuning/tuning_general.cc, ncclTuningGetChannels). */
+int pt_nccl_caps_channels(const char *nccl_version);
+/* What NCCL 2.31+ runs when the tuner asks for ch channels (ch > 0) at
+ * nbytes: ch, lowered while nbytes < nc x maxThreads x threadThreshold
+ * (Simple 512 x 64, LL 512 x 8, x nranks for Ring, LL128 640 x 8), never
+ * below 1. CollNet/NVLS keep their own counts: ch. */
+int pt_nccl_channels_run(int ch, int nranks, int algo, int proto, uint64_t nbytes);
+
 #endif
