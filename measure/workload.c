@@ -82,8 +82,11 @@ int pt_workload_read(const char *path, pt_workload_fn fn, void *ctx, struct pt_e
   rc = PT_EINVAL;
   for (char *p = text, *next; p < text + len; p = next) {
     struct pt_workload_item item;
-    size_t ll = strcspn(p, "\n");
-    next = p + ll + (p[ll] == '\n');
+    /* memchr, not strcspn: strcspn stops at a NUL byte too, and the line
+     * after it would start at that same NUL forever. */
+    char *nl = memchr(p, '\n', (size_t)(text + len - p));
+    size_t ll = nl ? (size_t)(nl - p) : (size_t)(text + len - p);
+    next = p + ll + (nl != NULL);
     lineno++;
     /* Named, not split: a split would turn a comment's tail into a line. */
     if (ll >= sizeof line - 1 || memchr(p, '\0', ll)) {
