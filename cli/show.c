@@ -24,7 +24,7 @@ static const char usage_text[] =
     "\n"
     "Prints, per message-size range, what the plugin decides for a profile: the\n"
     "candidate it ranks first (algo/proto/channels), the channel count NCCL will\n"
-    "actually run, its expected latency, NCCL default's and the speed-up, or why\n"
+    "actually run, its expected latency, NCCL default's and the speedup, or why\n"
     "the range is left to NCCL; then the candidates excluded and why.\n"
     "Adjacent decision intervals with the same first choice share one row.\n"
     "\n"
@@ -181,7 +181,7 @@ static void print_text(const struct pt_profile *p, const struct pt_table *t,
     printf("warning: no nccl_default in this series: candidates are ranked without knowing "
            "where NCCL's own choice is faster\n");
   printf("%14s %14s  %-24s %6s %11s %11s %13s  %s\n", "from", "to", "choice", "runs", "latency",
-         "NCCL", "speed-up", "why / fallbacks");
+         "NCCL", "speedup", "why / fallbacks");
   for (size_t i = 0; i < set->n;) {
     const struct pt_interval *iv = &set->iv[i];
     size_t j = i;

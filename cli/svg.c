@@ -403,7 +403,7 @@ static void write_chart(FILE *f, const char *title, const struct pt_series *s, c
   polyline_samples(f, xs, ysp, "stroke=\"#000\" stroke-width=\"2\"");
   fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#444\"/>\n", L, T2, R - L,
           B2 - T2);
-  fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"12\">speed-up over NCCL's default (above the red line: "
+  fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"12\">speedup over NCCL's default (above the red line: "
              "faster)</text>\n", L, T2 - 8);
   fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\">message size (bytes; log scale, "
              "14 KiB-2 MiB widened)</text>\n", (L + R) / 2, B2 + 34);
