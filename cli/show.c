@@ -404,6 +404,10 @@ int cmd_show(int argc, char **argv) {
     fprintf(stderr, "pcie-tune show: %s\n", buf);
     return 1;
   }
+  /* The plugin refuses a partial sweep: what follows is not what a job gets. */
+  if (pt_profile_partial(&p, buf, sizeof buf))
+    fprintf(stderr, "pcie-tune show: %s: %s; the plugin refuses it and leaves every decision to NCCL until then\n",
+            path, buf);
   if (nranks && p.match_nranks && p.match_nranks != nranks) {
     fprintf(stderr, "pcie-tune show: %s: profile applies to %d ranks, not %ld\n", path, p.match_nranks, nranks);
     goto out;
