@@ -31,6 +31,16 @@ WARN = -Wall -Wextra -Werror -Wstrict-prototypes -Wvla -Wwrite-strings -Wpointer
 # Recursively expanded on purpose: pkg-config runs only after `deps` did.
 PKG_CFLAGS = $(shell pkg-config --cflags libconfig check 2>/dev/null)
 LIBCONFIG_LIBS = $(shell pkg-config --libs libconfig 2>/dev/null)
+# The plugin and pcie-tune carry libconfig inside them (Debian's libconfig.a,
+# position-independent, links into a shared object as it is): an inference
+# container that has NCCL but not libconfig.so.9 still loads the plugin.
+# Nothing of it is exported (mk/plugin.map); LICENSE states the LGPL terms.
+# Its scanner's references to libc's stdin/stdout/stderr are renamed to
+# hidden variables of the library (mk/libconfig_streams.c says why), linked
+# as an object, not from an archive, so the link always has them.
+LIBCONFIG_SYS_A = $(shell pkg-config --variable=libdir libconfig 2>/dev/null)/libconfig.a
+LIBCONFIG_A = $(BUILD)/libconfig-static.a
+LIBCONFIG_GLUE = $(BUILD)/obj/mk/libconfig_streams.o
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 # -I.: a header from another folder is named with its folder
 # ("measure/isolate.h"), so every include shows which way it points.
@@ -38,6 +48,7 @@ CPPFLAGS += -Iinclude -I. -D_GNU_SOURCE -DPT_DATADIR='"$(DATADIR)/profiles"'
 CFLAGS += -std=c11 $(OPT) -g -fPIC -fvisibility=hidden $(WARN) $(SANFLAGS)
 LDFLAGS += $(SANFLAGS)
 LDLIBS_CORE = $(LIBCONFIG_LIBS) -lm -lpthread -ldl
+LDLIBS_STATIC = $(LIBCONFIG_GLUE) $(LIBCONFIG_A) -lm -lpthread -ldl
 
 SO = $(BUILD)/libnccl-tuner-pcie.so
 CORE_LIB = $(BUILD)/libpcie-core.a
@@ -117,13 +128,19 @@ APP_LIBS = $(CLI_LIB) $(MEASURE_LIB) $(IMPORT_LIB) $(SIM_LIB) $(CORE_LIB)
 
 # Only the plugin structs leave the .so: -fvisibility=hidden hides the code,
 # mk/plugin.map is the second lock (test_exports compares nm -D with it).
-$(SO): $(PLUGIN_OBJS) $(CORE_LIB) mk/plugin.map
+$(LIBCONFIG_A): | $(DEPS_STAMP)
+	@test -f $(LIBCONFIG_SYS_A) || { echo "missing $(LIBCONFIG_SYS_A) (libconfig-dev ships it; run make deps)"; exit 1; }
+	@mkdir -p $(@D)
+	objcopy --redefine-sym stdin=pt_libconfig_stdin --redefine-sym stdout=pt_libconfig_stdout \
+	  --redefine-sym stderr=pt_libconfig_stderr $(LIBCONFIG_SYS_A) $@
+
+$(SO): $(PLUGIN_OBJS) $(CORE_LIB) $(LIBCONFIG_GLUE) $(LIBCONFIG_A) mk/plugin.map
 	$(CC) -shared -o $@ $(PLUGIN_OBJS) $(CORE_LIB) $(LDFLAGS) -Wl,--version-script=mk/plugin.map \
-	  -Wl,-z,defs -Wl,--no-undefined $(LDLIBS_CORE)
+	  -Wl,-z,defs -Wl,--no-undefined -Wl,--as-needed $(LDLIBS_STATIC)
 	ln -sf $(notdir $@) $(BUILD)/libnccl-net-pcie.so
 
-$(CLI): $(CLI_MAIN_OBJ) $(APP_LIBS)
-	$(CC) -o $@ $(CLI_MAIN_OBJ) $(APP_LIBS) $(LDFLAGS) $(LDLIBS_CORE) $(CLI_LIBS)
+$(CLI): $(CLI_MAIN_OBJ) $(APP_LIBS) $(LIBCONFIG_GLUE) $(LIBCONFIG_A)
+	$(CC) -o $@ $(CLI_MAIN_OBJ) $(APP_LIBS) $(LDFLAGS) -Wl,--as-needed $(LDLIBS_STATIC) $(CLI_LIBS)
 
 $(BUILD)/test/%: test/%.c $(TEST_SUPPORT_OBJS) $(APP_LIBS) | $(DEPS_STAMP)
 	@mkdir -p $(@D)
