@@ -314,39 +314,6 @@ static int svg_check(const char *svg, int force, const char *profile) {
   return -1;
 }
 
-/* Writes the chart to svg: through a symlink (checked above: only with
- * --force), or to standard output for '-' by way of a private temporary
- * file, as pt_svg_write writes only files. */
-static int svg_write(const char *svg, const char *title, const struct pt_series *s,
-                     const struct pt_ivset *set, int force) {
-  const char *tmp = getenv("TMPDIR");
-  char *target = NULL, *dir = NULL, *file = NULL, *text = NULL;
-  struct pt_error_rec e;
-  size_t len;
-  int rc = -1, saved;
-  if (strcmp(svg, "-")) {
-    if (!(target = pt_output_target(svg))) return -1;
-    rc = pt_svg_write(target, title, s, set, force);
-  } else if (asprintf(&dir, "%s/pcie-tune-svg.XXXXXX", tmp && *tmp ? tmp : "/tmp") < 0) {
-    dir = NULL;
-  } else if (mkdtemp(dir) && asprintf(&file, "%s/chart.svg", dir) >= 0) {
-    if (!pt_svg_write(file, title, s, set, 0) &&
-        !pt_file_read(file, (size_t)64 << 20, 0, &text, &len, &e))
-      rc = pt_output_write("-", text, len, 0, &e) ? -1 : 0;
-    unlink(file);
-    rmdir(dir);
-  } else {
-    file = NULL;
-  }
-  saved = errno;
-  free(target);
-  free(dir);
-  free(file);
-  free(text);
-  errno = saved;
-  return rc;
-}
-
 int cmd_show(int argc, char **argv) {
   const char *path = NULL, *svg = NULL;
   int coll = PT_ALLREDUCE, mode = PT_MODE_GRAPH, json = 0, force = 0, quiet = 0, status = 1, bytes = 0;
@@ -440,8 +407,10 @@ int cmd_show(int argc, char **argv) {
   if (svg) {
     char title[300];
     snprintf(title, sizeof title, "%s: %s, %s mode", p.name, pt_coll_name(coll), pt_mode_name(mode));
-    if (svg_write(svg, title, s, set, force)) {
-      fprintf(stderr, "pcie-tune show: cannot write %s: %s\n", svg, strerror(errno));
+    struct pt_error_rec we;
+    if (pt_svg_write(svg, title, s, set, force, &we)) {
+      pt_error_format(&we, buf, sizeof buf);
+      fprintf(stderr, "pcie-tune show: %s\n", buf);
       goto out;
     }
     if (!json && !quiet && strcmp(svg, "-")) printf("chart written to %s\n", svg);
