@@ -411,6 +411,17 @@ START_TEST(pasted_tables) {
   snprintf(args, sizeof args, "synth/ar8-eager-default.txt '%s/rows.txt'", tmp);
   expect_fail(1, args, "rows.txt:1: a fragment? no run header before this row");
   free(out);
+  /* A default run alone is refused with what to add, and the README says
+   * up front what import needs. */
+  expect_fail(1, "synth/ar8-eager-default.txt", "no setting measured in eager mode besides NCCL's default");
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "tr '\\n' ' ' < '%s/README.md'", pt_test_srcdir());
+  ck_assert_int_eq(pt_test_run(cmd, &so, NULL), 0);
+  ck_assert_msg(strstr(so, "`pcie-tune import` needs two kinds of nccl-tests runs") &&
+                    strstr(so, "**NCCL's default run**") && strstr(so, "**one forced run per candidate**") &&
+                    strstr(so, "A default run alone cannot tune anything"),
+                "README.md does not say what import needs");
+  free(so);
 }
 END_TEST
 
