@@ -464,11 +464,10 @@ static size_t run_sizes(const struct nt_run *r, uint64_t *last) {
   size_t n = 1;
   *last = s;
   if (r->step_factor ? r->step < 2 : r->step == 0) return 1;
-  while (n < NT_MAX_STEPS) {
-    uint64_t next = r->step_factor ? s * r->step : s + r->step;
-    if (next <= s || next > r->max_bytes) break;
-    s = next;
-    n++;
+  /* Whether a next size fits is decided before it is formed: no overflow. */
+  for (; n < NT_MAX_STEPS && s <= r->max_bytes; n++) {
+    if (r->step_factor ? !s || s > r->max_bytes / r->step : r->step > r->max_bytes - s) break;
+    s = r->step_factor ? s * r->step : s + r->step;
   }
   *last = s;
   return n;
