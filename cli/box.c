@@ -85,9 +85,9 @@ static void put_escaped(FILE *f, const char *s) {
 }
 
 /* The box file's text (malloc'ed), or NULL when out of memory. The dump's
- * path appears only inside strings: a comment ends at a newline, which a
- * folder name may hold. */
-static char *render_box(const char *topo, const char *name, const char *based_on, const struct pt_hw *hw) {
+ * path appears only inside strings (desc): a comment ends at a newline,
+ * which a folder name may hold. */
+static char *render_box(const char *desc, const char *name, const char *based_on, const struct pt_hw *hw) {
   char *text = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&text, &len);
@@ -97,11 +97,12 @@ static char *render_box(const char *topo, const char *name, const char *based_on
   fprintf(f, "# The truth (how the box really behaves) is %s's until you measure.\n", based_on);
   fputs("name = \"", f);
   put_escaped(f, name);
-  fputs("\";\ndesc = \"from NCCL topology ", f);
-  put_escaped(f, topo);
+  fputs("\";\ndesc = \"", f);
+  put_escaped(f, desc);
   fprintf(f, "\";\nbased_on = \"%s\";\n", based_on);
   write_hw(f, hw);
-  if (ferror(f) | fclose(f)) {
+  int bad = ferror(f);
+  if (fclose(f) || bad) {
     free(text);
     return NULL;
   }
@@ -122,8 +123,13 @@ static int write_box_file(const char *out, const char *topo, const char *name, c
                           const struct pt_hw *hw, int force) {
   struct pt_box b;
   struct pt_error_rec e;
-  char label[256];
-  char *text = render_box(topo, name, based_on, hw);
+  char label[256], desc[sizeof b.desc];
+  /* desc holds at most sizeof b.desc - 1 bytes: a longer path keeps its
+   * file name. */
+  const char *slash = strrchr(topo, '/');
+  if (snprintf(desc, sizeof desc, "from NCCL topology %s", topo) >= (int)sizeof desc && slash)
+    snprintf(desc, sizeof desc, "from NCCL topology .../%s", slash + 1);
+  char *text = render_box(desc, name, based_on, hw);
   int rc = 1;
   if (!text) {
     fprintf(stderr, "pcie-tune box: out of memory\n");
@@ -227,7 +233,7 @@ int cmd_box(int argc, char **argv) {
   }
   struct pt_hw hw;
   struct pt_error_rec e;
-  char err[600], base[128];
+  char err[600], base[sizeof ((struct pt_box *)0)->name];
   /* Before reading: the dump itself, under any name, is never the output. */
   int rc = pt_output_check(out, force ? PT_OUT_FORCE : 0, &topo, 1, &e);
   if (rc == PT_EEXIST) {
@@ -245,7 +251,11 @@ int cmd_box(int argc, char **argv) {
     fprintf(stderr, "pcie-tune box: unknown built-in box '%s' for --based-on\n", based_on);
     return 2;
   }
-  if (!name) {
+  if (name && strlen(name) >= sizeof base) {
+    fprintf(stderr, "pcie-tune box: --name is longer than %zu characters\n", sizeof base - 1);
+    return 2;
+  }
+  if (!name) { /* the dump's file name, cut to what a box name holds */
     const char *slash = strrchr(topo, '/');
     snprintf(base, sizeof base, "%s", slash ? slash + 1 : topo);
     char *dot = strrchr(base, '.');

@@ -418,7 +418,8 @@ int pt_svg_write(const char *path, const char *title, const struct pt_series *s,
   memset(err, 0, sizeof *err);
   if (!f) return pt_error_set(err, PT_ENOMEM, path, 0, "out of memory");
   write_chart(f, title, s, set);
-  if (ferror(f) | fclose(f)) rc = pt_error_set(err, PT_ENOMEM, path, 0, "out of memory");
+  int bad = ferror(f);
+  if (fclose(f) || bad) rc = pt_error_set(err, PT_ENOMEM, path, 0, "out of memory");
   else rc = pt_output_write(path, text, len, force ? PT_OUT_FORCE : 0, err);
   free(text);
   return rc;

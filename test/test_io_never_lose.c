@@ -238,6 +238,22 @@ START_TEST(dump_path_cannot_inject_settings) {
     free(desc), free(box), free(topo), free(sub);
   }
   unsetenv("PT_ODD_TOPO");
+  /* A path longer than desc holds keeps its file name; a long file name is
+   * cut to what a box name holds: the box still loads. */
+  char longname[201];
+  memset(longname, 'x', 200);
+  longname[200] = 0;
+  char *sub = in_dir(longname), *topo = NULL, *box = in_dir("long.cfg");
+  ck_assert_int_eq(mkdir(sub, 0755), 0);
+  ck_assert(asprintf(&topo, "%s/%s.xml", longname, longname) > 0);
+  free(write_bytes(topo, data, strlen(data)));
+  ck_assert_int_eq(run("box --from-topo %s --out long.cfg", topo), 0);
+  ck_assert_msg(pt_box_load(&b, box, &e) == 0, "%s:%d: %s", e.file, e.line, e.msg);
+  ck_assert_uint_eq(strlen(b.name), sizeof b.name - 1);
+  ck_assert_ptr_nonnull(strstr(b.desc, "from NCCL topology .../xxx"));
+  ck_assert_int_eq(run("box --from-topo topo.xml --out long2.cfg --name %s", longname), 2);
+  ck_assert_msg(strstr(err, "--name is longer than 63 characters"), "%s", err);
+  free(sub), free(topo), free(box);
   free(data);
   free(ref_path);
 }
