@@ -35,13 +35,13 @@ WARN = -Wall -Wextra -Werror -Wstrict-prototypes -Wvla -Wwrite-strings -Wpointer
 # Recursively expanded on purpose: pkg-config runs only after `deps` did.
 PKG_CFLAGS = $(shell pkg-config --cflags libconfig check 2>/dev/null)
 LIBCONFIG_LIBS = $(shell pkg-config --libs libconfig 2>/dev/null)
-# The plugin and pcie-tune carry libconfig inside them (Debian's libconfig.a,
-# position-independent, links into a shared object as it is): an inference
-# container that has NCCL but not libconfig.so.9 still loads the plugin.
-# Nothing of it is exported (mk/plugin.map); LICENSE states the LGPL terms.
-# Its scanner's references to libc's stdin/stdout/stderr are renamed to
-# hidden variables of the library (mk/libconfig_streams.c says why), linked
-# as an object, not from an archive, so the link always has them.
+# The plugin and pcie-tune carry libconfig inside them (a copy of Debian's
+# libconfig.a): an inference container that has NCCL but not libconfig.so.9
+# still loads the plugin. Nothing of it is exported (mk/plugin.map); LICENSE
+# states the LGPL terms. The archive is PIE code whose scanner names libc's
+# stdin/stdout/stderr directly, which a shared object cannot; the copy names
+# hidden variables instead (mk/libconfig_streams.c, linked as an object, not
+# from an archive, so that every link has them).
 LIBCONFIG_SYS_A = $(shell pkg-config --variable=libdir libconfig 2>/dev/null)/libconfig.a
 LIBCONFIG_A = $(BUILD)/libconfig-static.a
 LIBCONFIG_GLUE = $(BUILD)/obj/mk/libconfig_streams.o
@@ -51,8 +51,10 @@ CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 CPPFLAGS += -Iinclude -I. -D_GNU_SOURCE -DPT_DATADIR='"$(DATADIR)/profiles"'
 CFLAGS += -std=c11 $(OPT) -g -fPIC -fvisibility=hidden $(WARN) $(SANFLAGS)
 LDFLAGS += $(SANFLAGS)
-LDLIBS_CORE = $(LIBCONFIG_LIBS) -lm -lpthread -ldl
-LDLIBS_STATIC = $(LIBCONFIG_GLUE) $(LIBCONFIG_A) -lm -lpthread -ldl
+LDLIBS_SYS = -lm -lpthread -ldl
+LDLIBS_CORE = $(LIBCONFIG_LIBS) $(LDLIBS_SYS)
+# The plugin and pcie-tune: libconfig linked in.
+LDLIBS_STATIC = $(LIBCONFIG_GLUE) $(LIBCONFIG_A) $(LDLIBS_SYS)
 
 SO = $(BUILD)/libnccl-tuner-pcie.so
 CORE_LIB = $(BUILD)/libpcie-core.a
