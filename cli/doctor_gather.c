@@ -273,9 +273,12 @@ static void take_comm(struct doctor *d, int pi, const struct nl_line *l) {
     m = &d->mem[mi];
     m->ring_total = atoi(l->field[1]);
     if (m->nrings < DR_NRING) {
-      const char *r = l->field[2];
-      while (*r == ' ') r++;
-      if (!(m->rings[m->nrings] = strdup(r))) d->oom = 1;
+      /* One blank between ranks, whatever width NCCL padded them to. */
+      char ranks[NL_FIELD_LEN], *w = ranks;
+      for (const char *r = l->field[2]; *r; r++)
+        if (*r != ' ' || (w > ranks && w[-1] != ' ')) *w++ = *r;
+      *w = 0;
+      if (!(m->rings[m->nrings] = strdup(ranks))) d->oom = 1;
       else m->nrings++;
     }
     break;

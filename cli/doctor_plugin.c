@@ -47,9 +47,11 @@ static void why_not_loaded(const struct proc *p) {
   else if (p->openerr[0])
     printf("  %s:%ld: the library failed to load: %s\n", p->host, p->pid, p->openerr);
   else if (p->notfound[0] && strchr(p->notfound, '/'))
-    /* NCCL says "Could not find" only when dlopen failed with ENOENT
-     * (src/plugin/plugin_open.cc, tryOpenLib/openPluginLib; 2.24-2.27
-     * src/misc/tuner.cc): the path does not exist as this process sees it. */
+    /* NCCL says "Could not find" only for ENOENT: dlerror naming the file
+     * itself with "No such file or directory" (src/plugin/plugin_open.cc,
+     * tryOpenLib, 2.26-dev; src/misc/tuner.cc, 2.24-2.25; errno in 2.21-2.23).
+     * A missing dependency names the dependency and is reported as the
+     * loader's message instead, so the path itself is absent. */
     printf("  %s:%ld: %s does not exist as this process sees the filesystem (NCCL's dlopen "
            "said 'No such file or directory'): is the job in a container without that mount, "
            "or on another host than the file? Install or mount the library there, or point "

@@ -112,7 +112,7 @@ static const struct pattern patterns[] = {
      {1, 3, 5, 6, 7}},
     {NL_TRANSPORT, "Channel ",
      "^Channel ([0-9]+)(/[0-9]+)? : ([0-9]+)\\[([0-9]+)\\] -> ([0-9]+)\\[([0-9]+)\\] "
-     "(\\[(send|receive)\\] )?via ([A-Z]+/.*[^ ])",
+     "(\\[(send|receive)\\] )?via ([A-Z0-9]+/.*[^ ])",
      {1, 3, 4, 5, 6, 8, 9}},
     {NL_RING, "Channel ", "^Channel ([0-9]+)/([0-9]+) :(( +[0-9]+)+)( *\\.\\.\\.)? *$", {1, 2, 3}},
     {NL_TREES, "Trees", "^Trees((  ?\\[[0-9]+\\] [-0-9/>]+)+)", {1}},
