@@ -79,21 +79,28 @@ static int same_lib(const struct proc *a, const struct proc *b) {
          proc_abi(a) == proc_abi(b);
 }
 
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 size_t dr_plugin_header(const struct doctor *d, int quiet) {
   const char *version = d->bare_version;
   size_t loaded = 0, hosts = 0;
   for (size_t i = 0; i < d->nproc; i++) {
     if (d->procs[i].version[0]) version = d->procs[i].version;
     loaded += dr_loaded_ours(&d->procs[i]) != 0;
-    /* Hosts: the first process of each host name (hosts are few). */
-    size_t k = 0;
-    while (k < i && strcmp(d->procs[k].host, d->procs[i].host)) k++;
-    hosts += k == i;
-    if (hosts > 64) break;
   }
   if (quiet) return loaded;
-  printf("NCCL %s, %zu process%s on %zu%s host%s\n", version[0] ? version : "version not in the log",
-         d->nproc, d->nproc == 1 ? "" : "es", hosts, hosts > 64 ? "+" : "", hosts == 1 ? "" : "s");
+  /* Distinct host names, sorted: a job may span hundreds of hosts. */
+  const char **names = malloc((d->nproc + 1) * sizeof *names);
+  if (names) {
+    for (size_t i = 0; i < d->nproc; i++) names[i] = d->procs[i].host;
+    qsort(names, d->nproc, sizeof *names, cmp_str);
+    for (size_t i = 0; i < d->nproc; i++) hosts += !i || strcmp(names[i], names[i - 1]);
+    free(names);
+  }
+  printf("NCCL %s, %zu process%s on %zu host%s\n", version[0] ? version : "version not in the log",
+         d->nproc, d->nproc == 1 ? "" : "es", hosts, hosts == 1 ? "" : "s");
   for (size_t i = 0; i < d->nproc; i++) {
     const struct proc *p = &d->procs[i];
     if (p->version[0] && strcmp(p->version, version))
