@@ -41,6 +41,21 @@ static const char *env_of(const struct proc *p, const char *name) {
   return NULL;
 }
 
+/* NCCL 2.21-2.22 defaulted to P2P level SYS except on Intel, ARM and
+ * Zhaoxin CPUs; 2.23 made PXB the default (src/graph/paths.cc,
+ * ncclTopoCheckP2p, per tag). */
+static int old_level(const char *version) {
+  int maj = 0, min = 0;
+  return sscanf(version, "%d.%d", &maj, &min) == 2 && maj == 2 && min <= 22;
+}
+
+/* The process's NCCL version, else the first any process printed. */
+static const char *version_of(const struct doctor *d, const struct proc *p) {
+  for (size_t i = 0; !p->version[0] && i < d->nproc; i++)
+    if (d->procs[i].version[0]) return d->procs[i].version;
+  return p->version[0] ? p->version : d->bare_version;
+}
+
 static const char *pattern_name(int p) {
   /* src/include/graph.h, NCCL_TOPO_PATTERN_* */
   static const char *const names[] = {"?", "balanced tree", "split tree", "tree", "ring", "NVLS",
@@ -96,10 +111,12 @@ static void advise(FILE *o, const struct doctor *d, const struct findings *f) {
              off ? "NCCL_P2P_DISABLE=" : "NCCL_P2P_LEVEL=", off ? off : level, "");
     else
       say(o, "    why: their PCIe path crosses a CPU host bridge or the CPU interconnect (PHB, "
-             "SYS), beyond NCCL's default P2P level PXB (src/graph/paths.cc, ncclTopoCheckP2p; "
-             "AMD hosts with two GPUs excepted).\n"
+             "SYS), beyond NCCL's default P2P level PXB (src/graph/paths.cc, ncclTopoCheckP2p: "
+             "%s).\n"
              "    change: NCCL_P2P_LEVEL=SYS lets NCCL use P2P there, where the platform routes "
-             "peer-to-peer between root ports (check with `nvidia-smi topo -p2p r`).\n");
+             "peer-to-peer between root ports (check with `nvidia-smi topo -p2p r`).\n",
+          old_level(version_of(d, p)) ? "2.21-2.22 on Intel, ARM and Zhaoxin CPUs; AMD's default is SYS"
+                                : "2.23 and later, AMD hosts with two GPUs excepted");
     say(o, "    effect on record: 4 GPUs on two NUMA nodes, all-reduce of 32 MB: 30.3 GB/s bus "
            "bandwidth with SHM between the nodes, 39.3 GB/s with NCCL_P2P_LEVEL=SYS (1.30x; "
            "test/data/real/rtxpro6000-4x8x-nccl-vs-pcieoneshot-voipmonitor-asus-broadcom.txt).\n");
