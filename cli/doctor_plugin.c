@@ -161,22 +161,27 @@ static void describe(const struct doctor *d, const struct member *m, char *buf, 
     snprintf(buf, len, "plugin not loaded in this process");
 }
 
-/* "0-3,5,7" (ranks sorted, -1 for unknown) into buf. */
-static void ranks_text(char *buf, size_t len, const int *r, size_t n) {
-  size_t used = 0;
+/* "0-3,5,7" into buf from sorted ranks (-1 unknown); a rank seen twice (the
+ * same file given twice) is one rank. Compacts r in place. */
+static void ranks_text(char *buf, size_t len, int *r, size_t n) {
+  size_t used = 0, u = 0, unknown = 0;
+  for (size_t i = 0; i < n; i++)
+    if (r[i] < 0) unknown++;
+    else if (!u || r[i] != r[u - 1]) r[u++] = r[i];
   buf[0] = 0;
-  for (size_t i = 0; i < n && used + 1 < len;) {
+  /* NCCL's comm lines name the rank; the plugin's alone do not. */
+  if (unknown)
+    used = (size_t)snprintf(buf, len, "? (%zu without NCCL's comm lines: NCCL_DEBUG_SUBSYS needs INIT)",
+                            unknown);
+  for (size_t i = 0; i < u && used + 1 < len;) {
     size_t j = i;
-    while (j + 1 < n && r[j + 1] == r[j] + 1 && r[j] >= 0) j++;
-    if (r[i] < 0)
-      used += (size_t)snprintf(buf + used, len - used, "%s?", used ? "," : "");
-    else if (j > i)
+    while (j + 1 < u && r[j + 1] == r[j] + 1) j++;
+    if (j > i)
       used += (size_t)snprintf(buf + used, len - used, "%s%d-%d", used ? "," : "", r[i], r[j]);
     else
       used += (size_t)snprintf(buf + used, len - used, "%s%d", used ? "," : "", r[i]);
     if (used >= len) break; /* truncated; snprintf kept it terminated */
     i = j + 1;
-    while (i < n && r[i] >= 0 && r[i] == r[i - 1]) i++; /* a rank seen twice */
   }
 }
 
@@ -209,7 +214,7 @@ int dr_plugin_comm(const struct doctor *d, const struct comms *c, size_t k, int 
       char rt[256], what[1200];
       ranks_text(rt, sizeof rt, ranks, n);
       describe(d, &d->mem[c->order[rep[r]]], what, sizeof what);
-      printf("  rank%s %s: %s\n", n == 1 && ranks[0] >= 0 ? "" : "s", rt, what);
+      printf("  rank%s %s: %s\n", strpbrk(rt, ",-?") ? "s" : "", rt, what);
     }
     if (first->nranks > 0 && seen < first->nranks)
       printf("  (only %d of %d ranks in these logs: pass every rank's file)\n", seen, first->nranks);

@@ -227,11 +227,30 @@ START_TEST(plugin_line_before_nccl_lines) {
   free(cmd);
   free(out);
   free(err);
+  /* Only the plugin's lines (NCCL_DEBUG_SUBSYS=TUNING): tied by commId,
+   * eight ranks whose numbers the log does not give. */
+  ck_assert(asprintf(&cmd,
+                     "cd '%s' && grep -v 'comm 0x' '%s/test/data/ncclog/vllm-tp8-v2.28-plugin-first.log' "
+                     "| '%s' doctor -",
+                     dir, pt_test_srcdir(), pt_test_cli()) > 0);
+  ck_assert_int_eq(pt_test_run(cmd, &out, &err), 0);
+  has(out, "nRanks 8 nNodes 1, 8 ranks in the log");
+  has(out, "ranks ? (8 without NCCL's comm lines: NCCL_DEBUG_SUBSYS needs INIT): profile 'gen5-8x'");
+  free(cmd);
+  free(out);
+  free(err);
   pt_test_rmtree(dir);
   free(dir);
   r = doctor("- < vllm-tp8-v2.28-plugin-first.log");
   ck_assert_int_eq(r.rc, 0);
   has(r.out, "8 ranks in the log");
+  done(&r);
+  /* The same lines twice (a file given twice, a log appended to): a rank
+   * counts once, and never more than nRanks. */
+  r = doctor("- < vllm-tp8-v2.28-plugin-first.log vllm-tp8-v2.28-plugin-first.log");
+  ck_assert_int_eq(r.rc, 0);
+  has(r.out, "nRanks 8 nNodes 1, 8 ranks in the log");
+  has(r.out, "ranks 0-7: profile 'gen5-8x'");
   done(&r);
 }
 END_TEST
