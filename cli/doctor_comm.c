@@ -220,6 +220,21 @@ static void report_layout(FILE *o, const struct doctor *d, const struct comms *c
     if (!gr && (m->ngraph || m->fallback_pattern >= 0)) gr = m;
     if (m->fallback_pattern >= 0) f->fallback = 1, f->fallback_pattern = m->fallback_pattern;
   }
+  /* The version each rank's process printed (showVersion, src/init.cc). */
+  const char *v = NULL;
+  size_t others = 0, known = 0;
+  for (size_t i = c->start[k]; i < c->start[k + 1]; i++) {
+    const char *pv = d->procs[d->mem[c->order[i]].proc].version;
+    if (!pv[0]) continue;
+    known++;
+    if (!v) v = pv;
+    else others += strcmp(v, pv) != 0;
+  }
+  if (v && others)
+    say(o, "  NCCL %s on some ranks, another version on %zu: every rank must run the same NCCL\n", v,
+        others);
+  else if (v)
+    say(o, "  NCCL %s (printed by the processes of %zu of %zu ranks)\n", v, known, c->start[k + 1] - c->start[k]);
   if (ch) {
     say(o, "  channels: %d coll", ch->coll_ch);
     if (ch->p2p_ch >= 0) say(o, ", %d p2p, %d p2p per peer", ch->p2p_ch, ch->p2p_per_peer);

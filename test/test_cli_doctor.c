@@ -301,6 +301,7 @@ START_TEST(communicator_diagnosis) {
   /* Dual socket: SHM across the sockets, 2 channels over SYS. */
   r = doctor("torchrun-dual-socket-v2.30.log");
   ck_assert_int_eq(r.rc, 0);
+  has(r.out, "NCCL 2.30.7+cuda13.0 (printed by the processes of 4 of 4 ranks)");
   has(r.out, "via SHM/direct: 2 pairs: 1->2 3->0");
   has(r.out, "via P2P/CUMEM: 2 pairs (P2P write): 0->1 2->3");
   has(r.out, "DEGRADED: 2 pairs of GPUs in one host talk through shared host memory (SHM)");
