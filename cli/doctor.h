@@ -126,7 +126,6 @@ int dr_read(const char *path, void (*fn)(void *arg, const char *line), void *arg
 void dr_take(struct doctor *d, const struct nl_line *l);
 void dr_tie(struct doctor *d); /* ties the plugin's lines, after the last line */
 void dr_free(struct doctor *d);
-void *dr_grow(void *p, size_t n, size_t size, int *oom);
 
 /* Communicators: the members of each, by commId (without one, by nRanks and
  * nNodes), sorted by rank: communicator k is order[start[k] .. start[k+1]).

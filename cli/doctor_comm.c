@@ -83,10 +83,10 @@ static void print_pairs(FILE *o, const char *via, const struct pair *p, size_t n
 }
 
 struct findings {
-  int degraded, shm_local, net_local, fallback, few_sys, few_unknown, ipc, indirect, ce;
+  int shm_local, net_local, fallback, few_sys, few_unknown, ipc, indirect, ce;
   int sys_channels, fallback_pattern, channels;
-  const struct member *shm_from; /* a rank that used SHM, for its process's clues */
-  const struct member *net_from;
+  const struct member *shm_from; /* a rank that used SHM, for its process's settings */
+  const struct proc *nvml;       /* a process NVML told P2P is off */
 };
 
 static void advise(FILE *o, const struct doctor *d, const struct findings *f) {
@@ -97,18 +97,18 @@ static void advise(FILE *o, const struct doctor *d, const struct findings *f) {
            "GPU peer-to-peer (src/transport/p2p.cc, p2pCanConnect, refused P2P; "
            "src/transport/shm.cc took over).\n",
            f->shm_local, f->shm_local == 1 ? "" : "s");
-    if (p->np2p_off)
+    if (f->nvml)
       say(o, "    why: NVML reports P2P disabled between GPUs %d and %d (src/graph/paths.cc, "
              "ncclTopoCheckP2p, \"P2P is disabled between connected GPUs\"): the driver, ACS "
              "on a PCIe switch or root port, or the IOMMU blocks it.\n"
              "    change: check `nvidia-smi topo -p2p r`; disable ACS on the switch ports "
              "(setpci), boot with iommu=off or iommu=pt, or use a driver that enables P2P on "
              "these GPUs.\n",
-             p->p2p_off[0][0], p->p2p_off[0][1]);
+             f->nvml->p2p_off[0][0], f->nvml->p2p_off[0][1]);
     else if ((off && strcmp(off, "0")) || level)
-      say(o, "    why: the job sets %s%s%s (NCCL logged it; src/graph/paths.cc, ncclGetLevel).\n"
+      say(o, "    why: the job sets %s%s (NCCL logged it; src/graph/paths.cc, ncclGetLevel).\n"
              "    change: unset it, or NCCL_P2P_LEVEL=SYS.\n",
-             off ? "NCCL_P2P_DISABLE=" : "NCCL_P2P_LEVEL=", off ? off : level, "");
+             off ? "NCCL_P2P_DISABLE=" : "NCCL_P2P_LEVEL=", off ? off : level);
     else
       say(o, "    why: their PCIe path crosses a CPU host bridge or the CPU interconnect (PHB, "
              "SYS), beyond NCCL's default P2P level PXB (src/graph/paths.cc, ncclTopoCheckP2p: "
@@ -198,7 +198,6 @@ static int report_links(FILE *o, const struct doctor *d, const struct comms *c, 
         if (!f->shm_from) f->shm_from = a ? a : &d->mem[c->order[from]];
       } else if (!strncmp(via, "NET/", 4) && same_host(d, a, b)) {
         f->net_local++;
-        if (!f->net_from) f->net_from = a;
       }
     }
     f->ipc |= !strncmp(via, "P2P/IPC", 7);
@@ -278,6 +277,7 @@ int dr_comm_report(const struct doctor *d, const struct comms *c, size_t k, int 
   for (size_t i = c->start[k]; i < c->start[k + 1]; i++) {
     const struct member *m = &d->mem[c->order[i]];
     if (m->rank >= 0 && m->rank < nranks && !map[m->rank]) map[m->rank] = m;
+    if (!f.nvml && d->procs[m->proc].np2p_off) f.nvml = &d->procs[m->proc];
   }
   /* Printed only when NCCL said something about what it built. */
   int any = 0;

@@ -36,7 +36,7 @@ void dr_set(char *dst, size_t len, const char *src) {
   dst[n] = 0;
 }
 
-void *dr_grow(void *p, size_t n, size_t size, int *oom) {
+static void *dr_grow(void *p, size_t n, size_t size, int *oom) {
   /* Doubles at powers of two; n is the count before the new element. */
   if (n & (n - 1) || (n && n < 8)) return p;
   void *q = realloc(p, (n ? n * 2 : 8) * size);
