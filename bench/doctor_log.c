@@ -6,7 +6,8 @@
  * a ratio near the size ratio (10x, 40x). Also reading the same file with
  * `cat` for the floor. Medians of 5 runs. Not a test.
  *
- *   make bench   (or build/bench/doctor_log after `make`; PT_SRCDIR=. by default)
+ *   make bench   (or build/bench/doctor_log after `make`: build/pcie-tune, or the
+ *   one beside $PCIE_TUNER_SO)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,7 +108,13 @@ static double run(const char *cmd) {
 }
 
 int main(void) {
-  const char *src = getenv("PT_SRCDIR") ? getenv("PT_SRCDIR") : ".";
+  /* `make bench` names the build through PCIE_TUNER_SO; pcie-tune is beside it. */
+  const char *so = getenv("PCIE_TUNER_SO");
+  char cli[512];
+  if (so && strrchr(so, '/'))
+    snprintf(cli, sizeof cli, "%.*s/pcie-tune", (int)(strrchr(so, '/') - so), so);
+  else
+    snprintf(cli, sizeof cli, "%s/build/pcie-tune", getenv("PT_SRCDIR") ? getenv("PT_SRCDIR") : ".");
   static const int sizes[] = {100, 1000, 4000};
   char dir[] = "/tmp/pt-bench-doctor-XXXXXX", path[128], cmd[1024];
   double base = 0;
@@ -120,7 +127,7 @@ int main(void) {
     long lines = write_log(path, sizes[i]);
     if (lines < 0) return 1;
     /* Exit 0: the generated job is a working one, so doctor read it all. */
-    snprintf(cmd, sizeof cmd, "'%s/build/pcie-tune' doctor -q '%s' > /dev/null", src, path);
+    snprintf(cmd, sizeof cmd, "'%s' doctor -q '%s' > /dev/null", cli, path);
     double t = run(cmd);
     snprintf(cmd, sizeof cmd, "cat '%s' > /dev/null", path);
     double c = run(cmd);
