@@ -2,8 +2,9 @@
  * A reader of NCCL debug logs (NCCL_DEBUG=INFO): splits one line of text into
  * NCCL's prefix ("host:pid:tid [dev] NCCL INFO msg", or "... [dev] file:line
  * NCCL WARN msg"; src/debug.cc, ncclDebugLog) and recognises the messages
- * that tell whether a tuner plugin was loaded and what this project's plugin
- * said. The messages come from one table in ncclog.c, matched on their
+ * that tell whether a tuner plugin was loaded, what this project's plugin
+ * said, and what NCCL built for a communicator (channels, rings, trees,
+ * transports, the topology search). The messages come from one table in ncclog.c, matched on their
  * stable beginnings, so a changed wording is a one-line edit there.
  *
  * It reads a line at a time and keeps no state: no files, no printing.
