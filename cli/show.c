@@ -14,6 +14,7 @@
 
 #include "cmds.h"
 #include "json.h"
+#include "nccl/common.h"
 #include "pcie/files.h"
 #include "pcie/table.h"
 #include "svg.h"
@@ -128,7 +129,17 @@ static const char *excluded(const struct pt_table *t, const struct pt_series *s,
       snprintf(buf, len, "%s at %s", pt_point_state_name(c->points[i].state), at);
       return buf;
     }
-  if (!t->comm_channels && coll != PT_ALLGATHER && t->chan_cap && c->channels > t->chan_cap) {
+  int unclamped = coll == PT_ALLGATHER || c->algo == NCCL_ALGO_COLLNET_DIRECT ||
+                  c->algo == NCCL_ALGO_COLLNET_CHAIN;
+  if (unclamped && c->channels) {
+    snprintf(buf, len,
+             "measured with %d channels, but NCCL does not clamp a tuner's count here (AllGatherV, "
+             "CollNet), so the plugin never writes one: only candidates measured with NCCL's own "
+             "count (channels = 0) run as measured",
+             c->channels);
+    return buf;
+  }
+  if (!t->comm_channels && !unclamped && t->chan_cap && c->channels > t->chan_cap) {
     snprintf(buf, len,
              "%d channels: the communicator's count is unknown, so the plugin returns at most "
              "%d (the smallest measured) and this would not run as measured",
