@@ -14,6 +14,7 @@
 
 #include "cmds.h"
 #include "json.h"
+#include "nccl/common.h"
 #include "pcie/files.h"
 #include "pcie/table.h"
 #include "svg.h"
@@ -75,11 +76,23 @@ static void choice_name(char *buf, size_t len, const struct pt_choice *c) {
 }
 
 /* The channel count NCCL runs for a choice: what the plugin writes, which
- * NCCL clamps to comm->nChannels (known: already below it), or NCCL's own. */
-static void runs_str(char *buf, size_t len, const struct pt_table *t, const struct pt_choice *c) {
-  if (!c->set_channels) snprintf(buf, len, "NCCL's");
-  else if (t->comm_channels) snprintf(buf, len, "%d", c->set_channels);
-  else snprintf(buf, len, "<=%d", c->set_channels);
+ * NCCL clamps to comm->nChannels (known: already below it), or NCCL's own.
+ * For a profile of NCCL 2.31 or later the count is only a cap under NCCL's
+ * size heuristic: the range it runs over the interval [lo, hi]. */
+static void runs_str(char *buf, size_t len, const struct pt_profile *p, const struct pt_table *t,
+                     const struct pt_choice *c, uint64_t lo, uint64_t hi, long nranks) {
+  const char *le = t->comm_channels ? "" : "<=";
+  int a = c->set_channels, b = c->set_channels;
+  if (!c->set_channels) {
+    snprintf(buf, len, "NCCL's");
+    return;
+  }
+  if (pt_nccl_caps_channels(p->prov.nccl_version)) {
+    a = pt_nccl_channels_run(c->set_channels, (int)nranks, c->algo, c->proto, lo);
+    b = pt_nccl_channels_run(c->set_channels, (int)nranks, c->algo, c->proto, hi);
+  }
+  if (a == b) snprintf(buf, len, "%s%d", le, a);
+  else snprintf(buf, len, "%s%d-%d", le, a, b);
 }
 
 static const char *why_nccl(const struct pt_interval *iv, int measured) {
@@ -87,6 +100,7 @@ static const char *why_nccl(const struct pt_interval *iv, int measured) {
   switch (iv->kind) {
   case PT_IV_OUTSIDE: return "NCCL: outside the measured sizes";
   case PT_IV_NO_GAIN: return "NCCL: no candidate beats its default by the margin";
+  case PT_IV_MODES_DIFFER: return "NCCL: graph and eager measurements disagree (regBuff differs per rank)";
   default: return "NCCL: nothing usable measured here";
   }
 }
@@ -115,7 +129,17 @@ static const char *excluded(const struct pt_table *t, const struct pt_series *s,
       snprintf(buf, len, "%s at %s", pt_point_state_name(c->points[i].state), at);
       return buf;
     }
-  if (!t->comm_channels && coll != PT_ALLGATHER && t->chan_cap && c->channels > t->chan_cap) {
+  int unclamped = coll == PT_ALLGATHER || c->algo == NCCL_ALGO_COLLNET_DIRECT ||
+                  c->algo == NCCL_ALGO_COLLNET_CHAIN;
+  if (unclamped && c->channels) {
+    snprintf(buf, len,
+             "measured with %d channels, but NCCL does not clamp a tuner's count here (AllGatherV, "
+             "CollNet), so the plugin never writes one: only candidates measured with NCCL's own "
+             "count (channels = 0) run as measured",
+             c->channels);
+    return buf;
+  }
+  if (!t->comm_channels && !unclamped && t->chan_cap && c->channels > t->chan_cap) {
     snprintf(buf, len,
              "%d channels: the communicator's count is unknown, so the plugin returns at most "
              "%d (the smallest measured) and this would not run as measured",
@@ -147,16 +171,20 @@ static void print_text(const struct pt_profile *p, const struct pt_table *t,
   if (p->prov.backend && p->prov.nccl_version)
     printf("measured with backend %s, NCCL %s\n", p->prov.backend, p->prov.nccl_version);
   if (served_from(p, coll, mode)) printf("note: %s\n", served_from(p, coll, mode));
+  if (pt_nccl_caps_channels(p->prov.nccl_version))
+    printf("channels: NCCL %s takes a tuner's count as a cap under its size heuristic: \"runs\" "
+           "is what it runs (Simple with c channels only from c x 32 KiB)\n",
+           p->prov.nccl_version);
   if (t->comm_channels)
     printf("channels: the communicator has %d (communicator.channels); NCCL runs at most that\n",
            t->comm_channels);
   else if (t->chan_cap)
-    printf("channels: the communicator's count is unknown; all-gather keeps NCCL's count, the "
-           "rest gets at most %d (the smallest measured)\n",
+    printf("channels: the communicator's count is unknown; all-gather and CollNet keep NCCL's "
+           "count, the rest gets at most %d (the smallest measured)\n",
            t->chan_cap);
   else
-    printf("channels: the communicator's count is unknown; all-gather keeps NCCL's count, a "
-           "rule's count elsewhere is passed on (NCCL clamps it)\n");
+    printf("channels: the communicator's count is unknown; all-gather and CollNet keep NCCL's "
+           "count, a rule's count elsewhere is passed on (NCCL clamps it)\n");
   /* The plugin refuses the profile when the job's channel-shaping variables
    * differ from nccl_env (docs/decisions.md, step 3): say how to match. */
   static const char *const shaping[] = {"NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS"};
@@ -203,7 +231,7 @@ static void print_text(const struct pt_profile *p, const struct pt_table *t,
       continue;
     }
     choice_name(ch, sizeof ch, &iv->c[0]);
-    runs_str(run, sizeof run, t, &iv->c[0]);
+    runs_str(run, sizeof run, p, t, &iv->c[0], iv->lo, set->iv[j - 1].hi, nranks);
     printf("%14s %14s  %-24s %6s", lo, hi, ch, run);
     if (iv->c[0].lat_us > 0) printf(" %8.1f \u00b5s", iv->c[0].lat_us);
     else printf(" %11s", "-");
@@ -251,6 +279,7 @@ static const char *kind_name(const struct pt_interval *iv) {
   if (iv->n) return iv->c[0].from_rule ? "rule" : iv->kind == PT_IV_NCCL_FAILS ? "measured_nccl_fails" : "measured";
   return iv->kind == PT_IV_OUTSIDE ? "nccl_outside_range"
          : iv->kind == PT_IV_NO_GAIN ? "nccl_no_gain"
+         : iv->kind == PT_IV_MODES_DIFFER ? "nccl_modes_differ"
                                      : "nccl_no_data";
 }
 
@@ -390,7 +419,7 @@ int cmd_show(int argc, char **argv) {
     goto out;
   }
   built = 1;
-  const struct pt_ivset *set = t.set[coll][mode];
+  const struct pt_ivset *set = t.set[coll];
   if (!set) {
     fprintf(stderr, "pcie-tune show: %s: no %s data in this profile\n", path, pt_coll_name(coll));
     goto out;

@@ -108,7 +108,7 @@ START_TEST(rules_only_profile) {
                      "version = 1;\nname = \"rules-only\";\n"
                      "provenance = { tool = \"t\"; backend = \"b\"; nccl_version = \"v\"; date = \"d\"; mode = \"graph\"; };\n"
                      "rules = ( { collective = \"allreduce\"; min_bytes = 32768L; max_bytes = 262144L;\n"
-                     "  algo = \"ring\"; proto = \"ll\"; channels = 4; mode = \"graph\"; } );\n"));
+                     "  algo = \"ring\"; proto = \"ll\"; channels = 4; } );\n"));
   ck_assert_int_eq(run(&out, &err, "show r.cfg --svg r.svg"), 0);
   free(out);
   free(err);

@@ -45,6 +45,23 @@ int pt_file_read(const char *path, size_t max, unsigned flags, char **text, size
  * when it cannot read one: a profile or box file must be self-contained. */
 int pt_text_refuse_include(const char *text, const char *file, struct pt_error_rec *err);
 
+/* What a profile may hold, so that reading any file costs little (tens of
+ * ms and a few MB: libconfig allocates a setting per value, ~100 bytes and
+ * ~0.3 us each). A full sweep of every collective in both modes has about
+ * 10^4 tokens, a nesting depth of 6 and strings of a few hundred bytes. */
+#define PT_MAX_PROFILE_TOKENS 65536
+#define PT_MAX_PROFILE_DEPTH 32
+#define PT_MAX_PROFILE_WORD 256      /* a name or a number */
+#define PT_MAX_PROFILE_STRING 65536  /* one string literal */
+#define PT_MAX_PROFILE_STRINGS (1 << 20) /* all of them */
+
+/* Refuses, before any parsing, a profile text over those bounds: more
+ * tokens (names, numbers, strings, opening brackets) than
+ * PT_MAX_PROFILE_TOKENS, groups or lists nested deeper than
+ * PT_MAX_PROFILE_DEPTH, a longer name, number or string, or more bytes of
+ * strings in all. One linear pass; allocates nothing. */
+int pt_text_prescan(const char *text, size_t len, const char *file, struct pt_error_rec *err);
+
 /* The atomic write's flags; PT_WRITE_FORCE (pcie/profile.h) is 1 << 0. */
 enum pt_output_flags {
   PT_OUT_FORCE = 1 << 0, /* replace an existing regular file (through a symlink) */
