@@ -13,6 +13,13 @@
 
 ncclResult_t pt_shim_init_v2(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction,
                              void **context);
+ncclResult_t pt_shim_init_v3(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction,
+                             void **context);
+ncclResult_t pt_shim_init_v4(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction,
+                             void **context);
+ncclResult_t pt_shim_init_v6(void **ctx, uint64_t commId, size_t nRanks, size_t nNodes,
+                             ncclDebugLogger_t logFunction, ncclNvlDomainInfo_v5_t *nvlDomainInfo,
+                             ncclTunerConstants_v5_t *constants);
 ncclResult_t pt_shim_init_v5(void **ctx, uint64_t commId, size_t nRanks, size_t nNodes,
                              ncclDebugLogger_t logFunction, ncclNvlDomainInfo_v5_t *nvlDomainInfo,
                              ncclTunerConstants_v5_t *constants);

@@ -16,6 +16,8 @@
 #include <stdint.h>
 
 #define PT_PROFILE_VERSION 1
+
+struct pt_box_fp;
 #define PT_MAX_CHANNELS 64
 
 enum pt_error {
@@ -131,6 +133,7 @@ struct pt_provenance {
   char *tool, *backend, *nccl_version, *date, *mode; /* mode: graph|eager|both */
   char *note;                                        /* free text, optional */
   char *extra;  /* optional: verbatim libconfig group body written as provenance.extra */
+  struct pt_box_fp *box; /* provenance.box (include/pcie/hostinfo.h); NULL when absent */
 };
 
 struct pt_profile {
