@@ -198,13 +198,25 @@ int pt_fp_compare(const struct pt_box_fp *prof, const struct pt_box_fp *host, ch
              host->ngpus == 1 ? "" : "s", prof->ngpus);
     r |= PT_FP_DIFF_BOX;
   }
+  char gone[160] = "", here[160] = "";
+  int ngone = 0;
+  for (int i = 0; i < prof->ngpus; i++)
+    if (!find_gpu(host, prof->gpu[i].bus_id) && ngone++ < 3)
+      snprintf(gone + strlen(gone), sizeof gone - strlen(gone), "%s%s", ngone > 1 ? ", " : "",
+               prof->gpu[i].bus_id);
+  for (int i = 0, k = 0; ngone && i < host->ngpus; i++)
+    if (!find_gpu(prof, host->gpu[i].bus_id) && k++ < 3)
+      snprintf(here + strlen(here), sizeof here - strlen(here), "%s%s", k > 1 ? ", " : "",
+               host->gpu[i].bus_id);
+  if (ngone) {
+    add_diff(msg, len, &nd, "%d measured GPU%s not on this host (%s%s)%s%s%s", ngone,
+             ngone == 1 ? " is" : "s are", gone, ngone > 3 ? ", ..." : "",
+             here[0] ? "; here the GPUs are at " : "", here, here[0] && host->ngpus > 3 ? ", ..." : "");
+    r |= PT_FP_DIFF_BOX;
+  }
   for (int i = 0; i < prof->ngpus; i++) {
     const struct pt_fp_gpu *p = &prof->gpu[i], *h = find_gpu(host, p->bus_id);
-    if (!h) {
-      add_diff(msg, len, &nd, "no GPU at %s here", p->bus_id);
-      r |= PT_FP_DIFF_BOX;
-      continue;
-    }
+    if (!h) continue;
     int before = nd;
     if (p->model[0] && strcmp(p->model, h->model))
       add_diff(msg, len, &nd, "GPU %s is %s here, %s when measured", p->bus_id,
