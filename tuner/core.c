@@ -74,7 +74,7 @@ void pt_core_init(struct pt_ctx **out, uint64_t comm_id, size_t nranks, size_t n
 
 void pt_core_init_abi(struct pt_ctx **out, uint64_t comm_id, size_t nranks, size_t nnodes,
                       ncclDebugLogger_t log, int abi) {
-  char msg[1400], ch[64], note[256] = "";
+  char msg[1400], ch[64], note[1100] = "";
   struct pt_ctx *ctx = calloc(1, sizeof *ctx);
   *out = ctx;
   if (!ctx) {

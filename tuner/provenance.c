@@ -61,10 +61,11 @@ static void check_box(const struct pt_profile *p, size_t nnodes, char *must, cha
 }
 
 static void check_nccl(const struct pt_profile *p, const struct pt_nccl_ver *v, char *must,
-                       char *warn, size_t len) {
+                       size_t len) {
   int major, minor;
   if (pt_nccl_version_parse(p->prov.nccl_version, &major, &minor)) {
-    add(warn, len, "provenance.nccl_version '%s' is no NCCL version; cannot check it",
+    add(must, len, "provenance.nccl_version '%s' is no NCCL version, so nothing shows which "
+                   "NCCL it was measured with",
         p->prov.nccl_version);
     return;
   }
@@ -91,13 +92,14 @@ int pt_prov_check(const struct pt_profile *p, size_t nnodes, const void *nccl_fn
           "records no provenance.box, so nothing shows it was measured on this box");
     else
       check_box(p, nnodes, must, warn, len);
-    check_nccl(p, &v, must, warn, len);
+    check_nccl(p, &v, must, len);
   }
-  if (must[0] && accept_foreign) {
+  if ((must[0] || warn[0]) && accept_foreign) {
+    /* Accepted on purpose: the init line says so and why, no WARN. */
     size_t n = strlen(note);
-    snprintf(note + n, note_len - n, ", foreign profile accepted (PCIE_TUNER_ACCEPT_FOREIGN=1)");
-    add(warn, len, "%s", must);
-    must[0] = 0;
+    snprintf(note + n, note_len - n, ", foreign profile accepted (PCIE_TUNER_ACCEPT_FOREIGN=1): %s%s%s",
+             must, must[0] && warn[0] ? "; " : "", warn);
+    must[0] = warn[0] = 0;
   }
   return must[0] != 0;
 }

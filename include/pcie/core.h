@@ -98,9 +98,9 @@ int pt_env_compare(const struct pt_profile *p, char *msg, size_t len);
  * against this process's NCCL (found through nccl_fn, the logger NCCL
  * passed to init, or bounded by abi), and a single-node profile on several
  * nodes. Returns 1 when the profile must not be used; must names why, warn
- * what only warns (both len bytes). With accept_foreign the refusal becomes
- * a warning. note gets "NCCL 2.30.7[, foreign profile accepted ...]" for
- * the init line. */
+ * what only warns (both len bytes). With accept_foreign nothing refuses and
+ * note, for the init line, gets "NCCL 2.30.7, foreign profile accepted
+ * (PCIE_TUNER_ACCEPT_FOREIGN=1): <what differs>"; else "NCCL 2.30.7". */
 int pt_prov_check(const struct pt_profile *p, size_t nnodes, const void *nccl_fn, int abi,
                   int accept_foreign, char *must, char *warn, size_t len, char *note,
                   size_t note_len);
