@@ -1,0 +1,27 @@
+/* The provenance line of `check` and `show` (cli/prov_text.h). */
+#include "prov_text.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "pcie/hostinfo.h"
+
+static int measured(const struct pt_profile *p) {
+  for (int c = 0; c < PT_NCOLL; c++)
+    for (int m = 0; m < PT_NMODES; m++)
+      if (p->series[c][m]) return 1;
+  return 0;
+}
+
+void cli_prov_text(const struct pt_profile *p, char *buf, size_t len) {
+  char box[1024];
+  if (p->prov.box) pt_fp_summary(p->prov.box, box, sizeof box);
+  else if (measured(p))
+    snprintf(box, sizeof box,
+             "no box recorded (no provenance.box): the plugin refuses it on a single node unless "
+             "PCIE_TUNER_ACCEPT_FOREIGN=1");
+  else
+    snprintf(box, sizeof box, "no box recorded (rules only: none needed)");
+  snprintf(buf, len, "%s; NCCL %s, backend %s%s", box, p->prov.nccl_version, p->prov.backend,
+           p->match_nnodes > 1 ? ", several nodes" : "");
+}
