@@ -60,6 +60,7 @@ int pt_box_fingerprint(const struct pt_box *b, struct pt_box_fp *fp) {
   struct numbering n;
   memset(&n, 0, sizeof n);
   memset(fp, 0, sizeof *fp);
+  fp->host_gpus = 1;
   for (int c = 0; c < PT_HW_MAX_CPUS; c++) n.next_bus[c] = c * 0x40 + 1;
   if (!b->has_hw) {
     /* A typed view has no hardware: one GPU per rank of a node, each on its

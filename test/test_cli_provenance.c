@@ -119,6 +119,49 @@ START_TEST(check_and_show_print_the_provenance) {
 }
 END_TEST
 
+/* Import records the GPUs NCCL's Init lines name ("busId 41000"): the
+ * communicator's, not all of the host's. */
+START_TEST(import_records_the_bus_ids_nccl_names) {
+  char *src = NULL, *text = NULL;
+  ck_assert(asprintf(&src, "%s/test/data/nccltests/synth/ar8-eager-default.txt", pt_test_srcdir()) > 0);
+  FILE *f = fopen(src, "r");
+  ck_assert_ptr_nonnull(f);
+  char line[1024];
+  size_t len = 0;
+  FILE *m = open_memstream(&text, &len);
+  while (fgets(line, sizeof line, f)) {
+    fputs(line, m);
+    if (strstr(line, "NCCL INFO NCCL version"))
+      for (int r = 0; r < 2; r++) /* two ranks' lines, each printed twice (START, COMPLETE) */
+        for (int k = 0; k < 2; k++)
+          fprintf(m,
+                  "pcie8:4242:4259 [%d] NCCL INFO ncclCommInitAll comm 0x55d0 rank %d nranks 8 "
+                  "cudaDev %d nvmlDev %d busId %x commId 0x8d2f - Init %s\n",
+                  r, r, r, r, 0x41000 + r * 0x1000, k ? "COMPLETE" : "START");
+  }
+  fclose(f);
+  fclose(m);
+  free(pt_test_write(dir, "default.txt", text));
+  ck_assert_int_eq(RUN("import --out p.cfg default.txt '%s/test/data/nccltests/synth/ar8-eager-ring-ll-4.txt'",
+                       pt_test_srcdir()),
+                   0);
+  free(out);
+  char *cmd = NULL;
+  ck_assert(asprintf(&cmd, "cat '%s/p.cfg'", dir) > 0);
+  free(err);
+  ck_assert_int_eq(pt_test_run(cmd, &out, &err), 0);
+  ck_assert_msg(strstr(out, "host_gpus = false;") && strstr(out, "bus_id = \"0000:41:00.0\"") &&
+                    strstr(out, "bus_id = \"0000:42:00.0\""),
+                "%s", out);
+  ck_assert_int_eq(RUN("check p.cfg"), 0);
+  ck_assert_msg(strstr(out, "measured on: 2 GPUs of the communicator (bus ids only); NCCL 2.28.9"),
+                "%s", out);
+  free(cmd);
+  free(text);
+  free(src);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("cli-provenance");
   TCase *tc = tcase_create("cli");
@@ -128,6 +171,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, simulate_says_what_the_plugin_warns);
   tcase_add_test(tc, simulate_warns_when_the_profile_is_slower);
   tcase_add_test(tc, check_and_show_print_the_provenance);
+  tcase_add_test(tc, import_records_the_bus_ids_nccl_names);
   suite_add_tcase(s, tc);
   return s;
 }

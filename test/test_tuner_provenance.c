@@ -441,6 +441,37 @@ START_TEST(ranks_with_different_environments_decide_alike) {
 }
 END_TEST
 
+/* A box that lists only the communicator's GPUs (an import): those must be
+ * on the host, which may have more. */
+START_TEST(communicator_gpus_must_be_on_the_host) {
+  struct pt_box_fp fp;
+  ck_assert_int_eq(pt_box_fingerprint(box("gen5-8x-p2p"), &fp), 0);
+  run_on("gen5-8x-p2p");
+  for (int missing = 0; missing < 2; missing++) {
+    char *text = NULL;
+    ck_assert(asprintf(&text,
+                       "version = 1;\nname = \"imp\";\nmatch = { nranks = 2; };\n"
+                       "provenance = { tool = \"t\"; backend = \"nccl-tests\"; nccl_version = "
+                       "\"2.30.7\"; date = \"d\"; mode = \"eager\";\n"
+                       "  box = { host_gpus = false; gpus = ( { bus_id = \"%s\"; }, "
+                       "{ bus_id = \"%s\"; } ); };\n};\n"
+                       "allreduce = { eager = { sizes = [ 1024L, 1048576L ];\n"
+                       "  nccl_default = ( 20.0, 200.0 );\n"
+                       "  candidates = ( { algo = \"ring\"; proto = \"ll\"; channels = 2; "
+                       "latency = ( 10.0, 100.0 ); } ); }; };\n",
+                       fp.gpu[0].bus_id, missing ? "0000:ee:00.0" : fp.gpu[1].bus_id) > 0);
+    char *path = pt_test_write(dir, "imp.cfg", text);
+    setenv("PCIE_TUNER_PROFILE", path, 1);
+    ph_log_clear();
+    ck_assert_int_eq(tunes(0, 2, 1, ph_logger), !missing);
+    ck_assert_uint_eq(ph_log_find(NCCL_LOG_WARN, "1 measured GPU is not on this host (0000:ee:00.0)"),
+                      (size_t)missing);
+    free(path);
+    free(text);
+  }
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("provenance");
   TCase *tc = tcase_create("dlopen");
@@ -453,6 +484,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, foreign_profile_accepted_on_purpose);
   tcase_add_test(tc, several_nodes_host_only_warns);
   tcase_add_test(tc, profile_without_box_is_refused);
+  tcase_add_test(tc, communicator_gpus_must_be_on_the_host);
   tcase_add_test(tc, nccl_version_found_through_its_logger);
   tcase_add_test(tc, tuner_abi_bounds_an_unknown_version);
   tcase_add_test(tc, ranks_with_different_environments_decide_alike);

@@ -127,6 +127,7 @@ int pt_host_read(const char *root, struct pt_box_fp *fp, char *err, size_t errle
   char base[PATH_MAX], devices[PATH_MAX], dir[PATH_MAX + 64], v[64];
   int rc = 0;
   memset(fp, 0, sizeof *fp);
+  fp->host_gpus = 1;
   if (!root) root = getenv("PCIE_TUNER_SYSFS_ROOT");
   if (!root) root = "";
   snprintf(base, sizeof base, "%s/sys/bus/pci/devices", root);
@@ -193,7 +194,7 @@ int pt_fp_compare(const struct pt_box_fp *prof, const struct pt_box_fp *host, ch
                   size_t len) {
   int r = 0, nd = 0;
   if (len) msg[0] = 0;
-  if (prof->ngpus != host->ngpus) {
+  if (prof->host_gpus && prof->ngpus != host->ngpus) {
     add_diff(msg, len, &nd, "%d NVIDIA GPU%s here, %d when measured", host->ngpus,
              host->ngpus == 1 ? "" : "s", prof->ngpus);
     r |= PT_FP_DIFF_BOX;
@@ -204,7 +205,7 @@ int pt_fp_compare(const struct pt_box_fp *prof, const struct pt_box_fp *host, ch
     if (!find_gpu(host, prof->gpu[i].bus_id) && ngone++ < 3)
       snprintf(gone + strlen(gone), sizeof gone - strlen(gone), "%s%s", ngone > 1 ? ", " : "",
                prof->gpu[i].bus_id);
-  for (int i = 0, k = 0; ngone && i < host->ngpus; i++)
+  for (int i = 0, k = 0; ngone && prof->host_gpus && i < host->ngpus; i++)
     if (!find_gpu(prof, host->gpu[i].bus_id) && k++ < 3)
       snprintf(here + strlen(here), sizeof here - strlen(here), "%s%s", k > 1 ? ", " : "",
                host->gpu[i].bus_id);
@@ -289,7 +290,8 @@ void pt_fp_summary(const struct pt_box_fp *fp, char *buf, size_t len) {
       if (strlen(list) != l) *(k ? &nbridge : &nroot) += 1;
     }
   }
-  snprintf(buf, len, "%d GPU%s", fp->ngpus, fp->ngpus == 1 ? "" : "s");
+  snprintf(buf, len, "%d GPU%s%s", fp->ngpus, fp->ngpus == 1 ? "" : "s",
+           fp->host_gpus ? "" : " of the communicator");
 #define ADD(...) snprintf(buf + strlen(buf), len > strlen(buf) ? len - strlen(buf) : 0, __VA_ARGS__)
   if (models[0]) ADD(" %s", models);
   if (links[0]) ADD(", PCIe %s", links);

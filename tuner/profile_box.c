@@ -95,7 +95,7 @@ static int load_gpu(const config_setting_t *s, struct pt_fp_gpu *g, const char *
 
 int pt__load_box(const config_setting_t *s, const char *file, struct pt_box_fp **out,
                  struct pt_error_rec *e) {
-  static const char *const keys[] = {"gpus", "driver", NULL};
+  static const char *const keys[] = {"gpus", "driver", "host_gpus", NULL};
   int rc = 0;
   if (!config_setting_is_group(s))
     return fail(e, file, s, "provenance.box must be a group { gpus = ( ... ); }");
@@ -113,6 +113,13 @@ int pt__load_box(const config_setting_t *s, const char *file, struct pt_box_fp *
                 PT_FP_MAX_GPUS);
   struct pt_box_fp *fp = calloc(1, sizeof *fp);
   if (!fp) return PT_ENOMEM;
+  fp->host_gpus = 1;
+  const config_setting_t *hg = config_setting_get_member(s, "host_gpus");
+  if (hg && config_setting_type(hg) != CONFIG_TYPE_BOOL) {
+    rc = fail(e, file, hg, "provenance.box: host_gpus must be true or false");
+    goto out;
+  }
+  if (hg) fp->host_gpus = config_setting_get_bool(hg);
   if ((rc = get_str(s, "driver", fp->driver, sizeof fp->driver, file, e))) goto out;
   for (int i = 0; i < config_setting_length(g) && !rc; i++) {
     rc = load_gpu(config_setting_get_elem(g, (unsigned)i), &fp->gpu[i], file, e);
@@ -151,6 +158,7 @@ static void put_str(FILE *f, const char *key, const char *v) {
 
 void pt__render_box(FILE *f, const struct pt_box_fp *fp) {
   fputs("  box = {\n", f);
+  if (!fp->host_gpus) fputs("    host_gpus = false;\n", f);
   if (fp->driver[0]) {
     fputs("   ", f);
     put_str(f, "driver", fp->driver);

@@ -36,6 +36,10 @@ struct pt_fp_gpu {
 
 struct pt_box_fp {
   int ngpus; /* sorted by bus_id */
+  /* 1: every NVIDIA GPU of the host (what sysfs shows); 0: only those the
+   * measured communicator used (an import of NCCL's INFO lines). With 0 the
+   * host may have more GPUs, and the count is not compared. */
+  int host_gpus;
   struct pt_fp_gpu gpu[PT_FP_MAX_GPUS];
   char driver[32]; /* NVIDIA driver version (/sys/module/nvidia/version), "" = unknown */
 };
@@ -57,8 +61,9 @@ void pt_fp_sort(struct pt_box_fp *fp);
 
 enum { PT_FP_DIFF_BOX = 1, PT_FP_DIFF_DRIVER = 2 };
 /* Compares what a profile recorded (prof) with the host. Only fields the
- * profile recorded count (an import knows bus ids only); the GPU count and
- * each bus id always do. Returns 0, or PT_FP_DIFF_* bits; msg names the
+ * profile recorded count (an import knows bus ids only); each bus id always
+ * does, and the GPU count when prof lists all the host's GPUs (host_gpus).
+ * Returns 0, or PT_FP_DIFF_* bits; msg names the
  * first differences ("GPU 0000:17:00.0: link gen 4 here, 5 when measured"). */
 int pt_fp_compare(const struct pt_box_fp *prof, const struct pt_box_fp *host, char *msg,
                   size_t len);
