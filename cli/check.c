@@ -57,7 +57,7 @@ static void json_line(const char *path, const char *status, const char *msg,
     printf(", \"comm_channels\": %d, \"nccl_default\": %s", p->comm_channels,
            pt_profile_lacks_default(p) ? "false" : "true");
     char prov[1400];
-    cli_prov_text(p, prov, sizeof prov);
+    cli_prov_box(p, prov, sizeof prov);
     printf(", \"nccl_version\": ");
     cli_json_str(p->prov.nccl_version);
     printf(", \"box_gpus\": %d, \"measured_on\": ", p->prov.box ? p->prov.box->ngpus : 0);
@@ -70,10 +70,11 @@ static void json_line(const char *path, const char *status, const char *msg,
  * profile only on that box and that NCCL (docs/decisions.md). */
 static void ok_line(const char *path, const struct pt_profile *p, const struct pt_table *t) {
   char prov[1400];
-  cli_prov_text(p, prov, sizeof prov);
+  cli_prov_box(p, prov, sizeof prov);
   printf("%s: ok (name '%s', hash %016llx, %zu decision intervals in %zu collective/mode "
-         "tables)\n  measured on: %s\n",
-         path, p->name, (unsigned long long)p->hash, t->ninterval, t->nsets, prov);
+         "tables)\n  measured on: %s; NCCL %s, backend %s\n",
+         path, p->name, (unsigned long long)p->hash, t->ninterval, t->nsets, prov,
+         p->prov.nccl_version, p->prov.backend);
 }
 
 static int check_one(const char *path, int quiet, int json) {

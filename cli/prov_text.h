@@ -6,8 +6,8 @@
 
 #include "pcie/profile.h"
 
-/* "8 GPUs 10de:2330, PCIe gen5 x16, NUMA nodes 0, 1, ...; NCCL 2.30.7,
- * backend nccl", or, without provenance.box, what the plugin then does. */
-void cli_prov_text(const struct pt_profile *p, char *buf, size_t len);
+/* "8 GPUs 10de:2330, PCIe gen5 x16, NUMA nodes 0, 1, ..." from
+ * provenance.box, or, without one, what the plugin then does. */
+void cli_prov_box(const struct pt_profile *p, char *buf, size_t len);
 
 #endif

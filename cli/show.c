@@ -145,11 +145,11 @@ static void print_text(const struct pt_profile *p, const struct pt_table *t,
          pt_mode_name(mode));
   /* Which NCCL the data was measured with; on a simulated box, whether its
    * NCCL view was derived from hardware or typed by hand (docs/sim.md). */
-  if (p->prov.backend && p->prov.nccl_version) {
-    char prov[1400];
-    cli_prov_text(p, prov, sizeof prov);
-    printf("measured on: %s\n", prov);
-  }
+  if (p->prov.backend && p->prov.nccl_version)
+    printf("measured with backend %s, NCCL %s\n", p->prov.backend, p->prov.nccl_version);
+  char prov[1400];
+  cli_prov_box(p, prov, sizeof prov);
+  printf("measured on: %s\n", prov); /* the box the plugin requires at init */
   if (served_from(p, coll, mode)) printf("note: %s\n", served_from(p, coll, mode));
   if (t->comm_channels)
     printf("channels: the communicator has %d (communicator.channels); NCCL runs at most that\n",

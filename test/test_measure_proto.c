@@ -52,6 +52,7 @@ START_TEST(messages_round_trip) {
                          bo;
   /* The box travels too (provenance.box of an isolated sweep). */
   bi.box.ngpus = 2;
+  bi.box.host_gpus = 1;
   snprintf(bi.box.gpu[0].bus_id, sizeof bi.box.gpu[0].bus_id, "0000:17:00.0");
   snprintf(bi.box.gpu[1].bus_id, sizeof bi.box.gpu[1].bus_id, "0000:65:00.0");
   bi.box.gpu[1].link_gen = 5;
