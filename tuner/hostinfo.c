@@ -140,7 +140,7 @@ int pt_host_read(const char *root, struct pt_box_fp *fp, char *err, size_t errle
   }
   for (struct dirent *e; (e = readdir(d)) && !rc;) {
     if (!pt_fp_bus_id_ok(e->d_name)) continue;
-    snprintf(dir, sizeof dir, "%s/%s", base, e->d_name);
+    snprintf(dir, sizeof dir, "%s/%.15s", base, e->d_name); /* 12 characters: checked above */
     if (read_line(v, sizeof v, "%s/vendor", dir) || hex_of(v) != 0x10de) continue;
     /* VGA (0x0300) or 3D controller (0x0302): NVIDIA's audio and USB
      * functions share the vendor id. */
@@ -153,7 +153,7 @@ int pt_host_read(const char *root, struct pt_box_fp *fp, char *err, size_t errle
       break;
     }
     struct pt_fp_gpu *g = &fp->gpu[fp->ngpus++];
-    snprintf(g->bus_id, sizeof g->bus_id, "%s", e->d_name);
+    snprintf(g->bus_id, sizeof g->bus_id, "%.12s", e->d_name);
     fill_gpu(g, dir, devices);
   }
   closedir(d);
