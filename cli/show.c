@@ -25,7 +25,7 @@ static const char usage_text[] =
     "\n"
     "Prints, per message-size range, what the plugin decides for a profile: the\n"
     "candidate it ranks first (algo/proto/channels), the channel count NCCL will\n"
-    "actually run, its expected latency, NCCL default's and the speed-up, or why\n"
+    "actually run, its expected latency, NCCL default's and the speedup, or why\n"
     "the range is left to NCCL; then the candidates excluded and why.\n"
     "Adjacent decision intervals with the same first choice share one row.\n"
     "\n"
@@ -185,7 +185,7 @@ static void print_text(const struct pt_profile *p, const struct pt_table *t,
     printf("warning: no nccl_default in this series: candidates are ranked without knowing "
            "where NCCL's own choice is faster\n");
   printf("%14s %14s  %-24s %6s %11s %11s %13s  %s\n", "from", "to", "choice", "runs", "latency",
-         "NCCL", "speed-up", "why / fallbacks");
+         "NCCL", "speedup", "why / fallbacks");
   for (size_t i = 0; i < set->n;) {
     const struct pt_interval *iv = &set->iv[i];
     size_t j = i;
@@ -318,39 +318,6 @@ static int svg_check(const char *svg, int force, const char *profile) {
   return -1;
 }
 
-/* Writes the chart to svg: through a symlink (checked above: only with
- * --force), or to standard output for '-' by way of a private temporary
- * file, as pt_svg_write writes only files. */
-static int svg_write(const char *svg, const char *title, const struct pt_series *s,
-                     const struct pt_ivset *set, int force) {
-  const char *tmp = getenv("TMPDIR");
-  char *target = NULL, *dir = NULL, *file = NULL, *text = NULL;
-  struct pt_error_rec e;
-  size_t len;
-  int rc = -1, saved;
-  if (strcmp(svg, "-")) {
-    if (!(target = pt_output_target(svg))) return -1;
-    rc = pt_svg_write(target, title, s, set, force);
-  } else if (asprintf(&dir, "%s/pcie-tune-svg.XXXXXX", tmp && *tmp ? tmp : "/tmp") < 0) {
-    dir = NULL;
-  } else if (mkdtemp(dir) && asprintf(&file, "%s/chart.svg", dir) >= 0) {
-    if (!pt_svg_write(file, title, s, set, 0) &&
-        !pt_file_read(file, (size_t)64 << 20, 0, &text, &len, &e))
-      rc = pt_output_write("-", text, len, 0, &e) ? -1 : 0;
-    unlink(file);
-    rmdir(dir);
-  } else {
-    file = NULL;
-  }
-  saved = errno;
-  free(target);
-  free(dir);
-  free(file);
-  free(text);
-  errno = saved;
-  return rc;
-}
-
 int cmd_show(int argc, char **argv) {
   const char *path = NULL, *svg = NULL;
   int coll = PT_ALLREDUCE, mode = PT_MODE_GRAPH, json = 0, force = 0, quiet = 0, status = 1, bytes = 0;
@@ -408,6 +375,10 @@ int cmd_show(int argc, char **argv) {
     fprintf(stderr, "pcie-tune show: %s\n", buf);
     return 1;
   }
+  /* The plugin refuses a partial sweep: what follows is not what a job gets. */
+  if (pt_profile_partial(&p, buf, sizeof buf))
+    fprintf(stderr, "pcie-tune show: %s: %s; the plugin refuses it and leaves every decision to NCCL until then\n",
+            path, buf);
   if (nranks && p.match_nranks && p.match_nranks != nranks) {
     fprintf(stderr, "pcie-tune show: %s: profile applies to %d ranks, not %ld\n", path, p.match_nranks, nranks);
     goto out;
@@ -440,8 +411,10 @@ int cmd_show(int argc, char **argv) {
   if (svg) {
     char title[300];
     snprintf(title, sizeof title, "%s: %s, %s mode", p.name, pt_coll_name(coll), pt_mode_name(mode));
-    if (svg_write(svg, title, s, set, force)) {
-      fprintf(stderr, "pcie-tune show: cannot write %s: %s\n", svg, strerror(errno));
+    struct pt_error_rec we;
+    if (pt_svg_write(svg, title, s, set, force, &we)) {
+      pt_error_format(&we, buf, sizeof buf);
+      fprintf(stderr, "pcie-tune show: %s\n", buf);
       goto out;
     }
     if (!json && !quiet && strcmp(svg, "-")) printf("chart written to %s\n", svg);

@@ -72,6 +72,19 @@ static int read_fd(int fd, const char *path, size_t hint, size_t max, char **tex
   return 0;
 }
 
+/* PT_READ_TEXT: the first NUL byte, by line; frees the text on refusal. */
+static int refuse_nul(const char *path, char **text, size_t *len, struct pt_error_rec *err) {
+  const char *nul = memchr(*text, '\0', *len);
+  int line = 1;
+  if (!nul) return 0;
+  for (const char *p = *text; p < nul; p++) line += *p == '\n';
+  free(*text);
+  *text = NULL;
+  *len = 0;
+  return pt_error_set(err, PT_EINVAL, path, line,
+                      "NUL byte in the file (a text file has none); is it the right file?");
+}
+
 int pt_file_read(const char *path, size_t max, unsigned flags, char **text, size_t *len,
                  struct pt_error_rec *err) {
   struct stat st, fst;
@@ -79,8 +92,11 @@ int pt_file_read(const char *path, size_t max, unsigned flags, char **text, size
   memset(err, 0, sizeof *err);
   *text = NULL;
   *len = 0;
-  if ((flags & PT_READ_STDIN) && !strcmp(path, "-"))
-    return read_fd(STDIN_FILENO, "<stdin>", 0, max, text, len, err);
+  if ((flags & PT_READ_STDIN) && !strcmp(path, "-")) {
+    rc = read_fd(STDIN_FILENO, "<stdin>", 0, max, text, len, err);
+    if (!rc && (flags & PT_READ_TEXT)) rc = refuse_nul("<stdin>", text, len, err);
+    return rc;
+  }
   /* stat first, so a device node is never even opened (opening some has
    * side effects); fstat after, on what was actually opened. */
   if (stat(path, &st) != 0)
@@ -103,6 +119,7 @@ int pt_file_read(const char *path, size_t max, unsigned flags, char **text, size
     rc = read_fd(fd, path, (size_t)fst.st_size, max, text, len, err);
   }
   close(fd);
+  if (!rc && (flags & PT_READ_TEXT)) rc = refuse_nul(path, text, len, err);
   return rc;
 }
 

@@ -543,14 +543,16 @@ int pt_profile_has_comm_rules(const struct pt_profile *p) {
   return 0;
 }
 
-/* The smallest channel count any candidate was measured with (0 = none). */
+/* The smallest channel count any usable candidate was measured with (0 =
+ * none). A poisoned candidate is never ranked, so its count must not clamp
+ * the good ones below what they were measured with. */
 static int smallest_measured(const struct pt_profile *p) {
   int m = 0;
   for (int c = 0; c < PT_NCOLL; c++)
     for (int md = 0; md < PT_NMODES; md++) {
       const struct pt_series *s = p->series[c][md];
       for (size_t k = 0; s && k < s->ncand; k++)
-        if (!m || s->cand[k].channels < m) m = s->cand[k].channels;
+        if (!poisoned(&s->cand[k], s->nsizes) && (!m || s->cand[k].channels < m)) m = s->cand[k].channels;
     }
   return m;
 }

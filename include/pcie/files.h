@@ -27,6 +27,10 @@
 
 enum pt_read_flags {
   PT_READ_STDIN = 1 << 0, /* "-" reads standard input (the user's own pipe) */
+  /* A text file: a NUL byte is refused with its line. Parsers that take a
+   * C string (libconfig, the workload and topology readers) would
+   * otherwise stop there and silently lose the rest of the file. */
+  PT_READ_TEXT = 1 << 1,
 };
 
 /* Reads all of path into a malloc'ed NUL-terminated buffer (*len bytes, a
