@@ -6,17 +6,10 @@
 
 #include "pcie/hostinfo.h"
 
-static int measured(const struct pt_profile *p) {
-  for (int c = 0; c < PT_NCOLL; c++)
-    for (int m = 0; m < PT_NMODES; m++)
-      if (p->series[c][m]) return 1;
-  return 0;
-}
-
 void cli_prov_box(const struct pt_profile *p, char *buf, size_t len) {
   char box[1024];
   if (p->prov.box) pt_fp_summary(p->prov.box, box, sizeof box);
-  else if (measured(p))
+  else if (pt_profile_measured(p))
     snprintf(box, sizeof box,
              "no box recorded (no provenance.box): the plugin refuses it on a single node unless "
              "PCIE_TUNER_ACCEPT_FOREIGN=1");

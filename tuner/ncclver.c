@@ -39,7 +39,9 @@ int pt_nccl_version(const void *nccl_fn, int abi, struct pt_nccl_ver *out) {
   Dl_info info;
   memset(out, 0, sizeof *out);
   pt_nccl_version_range(abi, &out->minor_lo, &out->minor_hi);
-  if (out->minor_lo == out->minor_hi)
+  if (!abi)
+    snprintf(out->how, sizeof out->how, "unknown");
+  else if (out->minor_lo == out->minor_hi)
     snprintf(out->how, sizeof out->how, "unknown, tuner ABI v%d implies NCCL 2.%d", abi,
              out->minor_lo);
   else if (out->minor_hi == 99)

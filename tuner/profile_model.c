@@ -164,3 +164,10 @@ const char *pt_profile_env(const struct pt_profile *p, const char *name) {
     if (!strcmp(p->env[i].name, name)) return p->env[i].value;
   return NULL;
 }
+
+int pt_profile_measured(const struct pt_profile *p) {
+  for (int c = 0; c < PT_NCOLL; c++)
+    for (int m = 0; m < PT_NMODES; m++)
+      if (p->series[c][m]) return 1;
+  return 0;
+}

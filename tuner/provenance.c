@@ -33,13 +33,6 @@ static void add(char *buf, size_t len, const char *fmt, ...) {
   va_end(ap);
 }
 
-static int measured(const struct pt_profile *p) {
-  for (int c = 0; c < PT_NCOLL; c++)
-    for (int m = 0; m < PT_NMODES; m++)
-      if (p->series[c][m]) return 1;
-  return 0;
-}
-
 /* The box: what differs goes to must (single node) or warn (several). */
 static void check_box(const struct pt_profile *p, size_t nnodes, char *must, char *warn,
                       size_t len) {
@@ -82,7 +75,7 @@ int pt_prov_check(const struct pt_profile *p, size_t nnodes, const void *nccl_fn
   must[0] = warn[0] = 0;
   pt_nccl_version(nccl_fn, abi, &v);
   snprintf(note, note_len, "NCCL %s", v.how);
-  if (measured(p)) {
+  if (pt_profile_measured(p)) {
     if (nnodes > 1 && p->match_nnodes < 2)
       add(must, len, "measured on a single node (match.nnodes is %d), this communicator spans "
                      "%zu nodes",
