@@ -14,6 +14,8 @@
 #include "check_dir.h"
 #include "cmds.h"
 #include "json.h"
+#include "prov_text.h"
+#include "pcie/hostinfo.h"
 #include "pcie/profile.h"
 #include "pcie/table.h"
 
@@ -54,8 +56,25 @@ static void json_line(const char *path, const char *status, const char *msg,
            (unsigned long long)p->hash, t->ninterval, t->nsets);
     printf(", \"comm_channels\": %d, \"nccl_default\": %s", p->comm_channels,
            pt_profile_lacks_default(p) ? "false" : "true");
+    char prov[1400];
+    cli_prov_box(p, prov, sizeof prov);
+    printf(", \"nccl_version\": ");
+    cli_json_str(p->prov.nccl_version);
+    printf(", \"box_gpus\": %d, \"measured_on\": ", p->prov.box ? p->prov.box->ngpus : 0);
+    cli_json_str(prov);
   }
   printf("}\n");
+}
+
+/* "FILE: ok (...)" and where it was measured: the plugin uses a measured
+ * profile only on that box and that NCCL (docs/decisions.md). */
+static void ok_line(const char *path, const struct pt_profile *p, const struct pt_table *t) {
+  char prov[1400];
+  cli_prov_box(p, prov, sizeof prov);
+  printf("%s: ok (name '%s', hash %016llx, %zu decision intervals in %zu collective/mode "
+         "tables)\n  measured on: %s; NCCL %s, backend %s\n",
+         path, p->name, (unsigned long long)p->hash, t->ninterval, t->nsets, prov,
+         p->prov.nccl_version, p->prov.backend);
 }
 
 static int check_one(const char *path, int quiet, int json) {
@@ -91,16 +110,12 @@ static int check_one(const char *path, int quiet, int json) {
     else {
       fprintf(stderr, "%s: %s\n", path, line);
       if (!quiet)
-        printf("%s: ok (name '%s', hash %016llx, %zu decision intervals in %zu collective/mode "
-               "tables)\n",
-               path, p.name, (unsigned long long)p.hash, t.ninterval, t.nsets);
+        ok_line(path, &p, &t);
     }
   } else if (json) {
     json_line(path, "ok", NULL, &p, &t);
   } else if (!quiet) {
-    printf("%s: ok (name '%s', hash %016llx, %zu decision intervals in %zu collective/mode "
-           "tables)\n",
-           path, p.name, (unsigned long long)p.hash, t.ninterval, t.nsets);
+    ok_line(path, &p, &t);
   }
   pt_table_release(&t);
   pt_profile_release(&p);

@@ -15,6 +15,7 @@
 #include "cmds.h"
 #include "json.h"
 #include "nccl/common.h"
+#include "prov_text.h"
 #include "pcie/files.h"
 #include "pcie/table.h"
 #include "svg.h"
@@ -170,6 +171,9 @@ static void print_text(const struct pt_profile *p, const struct pt_table *t,
    * NCCL view was derived from hardware or typed by hand (docs/sim.md). */
   if (p->prov.backend && p->prov.nccl_version)
     printf("measured with backend %s, NCCL %s\n", p->prov.backend, p->prov.nccl_version);
+  char prov[1400];
+  cli_prov_box(p, prov, sizeof prov);
+  printf("measured on: %s\n", prov); /* the box the plugin requires at init */
   if (served_from(p, coll, mode)) printf("note: %s\n", served_from(p, coll, mode));
   if (pt_nccl_caps_channels(p->prov.nccl_version))
     printf("channels: NCCL %s takes a tuner's count as a cap under its size heuristic: \"runs\" "

@@ -242,7 +242,16 @@ int cmd_simulate(int argc, char **argv) {
   }
   setenv("PCIE_TUNER_PROFILE", profile, 1);
   int status = 1;
-  if (ph_comm_init(&comm, &pl, (size_t)box.nranks, (size_t)box.nnodes, 1) != 0) {
+  /* The plugin checks the profile against the host it runs on: here the
+   * simulated box, presented as its sysfs tree. */
+  char sysroot[PATH_MAX] = "";
+  if (ph_box_present(&box, sysroot, sizeof sysroot, buf, sizeof buf)) {
+    fprintf(stderr, "pcie-tune simulate: %s\n", buf);
+    goto out_close;
+  }
+  int irc = ph_comm_init(&comm, &pl, (size_t)box.nranks, (size_t)box.nnodes, 1);
+  ph_box_withdraw(sysroot); /* read at init only */
+  if (irc != 0) {
     fprintf(stderr, "pcie-tune simulate: the plugin's init failed\n");
     goto out_close;
   }
@@ -266,10 +275,15 @@ int cmd_simulate(int argc, char **argv) {
      * or a profile for another box reports 1.00x without a word. */
     const char *leave = strstr(le.msg, "; leaving "), *why = le.msg;
     if (!strncmp(why, PLUGIN_NAME ": ", strlen(PLUGIN_NAME) + 2)) why += strlen(PLUGIN_NAME) + 2;
+    if (le.level != NCCL_LOG_WARN) continue;
     if (leave && strstr(leave, "to NCCL")) {
       snprintf(warning, sizeof warning, "the plugin tunes nothing on this %d-rank box: %.*s", box.nranks,
                (int)(leave - why), why);
       fprintf(stderr, "pcie-tune simulate: warning: %s\n", warning);
+    } else {
+      /* A difference the plugin only warns about (NCCL_* variables, the
+       * driver): a job's log would show it, so say it here too. */
+      fprintf(stderr, "pcie-tune simulate: the plugin warns: %s\n", why);
     }
   }
   if (json) {
@@ -360,6 +374,11 @@ int cmd_simulate(int argc, char **argv) {
   else
     printf("%-14s %10s  %-16s %-16s %-16s %8.1f \u00b5s %8.1f \u00b5s %8.1f \u00b5s %7.2fx %8.3f\n", "total", "", "",
            "", "", tot[0], tot[1], tot[2], tot[1] > 0 ? tot[0] / tot[1] : 0, tot[2] > 0 ? tot[1] / tot[2] : 0);
+  if (tot[1] > 0 && tot[0] / tot[1] < 0.995)
+    fprintf(stderr,
+            "pcie-tune simulate: warning: the profile is slower than NCCL's own choice on this workload "
+            "(%.2fx in total); do not use it on this box\n",
+            tot[0] / tot[1]);
   status = faults ? 1 : 0;
   ph_comm_finalize(&comm);
 out_close:

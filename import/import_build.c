@@ -267,6 +267,19 @@ static int emit_provenance(struct build *b, struct pt_profile *p) {
                             i + 1 < b->n ? ";" : "");
   }
   p->prov.note = note;
+  /* provenance.box: the communicator's GPUs NCCL named (no model, link or
+   * tree: its INFO lines do not say), the union over the logs. */
+  for (size_t i = 0; i < b->n; i++)
+    for (int k = 0; k < b->in[i].log.nbus; k++) {
+      if (!p->prov.box && !(p->prov.box = calloc(1, sizeof *p->prov.box))) return oom(b);
+      struct pt_box_fp *fp = p->prov.box;
+      int seen = 0;
+      for (int j = 0; j < fp->ngpus; j++) seen |= !strcmp(fp->gpu[j].bus_id, b->in[i].log.bus[k]);
+      if (seen || fp->ngpus == PT_FP_MAX_GPUS) continue;
+      snprintf(fp->gpu[fp->ngpus].bus_id, PT_FP_ID_LEN, "%s", b->in[i].log.bus[k]);
+      fp->gpu[fp->ngpus++].numa = PT_FP_NUMA_UNKNOWN;
+    }
+  if (p->prov.box) pt_fp_sort(p->prov.box);
   p->prov.tool = pt_strdup("pcie-tune import");
   p->prov.backend = pt_strdup("nccl-tests");
   p->prov.nccl_version = pt_strdup(ver[0] ? ver : "unknown");

@@ -140,6 +140,28 @@ static int add_var(struct ctx *c, const char *name, const char *value, int line)
   return 0;
 }
 
+/* "... cudaDev 0 nvmlDev 0 busId 17000 ..." (src/init.cc, the Init START and
+ * COMPLETE lines of every release from 2.21 and dev): each rank's GPU, kept
+ * once, for provenance.box. */
+static int add_bus(struct ctx *c, const char *msg, int line) {
+  const char *p = strstr(msg, " busId ");
+  char hex[32], id[PT_FP_ID_LEN];
+  if (!p || !strstr(msg, " cudaDev ")) return 0;
+  p += strlen(" busId ");
+  size_t n = strspn(p, "0123456789abcdefABCDEF");
+  if (!n || n >= sizeof hex) return fail(c, line, "a busId NCCL would not print");
+  memcpy(hex, p, n);
+  hex[n] = 0;
+  if (pt_fp_bus_id_from_nccl(hex, id, sizeof id))
+    return fail(c, line, "busId %s is no PCI address", hex);
+  for (int i = 0; i < c->log->nbus; i++)
+    if (!strcmp(c->log->bus[i], id)) return 0;
+  if (c->log->nbus == PT_FP_MAX_GPUS)
+    return fail(c, line, "more than %d GPUs in one log", PT_FP_MAX_GPUS);
+  snprintf(c->log->bus[c->log->nbus++], PT_FP_ID_LEN, "%s", id);
+  return 0;
+}
+
 /* The INFO lines import keeps besides the version: the communicator's
  * channel count and the variables NCCL read, through the one reader of
  * NCCL's log lines (import/ncclog.h). */
@@ -167,6 +189,8 @@ static int on_info(struct ctx *c, struct lx_span s, int line) {
     rc = add_var(c, l->field[0], l->field[1], line);
   } else if (l->kind == NL_TUNER_ENV) {
     rc = add_var(c, "NCCL_TUNER_PLUGIN", l->field[0], line);
+  } else {
+    rc = add_bus(c, l->msg, line);
   }
 out:
   free(text);

@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pcie/hostinfo.h" /* bus id sizes */
 #include "pcie/profile.h" /* struct pt_error_rec only */
 
 /* One half of a row: out-of-place or in-place. */
@@ -108,6 +109,10 @@ struct nt_log {
    * when several communicators printed one); 0 when the log has none. */
   int comm_channels;
   int comm_channels_line;
+  /* The GPUs of the ranks, from NCCL's "busId %lx" in its Init lines, in
+   * sysfs form; nbus 0 when the log has none. */
+  int nbus;
+  char bus[PT_FP_MAX_GPUS][PT_FP_ID_LEN];
   size_t nvars;
   struct nt_nccl_var *vars;
   size_t nruns;

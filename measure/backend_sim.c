@@ -11,6 +11,7 @@
 
 #include "backends.h"
 #include "pcie/sim_box.h"
+#include "pcie/sim_fp.h"
 
 struct sim_backend {
   struct pt_box box;
@@ -30,6 +31,8 @@ static int sim_info(void *self, struct pt_backend_info *out) {
   out->nnodes = sb->box.nnodes;
   out->max_channels = sb->box.nccl.comm_channels;
   out->comm_channels = sb->box.nccl.comm_channels;
+  /* The box's GPUs as the plugin will see them on it (sim/box_fp.c). */
+  if (pt_box_fingerprint(&sb->box, &out->box)) out->box.ngpus = 0;
   return 0;
 }
 

@@ -505,6 +505,7 @@ int pt_gpu_open(struct pt_backend *b, const struct pt_gpu_opts *o, char **prov, 
   if (g->log.comm_channels && g->log.comm_channels < g->info.max_channels)
     g->info.max_channels = g->log.comm_channels;
   g->info.comm_channels = g->log.comm_channels; /* the profile's communicator.channels */
+  pt_prov_box(&g->info.box);
   FILE *f = open_memstream(&text, &textlen);
   if (!f) goto nomem;
   fputs(rank0, f);

@@ -19,4 +19,11 @@ void pt_prov_quote(FILE *f, const char *s);
  * Returns 0, or -1 when out of memory. */
 int pt_prov_nccl_env(FILE *f, const char *const *envp);
 
+/* The box the GPU backend measures on (provenance.box): the host's GPUs
+ * read from sysfs by the plugin's own reader (tuner/hostinfo.c), so the
+ * plugin's check at init compares like with like. ngpus 0 when sysfs shows
+ * no NVIDIA GPU (the profile then records no box). */
+struct pt_box_fp;
+void pt_prov_box(struct pt_box_fp *fp);
+
 #endif

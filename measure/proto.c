@@ -193,6 +193,11 @@ size_t pt_proto_enc_hello(unsigned char *out, size_t cap, const struct pt_backen
   put_str(&c, bi->name, sizeof bi->name);
   put_str(&c, bi->target, sizeof bi->target);
   put_str(&c, bi->nccl_version, sizeof bi->nccl_version);
+  /* The box as raw GPU records: the worker is this same binary. */
+  put_i32(&c, bi->box.ngpus);
+  put_i32(&c, bi->box.host_gpus);
+  put(&c, bi->box.gpu, (size_t)bi->box.ngpus * sizeof bi->box.gpu[0]);
+  put_str(&c, bi->box.driver, sizeof bi->box.driver);
   put_u32(&c, (uint32_t)plen);
   if (plen) put(&c, prov, plen);
   return done(&c);
@@ -215,6 +220,12 @@ int pt_proto_dec_hello(const struct pt_frame *f, struct pt_backend_info *bi, cha
   get_str(&c, bi->name, sizeof bi->name);
   get_str(&c, bi->target, sizeof bi->target);
   get_str(&c, bi->nccl_version, sizeof bi->nccl_version);
+  bi->box.ngpus = get_i32(&c);
+  if (!c.fail && (bi->box.ngpus < 0 || bi->box.ngpus > PT_FP_MAX_GPUS))
+    return bad(why, whylen, "HELLO: %d GPUs in the box", bi->box.ngpus);
+  bi->box.host_gpus = get_i32(&c);
+  get(&c, bi->box.gpu, (size_t)bi->box.ngpus * sizeof bi->box.gpu[0]);
+  get_str(&c, bi->box.driver, sizeof bi->box.driver);
   uint32_t plen = get_u32(&c);
   if (c.fail) return finish(&c, "HELLO", why, whylen);
   if (plen > c.len - c.off)

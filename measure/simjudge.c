@@ -49,9 +49,17 @@ int pt_sim_judge(const char *so, const char *profile, const struct pt_box *box, 
   double logsum = 0, sp_log = 0;
   int n = 0, nsp = 0;
   memset(q, 0, sizeof *q);
+  char sysroot[4096] = "";
   setenv("PCIE_TUNER_PROFILE", profile, 1);
   if (ph_plugin_open(&pl, so, 0, err, errlen)) return -1;
-  if (ph_comm_init(&comm, &pl, (size_t)box->nranks, 1, 1)) {
+  /* The plugin checks the profile against the host: here the box. */
+  if (ph_box_present(box, sysroot, sizeof sysroot, err, errlen)) {
+    ph_plugin_close(&pl);
+    return -1;
+  }
+  int irc = ph_comm_init(&comm, &pl, (size_t)box->nranks, 1, 1);
+  ph_box_withdraw(sysroot);
+  if (irc) {
     snprintf(err, errlen, "the plugin's init failed");
     ph_plugin_close(&pl);
     return -1;

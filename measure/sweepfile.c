@@ -87,6 +87,10 @@ int pt_sweepfile_build(const struct pt_sweep *s, const struct pt_backend_info *b
   p->prov.date = pt_strdup(date);
   p->prov.mode = pt_strdup(m == 3u ? "both" : m == (1u << PT_MODE_GRAPH) ? "graph" : "eager");
   p->prov.note = pt_strdup(note);
+  if (bi->box.ngpus > 0) {
+    if (!(p->prov.box = malloc(sizeof *p->prov.box))) return PT_ENOMEM;
+    *p->prov.box = bi->box;
+  }
   if (extra)
     snprintf(extra, xlen,
              "    sweep = { state = \"%s\"; args = \"%s\"; target = \"%s\"; samples = %lluL; };\n"

@@ -7,7 +7,7 @@ FUZZ_CC ?= clang
 FUZZ_TIME ?= 60
 FUZZ_BUILD = build-fuzz
 FUZZ_SRCS = fuzz/fuzz_nccltests.c import/nccltests.c import/import_lex.c import/import_coll.c import/ncclog.c \
-            import/import_setting.c tuner/names.c tuner/profile_model.c
+            import/import_setting.c tuner/names.c tuner/profile_model.c tuner/hostinfo.c
 FUZZ_BIN = $(FUZZ_BUILD)/fuzz_nccltests
 FUZZ_REGRESS = test/data/nccltests/fuzz-regressions
 

@@ -8,10 +8,12 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pcie/host.h"
 #include "pcie/nccl_model.h"
+#include "pcie/sim_fp.h"
 
 #define LOG_CAP 4096
 
@@ -101,6 +103,11 @@ void ph_plugin_close(struct ph_plugin *pl) {
 
 int ph_comm_init(struct ph_comm *c, const struct ph_plugin *pl, size_t nranks, size_t nnodes,
                  uint64_t comm_id) {
+  return ph_comm_init_log(c, pl, nranks, nnodes, comm_id, ph_logger);
+}
+
+int ph_comm_init_log(struct ph_comm *c, const struct ph_plugin *pl, size_t nranks, size_t nnodes,
+                     uint64_t comm_id, ncclDebugLogger_t logger) {
   memset(c, 0, sizeof *c);
   c->pl = pl;
   c->nranks = nranks;
@@ -108,15 +115,15 @@ int ph_comm_init(struct ph_comm *c, const struct ph_plugin *pl, size_t nranks, s
   /* What NCCL fills in even without NVLink (init.cc). */
   c->nvl = (ncclNvlDomainInfo_v5_t){(int)nnodes, (int)(nranks / nnodes), (int)(nranks / nnodes)};
   switch (pl->version) {
-  case 2: return ((const ncclTuner_v2_t *)pl->sym)->init(nranks, nnodes, ph_logger, &c->ctx);
-  case 3: return ((const ncclTuner_v3_t *)pl->sym)->init(nranks, nnodes, ph_logger, &c->ctx);
-  case 4: return ((const ncclTuner_v4_t *)pl->sym)->init(nranks, nnodes, ph_logger, &c->ctx);
+  case 2: return ((const ncclTuner_v2_t *)pl->sym)->init(nranks, nnodes, logger, &c->ctx);
+  case 3: return ((const ncclTuner_v3_t *)pl->sym)->init(nranks, nnodes, logger, &c->ctx);
+  case 4: return ((const ncclTuner_v4_t *)pl->sym)->init(nranks, nnodes, logger, &c->ctx);
   case 5:
     return ((const ncclTuner_v5_t *)pl->sym)
-        ->init(&c->ctx, comm_id, nranks, nnodes, ph_logger, &c->nvl, &c->constants);
+        ->init(&c->ctx, comm_id, nranks, nnodes, logger, &c->nvl, &c->constants);
   default:
     return ((const ncclTuner_v6_t *)pl->sym)
-        ->init(&c->ctx, comm_id, nranks, nnodes, ph_logger, &c->nvl, &c->constants);
+        ->init(&c->ctx, comm_id, nranks, nnodes, logger, &c->nvl, &c->constants);
   }
 }
 
@@ -182,4 +189,32 @@ int ph_chunk_size(struct ph_comm *c, int coll, size_t nbytes, int algo, int prot
   if (!t->getChunkSize) return 0;
   /* Ring/Tree chunking is per channel partition, with nChannels = 1. */
   return t->getChunkSize(c->ctx, (ncclFunc_t)coll, nbytes, algo, proto, 1, chunk);
+}
+
+int ph_box_present(const struct pt_box *b, char *root, size_t len, char *err, size_t errlen) {
+  struct pt_box_fp *fp = malloc(sizeof *fp);
+  const char *tmp = getenv("TMPDIR");
+  int rc = -1;
+  if (!fp) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  snprintf(root, len, "%s/pcie-sim-sysfs-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+  if (pt_box_fingerprint(b, fp)) {
+    snprintf(err, errlen, "box %s has more GPUs or PCIe levels than a fingerprint holds", b->name);
+  } else if (!mkdtemp(root)) {
+    snprintf(err, errlen, "cannot create %s", root);
+  } else if (pt_sysfs_write(fp, root, err, errlen)) {
+    pt_sysfs_remove(root);
+  } else {
+    setenv("PCIE_TUNER_SYSFS_ROOT", root, 1);
+    rc = 0;
+  }
+  free(fp);
+  return rc;
+}
+
+void ph_box_withdraw(const char *root) {
+  unsetenv("PCIE_TUNER_SYSFS_ROOT");
+  if (root && root[0]) pt_sysfs_remove(root);
 }

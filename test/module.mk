@@ -16,3 +16,4 @@ layout-check:
 
 # The CUDA runtime + NCCL double that the GPU backend's tests run through.
 include test/double/module.mk
+include test/ncclver_double/module.mk

@@ -46,7 +46,17 @@ static size_t header(unsigned char *out, uint32_t magic, uint32_t type, uint32_t
 START_TEST(messages_round_trip) {
   struct pt_frame f;
   unsigned char p[4096];
-  struct pt_backend_info bi = {"sim", "gen5-8x-p2p", "2.30 (simulated)", 8, 1, 4, 4}, bo;
+  struct pt_backend_info bi = {.name = "sim", .target = "gen5-8x-p2p",
+                               .nccl_version = "2.30 (simulated)", .nranks = 8, .nnodes = 1,
+                               .max_channels = 4, .comm_channels = 4},
+                         bo;
+  /* The box travels too (provenance.box of an isolated sweep). */
+  bi.box.ngpus = 2;
+  bi.box.host_gpus = 1;
+  snprintf(bi.box.gpu[0].bus_id, sizeof bi.box.gpu[0].bus_id, "0000:17:00.0");
+  snprintf(bi.box.gpu[1].bus_id, sizeof bi.box.gpu[1].bus_id, "0000:65:00.0");
+  bi.box.gpu[1].link_gen = 5;
+  snprintf(bi.box.driver, sizeof bi.box.driver, "550.54.15");
   size_t n = pt_proto_enc_hello(p, sizeof p, &bi, "gpu = { a = 1; };\n");
   ck_assert_int_eq(pt_proto_write(sv[0], PT_MSG_HELLO, p, (uint32_t)n), 0);
   ck_assert_int_eq(read_frame(&f, 1000), 0);
@@ -128,7 +138,9 @@ START_TEST(payload_errors_are_named) {
   unsigned char p[4096];
   struct pt_measure_req rq = {4, 1, 4096, 0, 1, 2, 4, 0, 5}, ro;
   struct pt_measure_res rs = {PT_PT_OK, "ok"}, rso;
-  struct pt_backend_info bi = {"sim", "box", "2.30", 8, 1, 4, 4}, bo;
+  struct pt_backend_info bi = {.name = "sim", .target = "box", .nccl_version = "2.30",
+                               .nranks = 8, .nnodes = 1, .max_channels = 4, .comm_channels = 4},
+                         bo;
   double s[PT_SWEEP_MAX_REPS] = {1, 2, 3}, so[PT_SWEEP_MAX_REPS];
   unsigned ns;
   char *prov;

@@ -16,6 +16,7 @@
 #include "nccl/tuner_v6.h"
 #include "pcie/host.h"
 #include "pcie/sim_box.h"
+#include "pcie/sim_fp.h"
 #include "sim/simeval.h"
 #include "support/pt_test.h"
 
@@ -171,11 +172,157 @@ START_TEST(never_slower_than_nccl_on_any_box) {
 }
 END_TEST
 
+/* The profile text with provenance.box set to box b's fingerprint, through
+ * the real writer, as `pcie-tune profile --backend sim` records it. */
+static char *with_box(const char *text, const struct pt_box *b, const char *more) {
+  struct pt_profile p;
+  struct pt_error_rec e;
+  char *out = NULL, *joined = NULL;
+  ck_assert(asprintf(&joined, "%s%s", text, more) > 0);
+  ck_assert_msg(pt_profile_load_string(&p, joined, "random.cfg", &e) == 0, "%s", e.msg);
+  ck_assert_ptr_nonnull(p.prov.box = malloc(sizeof *p.prov.box));
+  ck_assert_int_eq(pt_box_fingerprint(b, p.prov.box), 0);
+  ck_assert_int_eq(pt_profile_render(&p, &out), 0);
+  pt_profile_release(&p);
+  free(joined);
+  return out;
+}
+
+/* Issue 17 §1: a profile measured on one box, used on another (copied from a
+ * colleague, kept after a hardware change). The simulated host presents the
+ * box it runs on to the plugin's sysfs reader; the plugin must leave every
+ * call to NCCL, so the job is never slower than NCCL there. */
+#define OTHER_BOX_FLOOR 0.98
+START_TEST(profiles_from_other_boxes_are_never_slower) {
+  char *dir = pt_test_tmpdir(), sysroot[4096] = "", err[512];
+  unsigned seed = getenv("PT_SEED") ? (unsigned)atoi(getenv("PT_SEED")) : 2017;
+  size_t pairs = 0, refused = 0;
+  unsetenv("PCIE_TUNER_ACCEPT_FOREIGN"); /* pt_test_main accepts them for the other cases */
+  for (size_t ai = 0; ai < pt_box_builtin_count(); ai++)
+    for (size_t bi = 0; bi < pt_box_builtin_count(); bi++) {
+      const struct pt_box *a = pt_box_builtin_at(ai), *b = pt_box_builtin_at(bi);
+      if (ai == bi || a->nranks != b->nranks) continue; /* another size never fits: nothing to judge */
+      /* Two boxes with one hardware (gen5-8x-ll128 is gen5-8x-dual-misdetect
+       * with NCCL_PROTO opting LL128 in) are the same box to the host check:
+       * what differs there is the job's NCCL environment, which may differ
+       * between ranks and so only warns (the next case). */
+      struct pt_box_fp fa, fb;
+      char diff[256];
+      ck_assert_int_eq(pt_box_fingerprint(a, &fa), 0);
+      ck_assert_int_eq(pt_box_fingerprint(b, &fb), 0);
+      if (!pt_fp_compare(&fa, &fb, diff, sizeof diff)) continue;
+      int mode = (int)(pairs % PT_NMODES);
+      char *raw = random_profile(a, mode, 1, &seed), *text = with_box(raw, a, "");
+      char *path = pt_test_write(dir, "foreign.cfg", text);
+      setenv("PCIE_TUNER_PROFILE", path, 1);
+      ck_assert_msg(ph_box_present(b, sysroot, sizeof sysroot, err, sizeof err) == 0, "%s", err);
+      struct ph_plugin pl;
+      struct ph_comm comm;
+      ck_assert_msg(ph_plugin_open(&pl, pt_test_so(), 0, err, sizeof err) == 0, "%s", err);
+      ck_assert_int_eq(ph_comm_init(&comm, &pl, (size_t)b->nranks, 1, 1), ncclSuccess);
+      ph_box_withdraw(sysroot);
+      ck_assert_msg(ph_log_find(NCCL_LOG_WARN, "measured on another box") == 1,
+                    "profile of %s used on %s", a->name, b->name);
+      refused++;
+      pairs++;
+      for (int k = 8; k <= 4 * 30; k++) {
+        uint64_t n = (uint64_t)llround(pow(2.0, k / 4.0));
+        struct pt_sim_eval ev;
+        pt_sim_eval(&comm, b, PT_ALLREDUCE, mode, n, &ev);
+        if (ev.nccl.us < 0) continue;
+        ck_assert_msg(ev.tuned.us > 0 && ev.nccl.us / ev.tuned.us >= OTHER_BOX_FLOOR,
+                      "profile of %s on %s %s: %llu B tuned %d/%d/%d %.2f us vs NCCL %.2f us",
+                      a->name, b->name, pt_mode_name(mode), (unsigned long long)n, ev.tuned.algo,
+                      ev.tuned.proto, ev.tuned.channels, ev.tuned.us, ev.nccl.us);
+      }
+      ph_log_clear();
+      ck_assert_int_eq(ph_comm_finalize(&comm), ncclSuccess);
+      ph_plugin_close(&pl);
+      free(path);
+      free(text);
+      free(raw);
+    }
+  printf("other boxes: %zu pairs, %zu refused as measured elsewhere\n", pairs, refused);
+  ck_assert_uint_gt(pairs, 2);
+  setenv("PCIE_TUNER_ACCEPT_FOREIGN", "1", 1);
+  pt_test_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+/* Issue 17 §2: ranks of one job whose NCCL_* environments differ (a
+ * launcher that sets a variable on some ranks) get the same answer from the
+ * same NCCL cost table, for every box and size; a difference only warns. */
+START_TEST(ranks_with_different_environments_decide_alike) {
+  static const char *const vars[][2] = {{"NCCL_P2P_LEVEL", "SYS"},  {"NCCL_MAX_NCHANNELS", "1"},
+                                        {"NCCL_MIN_NCHANNELS", "16"}, {"NCCL_SHM_DISABLE", "1"},
+                                        {"NCCL_PROTO", "^LL128"},     {"NCCL_GRAPH_REGISTER", "0"}};
+  char *dir = pt_test_tmpdir(), sysroot[4096] = "", err[512];
+  unsigned seed = getenv("PT_SEED") ? (unsigned)atoi(getenv("PT_SEED")) : 2018;
+  size_t tuned = 0;
+  unsetenv("PCIE_TUNER_ACCEPT_FOREIGN");
+  for (size_t bi = 0; bi < pt_box_builtin_count(); bi++) {
+    const struct pt_box *b = pt_box_builtin_at(bi);
+    int mode = (int)(bi % PT_NMODES);
+    char *raw = random_profile(b, mode, 1, &seed), *text = with_box(raw, b, "nccl_env = { };\n");
+    char *path = pt_test_write(dir, "env.cfg", text);
+    setenv("PCIE_TUNER_PROFILE", path, 1);
+    ck_assert_msg(ph_box_present(b, sysroot, sizeof sysroot, err, sizeof err) == 0, "%s", err);
+    struct ph_plugin pl;
+    struct ph_comm rank[1 + sizeof vars / sizeof vars[0]];
+    const size_t nr = sizeof rank / sizeof rank[0];
+    ck_assert_msg(ph_plugin_open(&pl, pt_test_so(), 0, err, sizeof err) == 0, "%s", err);
+    for (size_t r = 0; r < nr; r++) {
+      if (r) setenv(vars[r - 1][0], vars[r - 1][1], 1);
+      ck_assert_int_eq(ph_comm_init(&rank[r], &pl, (size_t)b->nranks, 1, 1), ncclSuccess);
+      if (r) unsetenv(vars[r - 1][0]);
+    }
+    ph_box_withdraw(sysroot);
+    /* Each differing rank said so; nobody refused. */
+    ck_assert_uint_eq(ph_log_find(NCCL_LOG_WARN, "here but was unset when measured"), nr - 1);
+    ck_assert_uint_eq(ph_log_find(NCCL_LOG_WARN, "leaving every decision"), 0);
+    for (int k = 8; k <= 4 * 30; k++) {
+      uint64_t n = (uint64_t)llround(pow(2.0, k / 4.0));
+      float nccl[7][3];
+      struct ph_choice c0;
+      pt_box_nccl_table(b, PT_ALLREDUCE, n, nccl); /* NCCL's table, the same on every rank */
+      for (size_t r = 0; r < nr; r++) {
+        float t[7][3];
+        struct ph_choice c;
+        memcpy(t, nccl, sizeof t);
+        ph_decide(&rank[r], PT_ALLREDUCE, n, mode == PT_MODE_GRAPH, t, &c);
+        if (!r) {
+          c0 = c;
+          tuned += c.nchannels != 0 || c.algo != -1;
+          continue;
+        }
+        ck_assert_msg(c.algo == c0.algo && c.proto == c0.proto && c.nchannels == c0.nchannels,
+                      "%s %llu B: %s=%s gives %d/%d/%d, the plain rank %d/%d/%d", b->name,
+                      (unsigned long long)n, vars[r - 1][0], vars[r - 1][1], c.algo, c.proto,
+                      c.nchannels, c0.algo, c0.proto, c0.nchannels);
+      }
+    }
+    ph_log_clear();
+    for (size_t r = 0; r < nr; r++) ph_comm_finalize(&rank[r]);
+    ph_plugin_close(&pl);
+    free(path);
+    free(text);
+    free(raw);
+  }
+  ck_assert_uint_gt(tuned, 0);
+  setenv("PCIE_TUNER_ACCEPT_FOREIGN", "1", 1);
+  pt_test_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("never-slower");
   TCase *tc = tcase_create("property");
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, never_slower_than_nccl_on_any_box);
+  tcase_add_test(tc, profiles_from_other_boxes_are_never_slower);
+  tcase_add_test(tc, ranks_with_different_environments_decide_alike);
   suite_add_tcase(s, tc);
   return s;
 }

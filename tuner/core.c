@@ -34,33 +34,47 @@ static int env_on(const char *name) {
 }
 
 /* Whether this communicator may use the profile at all; logs the one WARN
- * when not. Returns 1 to go passive. */
-static int refuse(const struct pt_ctx *ctx, const struct pt_profile *p) {
-  char msg[1024];
+ * when not, or one WARN naming what differs but does not refuse. Returns 1
+ * to go passive. Only inputs that are the same on every rank may refuse
+ * (docs/decisions.md, "Why the same answer on every rank"): the profile's
+ * bytes, nNodes, NCCL's version and, on one node, the host. This process's
+ * NCCL_* variables differ between ranks when a launcher sets them so, and
+ * NCCL does not reconcile them all, so they only warn. */
+static int refuse(const struct pt_ctx *ctx, const struct pt_profile *p, int abi, char *note,
+                  size_t note_len) {
+  char msg[1024], env[1024], must[1024], warn[1024];
   if (pt_profile_partial(p, msg, sizeof msg)) {
     logf_(ctx->log, NCCL_LOG_WARN, NCCL_ALL, "%s: %s; leaving every decision to NCCL", p->path,
           msg);
     return 1;
   }
-  int diff = pt_env_compare(p, msg, sizeof msg);
-  if (diff & PT_ENV_CHANNELS && p->comm_channels) {
+  pt_env_compare(p, env, sizeof env);
+  int no = pt_prov_check(p, ctx->nnodes, (const void *)ctx->log, abi,
+                         env_on("PCIE_TUNER_ACCEPT_FOREIGN"), must, warn, sizeof must, note,
+                         note_len);
+  if (no) {
     logf_(ctx->log, NCCL_LOG_WARN, NCCL_ALL,
-          "%s: %s; the profile's channel count (%d) may not hold, so every decision is left "
-          "to NCCL",
-          p->path, msg, p->comm_channels);
+          "%s: %s%s%s; leaving every decision to NCCL (measure this box with pcie-tune profile, "
+          "or set PCIE_TUNER_ACCEPT_FOREIGN=1 to use the profile anyway)",
+          p->path, must, env[0] ? "; also " : "", env);
     return 1;
   }
-  if (diff)
+  if (env[0] || warn[0])
     logf_(ctx->log, NCCL_LOG_WARN, NCCL_ALL,
-          "%s: %s; decisions may differ from the measured ones (NCCL's disabled choices are "
-          "never revived)",
-          p->path, msg);
+          "%s: %s%s%s; the profile still decides, alike on every rank (NCCL's disabled choices "
+          "are never revived, its channel count is never exceeded)",
+          p->path, warn, warn[0] && env[0] ? "; " : "", env);
   return 0;
 }
 
 void pt_core_init(struct pt_ctx **out, uint64_t comm_id, size_t nranks, size_t nnodes,
                   ncclDebugLogger_t log) {
-  char msg[1400], ch[64];
+  pt_core_init_abi(out, comm_id, nranks, nnodes, log, 0);
+}
+
+void pt_core_init_abi(struct pt_ctx **out, uint64_t comm_id, size_t nranks, size_t nnodes,
+                      ncclDebugLogger_t log, int abi) {
+  char msg[1400], ch[64], note[1100] = "";
   struct pt_ctx *ctx = calloc(1, sizeof *ctx);
   *out = ctx;
   if (!ctx) {
@@ -89,7 +103,7 @@ void pt_core_init(struct pt_ctx **out, uint64_t comm_id, size_t nranks, size_t n
   }
   const struct pt_profile *p = &ctx->loaded->prof;
   ctx->table = &ctx->loaded->table;
-  if (refuse(ctx, p)) goto passive;
+  if (refuse(ctx, p, abi, note, sizeof note)) goto passive;
   if (pt_profile_has_comm_rules(p)) {
     /* Rules for some communicators only: this one gets its own table. */
     ctx->own = malloc(sizeof *ctx->own);
@@ -108,9 +122,9 @@ void pt_core_init(struct pt_ctx **out, uint64_t comm_id, size_t nranks, size_t n
              ctx->table->chan_cap);
   logf_(log, NCCL_LOG_INFO, NCCL_INIT | NCCL_TUNING,
         "profile %s name '%s' hash %016llx decision intervals %zu in %zu collective/mode tables "
-        "(%s) (nRanks %zu nNodes %zu commId %016llx)",
+        "(%s) (nRanks %zu nNodes %zu commId %016llx) (%s)",
         p->path, p->name, (unsigned long long)p->hash, ctx->table->ninterval, ctx->table->nsets,
-        ch, nranks, nnodes, (unsigned long long)comm_id);
+        ch, nranks, nnodes, (unsigned long long)comm_id, note);
   return;
 passive:
   pt_registry_release(ctx->loaded);

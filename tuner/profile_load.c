@@ -324,7 +324,7 @@ static int load_margin(struct loader *L, const config_setting_t *s, struct pt_pr
 static int load_header(struct loader *L, const config_setting_t *root, struct pt_profile *p) {
   static const char *const match_keys[] = {"nranks", "nnodes", NULL};
   static const char *const prov_keys[] = {"tool", "backend", "nccl_version", "date", "mode",
-                                          "note", "extra", NULL};
+                                          "note", "extra", "box", NULL};
   long long v = 0;
   int rc;
   const config_setting_t *ver = config_setting_get_member(root, "version");
@@ -357,7 +357,9 @@ static int load_header(struct loader *L, const config_setting_t *root, struct pt
       (rc = get_string(L, pv, "mode", 1, &p->prov.mode)) ||
       (rc = get_string(L, pv, "note", 0, &p->prov.note)))
     return rc;
-  const config_setting_t *x = config_setting_get_member(pv, "extra");
+  const config_setting_t *x = config_setting_get_member(pv, "box");
+  if (x && (rc = pt__load_box(x, L->file, &p->prov.box, L->err))) return rc;
+  x = config_setting_get_member(pv, "extra");
   if (x) {
     if (!config_setting_is_group(x)) return fail(L, x, "provenance.extra must be a group");
     if ((rc = pt__render_setting_body(x, &p->prov.extra))) return rc;

@@ -106,6 +106,7 @@ void pt_profile_release(struct pt_profile *p) {
   free(p->prov.mode);
   free(p->prov.note);
   free(p->prov.extra);
+  free(p->prov.box);
   for (int c = 0; c < PT_NCOLL; c++)
     for (int m = 0; m < PT_NMODES; m++) pt_series_free(p->series[c][m]);
   free(p->rules);
@@ -162,4 +163,11 @@ const char *pt_profile_env(const struct pt_profile *p, const char *name) {
   for (size_t i = 0; i < p->nenv; i++)
     if (!strcmp(p->env[i].name, name)) return p->env[i].value;
   return NULL;
+}
+
+int pt_profile_measured(const struct pt_profile *p) {
+  for (int c = 0; c < PT_NCOLL; c++)
+    for (int m = 0; m < PT_NMODES; m++)
+      if (p->series[c][m]) return 1;
+  return 0;
 }

@@ -131,6 +131,7 @@ int pt__validate(const struct pt_profile *p, const char *file, struct pt_error_r
   if (!p->name || !p->name[0]) return fail(e, file, 0, "the profile needs a non-empty name");
   if (!p->prov.tool || !p->prov.backend || !p->prov.nccl_version || !p->prov.date || !p->prov.mode)
     return fail(e, file, 0, "provenance needs tool, backend, nccl_version, date and mode");
+  if (p->prov.box && (rc = pt__check_box(p->prov.box, file, e))) return rc;
   if (p->match_nranks < 0 || p->match_nnodes < 0)
     return fail(e, file, 0, "match values must be >= 1");
   if (p->comm_channels < 0 || p->comm_channels > PT_MAX_CHANNELS)

@@ -5,9 +5,23 @@
 #include "pcie/core.h"
 #include "table_hot.h"
 
+/* v2-v4 share a signature; each is told its own ABI version, which bounds
+ * NCCL's version when ncclGetVersion cannot be found. */
 ncclResult_t pt_shim_init_v2(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction,
                              void **context) {
-  pt_core_init((struct pt_ctx **)context, 0, nRanks, nNodes, logFunction);
+  pt_core_init_abi((struct pt_ctx **)context, 0, nRanks, nNodes, logFunction, 2);
+  return ncclSuccess;
+}
+
+ncclResult_t pt_shim_init_v3(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction,
+                             void **context) {
+  pt_core_init_abi((struct pt_ctx **)context, 0, nRanks, nNodes, logFunction, 3);
+  return ncclSuccess;
+}
+
+ncclResult_t pt_shim_init_v4(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction,
+                             void **context) {
+  pt_core_init_abi((struct pt_ctx **)context, 0, nRanks, nNodes, logFunction, 4);
   return ncclSuccess;
 }
 
@@ -18,7 +32,16 @@ ncclResult_t pt_shim_init_v5(void **ctx, uint64_t commId, size_t nRanks, size_t 
                              ncclTunerConstants_v5_t *constants) {
   (void)nvlDomainInfo;
   (void)constants;
-  pt_core_init((struct pt_ctx **)ctx, commId, nRanks, nNodes, logFunction);
+  pt_core_init_abi((struct pt_ctx **)ctx, commId, nRanks, nNodes, logFunction, 5);
+  return ncclSuccess;
+}
+
+ncclResult_t pt_shim_init_v6(void **ctx, uint64_t commId, size_t nRanks, size_t nNodes,
+                             ncclDebugLogger_t logFunction, ncclNvlDomainInfo_v5_t *nvlDomainInfo,
+                             ncclTunerConstants_v5_t *constants) {
+  (void)nvlDomainInfo;
+  (void)constants;
+  pt_core_init_abi((struct pt_ctx **)ctx, commId, nRanks, nNodes, logFunction, 6);
   return ncclSuccess;
 }
 
@@ -69,7 +92,7 @@ ncclResult_t pt_shim_init_v7(void **ctx, uint64_t commId, size_t nRanks, size_t 
                              ncclTunerConstants_v7_t *constants) {
   (void)nvlDomainInfo;
   (void)constants;
-  pt_core_init((struct pt_ctx **)ctx, commId, nRanks, nNodes, logFunction);
+  pt_core_init_abi((struct pt_ctx **)ctx, commId, nRanks, nNodes, logFunction, 7);
   return ncclSuccess;
 }
 

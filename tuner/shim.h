@@ -1,8 +1,9 @@
 /*
  * The functions behind the exported tuner structs. Signatures repeat across
- * ABI versions (init of v2-v4, init of v5-v6, getCollInfo of v4-v6,
- * destroy/finalize of all; v7 differs from v6 only in its constants), so each exists once here and tuner_vN.c only
- * assembles its version's struct. Every one returns ncclSuccess: an error
+ * ABI versions (getCollInfo of v4-v6, destroy/finalize of all; v7 differs
+ * from v6 only in its constants), so each exists once here and tuner_vN.c
+ * only assembles its version's struct. Each version has its own init, which
+ * tells the core the ABI NCCL loaded (it bounds NCCL's version). Every one returns ncclSuccess: an error
  * from the tuner fails the user's collective (NCCL does not fall back).
  */
 #ifndef PCIE_TUNER_SHIM_H
@@ -13,6 +14,13 @@
 
 ncclResult_t pt_shim_init_v2(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction,
                              void **context);
+ncclResult_t pt_shim_init_v3(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction,
+                             void **context);
+ncclResult_t pt_shim_init_v4(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction,
+                             void **context);
+ncclResult_t pt_shim_init_v6(void **ctx, uint64_t commId, size_t nRanks, size_t nNodes,
+                             ncclDebugLogger_t logFunction, ncclNvlDomainInfo_v5_t *nvlDomainInfo,
+                             ncclTunerConstants_v5_t *constants);
 ncclResult_t pt_shim_init_v5(void **ctx, uint64_t commId, size_t nRanks, size_t nNodes,
                              ncclDebugLogger_t logFunction, ncclNvlDomainInfo_v5_t *nvlDomainInfo,
                              ncclTunerConstants_v5_t *constants);

@@ -4,7 +4,7 @@
 
 PCIE_EXPORT const ncclTuner_v3_t ncclTunerPlugin_v3 = {
     .name = "PcieTuner",
-    .init = pt_shim_init_v2,
+    .init = pt_shim_init_v3,
     .getCollInfo = pt_shim_get_coll_info_v3,
     .destroy = pt_shim_finalize,
 };

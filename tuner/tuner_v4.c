@@ -4,7 +4,7 @@
 
 PCIE_EXPORT const ncclTuner_v4_t ncclTunerPlugin_v4 = {
     .name = "PcieTuner",
-    .init = pt_shim_init_v2,
+    .init = pt_shim_init_v4,
     .getCollInfo = pt_shim_get_coll_info_v4,
     .destroy = pt_shim_finalize,
 };

@@ -65,6 +65,10 @@ struct pt_ctx {
 /* Never fails: *out is a context (possibly passive) or NULL on ENOMEM. */
 void pt_core_init(struct pt_ctx **out, uint64_t comm_id, size_t nranks, size_t nnodes,
                   ncclDebugLogger_t log);
+/* The same, told the tuner ABI version NCCL loaded (2..7; 0 = unknown),
+ * which bounds NCCL's version when ncclGetVersion cannot be found. */
+void pt_core_init_abi(struct pt_ctx **out, uint64_t comm_id, size_t nranks, size_t nnodes,
+                      ncclDebugLogger_t log, int abi);
 /* Applies the ranked choice for (coll, nbytes, regBuff, numPipeOps) to NCCL's
  * cost table (float[num_algo][num_proto]), or the profiler's forced choice
  * (include/pcie/control.h). Returns 1 with *out (when not NULL) set to the
@@ -88,5 +92,17 @@ enum { PT_ENV_CHANNELS = 1, PT_ENV_PROTOCOLS = 2 };
  * 0, or PT_ENV_* bits for what the differences can change; msg names each
  * differing variable. 0 when the profile recorded no environment. */
 int pt_env_compare(const struct pt_profile *p, char *msg, size_t len);
+
+/* Where the profile was measured against where it runs (tuner/provenance.c):
+ * provenance.box against the host's GPUs (sysfs), provenance.nccl_version
+ * against this process's NCCL (found through nccl_fn, the logger NCCL
+ * passed to init, or bounded by abi), and a single-node profile on several
+ * nodes. Returns 1 when the profile must not be used; must names why, warn
+ * what only warns (both len bytes). With accept_foreign nothing refuses and
+ * note, for the init line, gets "NCCL 2.30.7, foreign profile accepted
+ * (PCIE_TUNER_ACCEPT_FOREIGN=1): <what differs>"; else "NCCL 2.30.7". */
+int pt_prov_check(const struct pt_profile *p, size_t nnodes, const void *nccl_fn, int abi,
+                  int accept_foreign, char *must, char *warn, size_t len, char *note,
+                  size_t note_len);
 
 #endif

@@ -42,7 +42,21 @@ struct ph_comm {
  * plugin's ncclResult_t. */
 int ph_comm_init(struct ph_comm *c, const struct ph_plugin *pl, size_t nranks, size_t nnodes,
                  uint64_t comm_id);
+/* The same with the logger NCCL would pass (its own ncclDebugLog, which the
+ * plugin uses to find NCCL's library); ph_comm_init passes ph_logger. */
+int ph_comm_init_log(struct ph_comm *c, const struct ph_plugin *pl, size_t nranks, size_t nnodes,
+                     uint64_t comm_id, ncclDebugLogger_t logger);
 int ph_comm_finalize(struct ph_comm *c);
+
+/* Presents a simulated box's GPUs to the plugin's host check: writes its
+ * sysfs tree (include/pcie/sim_fp.h) under a fresh directory below $TMPDIR
+ * and points PCIE_TUNER_SYSFS_ROOT there, so the plugin reads that box as
+ * the host it runs on. Returns 0 with the directory in root (for
+ * ph_box_withdraw), or -1 with a message in err. */
+struct pt_box;
+int ph_box_present(const struct pt_box *b, char *root, size_t len, char *err, size_t errlen);
+/* Removes the tree and restores PCIE_TUNER_SYSFS_ROOT's absence. */
+void ph_box_withdraw(const char *root);
 
 struct ph_choice {
   int algo, proto; /* -1 when nothing is usable */

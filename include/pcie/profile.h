@@ -16,6 +16,8 @@
 #include <stdint.h>
 
 #define PT_PROFILE_VERSION 1
+
+struct pt_box_fp;
 #define PT_MAX_CHANNELS 64
 
 enum pt_error {
@@ -131,6 +133,7 @@ struct pt_provenance {
   char *tool, *backend, *nccl_version, *date, *mode; /* mode: graph|eager|both */
   char *note;                                        /* free text, optional */
   char *extra;  /* optional: verbatim libconfig group body written as provenance.extra */
+  struct pt_box_fp *box; /* provenance.box (include/pcie/hostinfo.h); NULL when absent */
 };
 
 struct pt_profile {
@@ -194,6 +197,9 @@ int pt_profile_partial(const struct pt_profile *p, char *msg, size_t len);
 /* 1 when some series has candidates but no nccl_default: the plugin then
  * ranks candidates without knowing where NCCL's own choice is better. */
 int pt_profile_lacks_default(const struct pt_profile *p);
+/* 1 when the profile holds measurements (any series), not only rules: it
+ * then needs provenance.box to be used (docs/decisions.md). */
+int pt_profile_measured(const struct pt_profile *p);
 /* The recorded value of NCCL variable name, or NULL (unset or unknown). */
 const char *pt_profile_env(const struct pt_profile *p, const char *name);
 

@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pcie/hostinfo.h"
 #include "pcie/profile.h"
 
 #define PT_SWEEP_MAX_REPS 64
@@ -52,6 +53,7 @@ struct pt_backend_info {
   int nranks, nnodes;
   int max_channels;       /* candidates above this are not measured */
   int comm_channels;      /* comm->nChannels as NCCL built it; 0 = not known */
+  struct pt_box_fp box;   /* where it measures (provenance.box); ngpus 0 = not known */
 };
 
 struct pt_backend {
