@@ -60,11 +60,11 @@ double pt_box_true_us(const struct pt_box *b, int coll, int mode, int algo, int 
   /* A channel drives bandwidth with the warps NCCL gives it, and NCCL sizes
    * them for its own channel count at this size (topoGetAlgoInfo), whatever
    * count a tuner asks for: fewer warps, less bandwidth per channel. */
-  if (t->warp_scaled) {
+  if (t->warp_exp > 0) {
     int full = pt_nccl_max_threads(&b->nccl, algo, proto) / 32;
     if (proto == NCCL_PROTO_SIMPLE) full += algo == NCCL_ALGO_RING ? 1 : 4;
     double w = (double)pt_nccl_warps(&b->nccl, algo, proto, (size_t)nbytes) / full;
-    per_ch *= w < 1 ? w : 1;
+    per_ch *= w < 1 ? pow(w, t->warp_exp) : 1;
   }
   double wire = fmin(ch * per_ch, t->link_bw[proto]);
   /* Host staging copies every wire byte once more, in series with the link. */

@@ -106,7 +106,7 @@ void pt_box_truth_from_hw(struct pt_box *b, const struct pt_phys *ph) {
   t->chan_us = ph->chan_us;
   t->transport = shm ? PT_XPORT_SHM : PT_XPORT_P2P;
   t->host_bw = ph->shm_bw;
-  t->warp_scaled = 1;
+  t->warp_exp = ph->warp_exp;
   b->phys = 1;
 }
 
@@ -130,7 +130,7 @@ static double *slot(struct pt_phys *p, int i) {
                                &p->hop_us[2],   &p->hop_us[3],   &p->chan_bw[0],  &p->chan_bw[1],
                                &p->chan_bw[2],  &p->pcie_eff,    &p->sys_bw,      &p->shm_bw,
                                &p->chan_us,     &p->overlap[0],  &p->overlap[1],  &p->overlap[2],
-                               &p->launch_us[0], &p->launch_us[1]};
+                               &p->launch_us[0], &p->launch_us[1], &p->warp_exp};
   return s[i];
 }
 
@@ -139,7 +139,7 @@ const char *pt_phys_param_name(int i) {
       "base_us.ll", "base_us.ll128", "base_us.simple", "step_us.ll", "step_us.ll128", "step_us.simple",
       "hop_us.switch", "hop_us.root_complex", "hop_us.socket", "hop_us.host_memory", "chan_bw.ll",
       "chan_bw.ll128", "chan_bw.simple", "pcie_eff", "sys_bw", "shm_bw", "chan_us", "overlap.ll",
-      "overlap.ll128", "overlap.simple", "launch_us.eager", "launch_us.graph"};
+      "overlap.ll128", "overlap.simple", "launch_us.eager", "launch_us.graph", "warp_exp"};
   return i >= 0 && i < PT_PHYS_NPARAM ? names[i] : "?";
 }
 
@@ -158,16 +158,17 @@ void pt_phys_from_vec(struct pt_phys *p, const double *v) {
  * .shm.cfg tables (test_sim_loo prints the fit and fails when these are not
  * what it gives). */
 static const struct pt_phys fitted_params = {
-    .base_us = {1.21319, 11.0009, 4.11982},
-    .step_us = {0.233793, 1.58469, 1.32992},
-    .hop_us = {0.102256, 0.397719, 1.07676, 0.669161},
-    .chan_bw = {18.5056, 14, 11.5981},
-    .pcie_eff = 0.843654,
-    .sys_bw = 40.4045,
-    .shm_bw = 2.46721,
-    .chan_us = 0.254272,
-    .overlap = {1.00873, 1.35941, 1},
+    .base_us = {1.27117, 11.0342, 4.12877},
+    .step_us = {0.246054, 1.59653, 1.37491},
+    .hop_us = {0.106336, 0.410542, 0.92366, 0.662066},
+    .chan_bw = {17.5997, 14, 11.6369},
+    .pcie_eff = 0.851907,
+    .sys_bw = 40.3133,
+    .shm_bw = 2.46808,
+    .chan_us = 0.243533,
+    .overlap = {1.00761, 1.35703, 1},
     .launch_us = {4.5, 1.5},
+    .warp_exp = 0.634539,
 };
 
 const struct pt_phys *pt_phys_fitted(void) { return &fitted_params; }
@@ -188,6 +189,7 @@ static const struct pt_phys prior_params = {
     .chan_us = 0.3,
     .overlap = {2.0, 2.0, 1.0},
     .launch_us = {4.5, 1.5},
+    .warp_exp = 0.5,
 };
 
 const struct pt_phys *pt_phys_prior(void) { return &prior_params; }

@@ -52,10 +52,11 @@ struct pt_box_truth {
   double overlap[3];           /* q above, >= 1, per protocol */
   int transport;               /* enum pt_transport */
   double host_bw;              /* GB/s of the host staging copy (SHM only) */
-  /* 1: a channel's bandwidth scales with the warps NCCL launches per
-   * channel, which NCCL computes from its own channel count for the size
-   * (enqueue.cc topoGetAlgoInfo), not from the count a tuner asks for. */
-  int warp_scaled;
+  /* > 0: a channel's bandwidth scales as (warps / full warps)^warp_exp,
+   * the warps NCCL launches per channel, which it computes from its own
+   * channel count for the size (enqueue.cc topoGetAlgoInfo), not from the
+   * count a tuner asks for. 0: no scaling. */
+  double warp_exp;
 };
 
 /* The physical truth (sim/phys.c, docs/sim.md "The truth"): global
@@ -76,8 +77,9 @@ struct pt_phys {
   double chan_us;     /* latency per running channel beyond the first */
   double overlap[3];  /* per protocol: q of the truth's formula */
   double launch_us[PT_NMODES];
+  double warp_exp;    /* a channel's bandwidth scales as (warps / full warps)^warp_exp */
 };
-#define PT_PHYS_NPARAM 22
+#define PT_PHYS_NPARAM 23
 
 /* A published measurement the box is calibrated against. algo < 0 means
  * "NCCL's default choice"; otherwise the latency of that candidate.
@@ -179,7 +181,7 @@ double pt_box_anchor_us(const struct pt_box *b, const struct pt_box_anchor *a);
  * launch costs, which these eager tables cannot tell from the fixed
  * costs); PT_PHYS_FIT_SHM: the host-memory hop and bandwidth. */
 #define PT_PHYS_FIT_SHM ((1ul << 9) | (1ul << 15))
-#define PT_PHYS_FIT_P2P (((1ul << 19) - 1) & ~PT_PHYS_FIT_SHM)
+#define PT_PHYS_FIT_P2P ((((1ul << 19) - 1) | (1ul << 22)) & ~PT_PHYS_FIT_SHM)
 double pt_phys_fit(struct pt_box *boxes, size_t nboxes, long skip, unsigned long mask,
                    const struct pt_phys *start, struct pt_phys *out);
 
