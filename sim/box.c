@@ -57,14 +57,20 @@ double pt_box_true_us(const struct pt_box *b, int coll, int mode, int algo, int 
   int ch = pt_box_running_channels(b, coll, proto, channels, nbytes);
   int n = b->nranks;
   double per_ch = t->chan_bw[proto];
-  /* A channel drives bandwidth with the warps NCCL gives it, and NCCL sizes
-   * them for its own channel count at this size (topoGetAlgoInfo), whatever
-   * count a tuner asks for: fewer warps, less bandwidth per channel. */
+  /* A channel drives bandwidth with the threads NCCL gives it, and NCCL
+   * sizes them for its own channel count at this size, whatever count a
+   * tuner asks for (topoGetAlgoInfo: threads halve while the message is
+   * below channels x threads x NCCL's thread threshold). The smooth form of
+   * that rule is used, bytes / (own channels x threshold) threads, so that
+   * latency stays monotone between NCCL's power-of-two steps. */
   if (t->warp_exp > 0) {
-    int full = pt_nccl_max_threads(&b->nccl, algo, proto) / 32;
-    if (proto == NCCL_PROTO_SIMPLE) full += algo == NCCL_ALGO_RING ? 1 : 4;
-    double w = (double)pt_nccl_warps(&b->nccl, algo, proto, (size_t)nbytes) / full;
-    per_ch *= w < 1 ? pow(w, t->warp_exp) : 1;
+    double full = pt_nccl_max_threads(&b->nccl, algo, proto);
+    double thr = proto == NCCL_PROTO_SIMPLE ? 64 : 8;
+    if (algo == NCCL_ALGO_RING && proto == NCCL_PROTO_LL) thr *= n;
+    double want = (double)nbytes / (pt_nccl_channels(&b->nccl, algo, proto, (size_t)nbytes) * thr);
+    if (algo == NCCL_ALGO_TREE) want = full; /* Tree runs every thread */
+    if (want < 96) want = 96;
+    if (want < full) per_ch *= pow(want / full, t->warp_exp);
   }
   double wire = fmin(ch * per_ch, t->link_bw[proto]);
   /* Host staging copies every wire byte once more, in series with the link. */
