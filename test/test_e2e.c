@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "nccl/common.h"
+#include "pcie/files.h"
 #include "measure/simjudge.h"
 #include "sim/simeval.h"
 #include "support/pt_test.h"
@@ -35,6 +36,22 @@ static void judge(const struct pt_box *box, const char *profile, int mode,
   ck_assert_int_eq(q->plugin_errors, 0);
 }
 
+/* docs/performance.md's e2e table is what this suite prints: each box's row
+ * must be there, between the markers `make e2e-table` rewrites. */
+static void check_docs_row(const char *row) {
+  char path[1024], *text = NULL, *end;
+  size_t len;
+  struct pt_error_rec e;
+  if (getenv("PT_E2E_NO_DOCS")) return; /* make e2e-table is regenerating it */
+  snprintf(path, sizeof path, "%s/docs/performance.md", pt_test_srcdir());
+  ck_assert_msg(pt_file_read(path, 1 << 20, 0, &text, &len, &e) == 0, "%s: %s", path, e.msg);
+  char *begin = strstr(text, "<!-- e2e-table begin -->");
+  ck_assert_msg(begin && (end = strstr(begin, "<!-- e2e-table end -->")), "%s: no e2e-table markers", path);
+  *end = '\0';
+  ck_assert_msg(strstr(begin, row), "docs/performance.md's e2e table lacks '%s': run make e2e-table", row);
+  free(text);
+}
+
 static void check_box(const struct pt_box *box, int mode) {
   char *dir = pt_test_tmpdir();
   char *path = sweep_box(box, dir, mode, 1);
@@ -44,6 +61,12 @@ static void check_box(const struct pt_box *box, int mode) {
          "default/tuned 32-256KB geomean %.2f min %.2f\n",
          box->name, pt_mode_name(mode), q.geo, q.worst, q.worst_at, q.speedup_32k_256k,
          q.min_speedup_32k_256k);
+  char row[256];
+  snprintf(row, sizeof row, "| %s (%s) | %.4f | %.4f | %.2f× | %.2f× |", box->name, pt_mode_name(mode), q.geo, q.worst,
+           q.speedup_32k_256k, q.min_speedup_32k_256k);
+  printf("e2e-row %s\n", row);
+  fflush(stdout);
+  check_docs_row(row);
   ck_assert_msg(q.geo <= 1.02, "%s: tuned/oracle geomean %.4f > 1.02", box->name, q.geo);
   /* One known gap (docs/sim.md, "Acceptance thresholds"): on the
    * misdetected box in eager mode the adaptive sweep measures 512 B and
