@@ -10,7 +10,6 @@
  * box: a box's truth is a pure function of its hardware and these numbers.
  */
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "nccl/common.h"

@@ -35,7 +35,8 @@ enum pt_transport {
  *   t = launch[mode] + base[p] + (ch-1)*chan_us + (L^q + X^q)^(1/q),  q = overlap[p]
  *   L = steps(coll, algo, n) * hop[algo][p]
  *   X = traffic(coll, algo, n) * bytes / bw
- *   bw = eff[p] * wire,  wire = min(ch * chan_bw[p], link_bw[p])
+ *   bw = eff[p] * wire,  wire = min(ch * chan_bw[p] * w^warp_exp, link_bw[p])
+ *   (w: NCCL's threads per channel for its own channel count, over the full)
  *
  * and, when transport is SHM, wire = 1 / (1/wire + 1/host_bw): the staging
  * copy through host memory is in series with the link. q >= 1 says how much
