@@ -101,6 +101,7 @@ double pt_phys_fit(struct pt_box *boxes, size_t nboxes, long skip, unsigned long
   struct problem pb = {boxes, nboxes, skip, mask, {0}, 0};
   double v[P], x[P], xt[P], JtJ[P * P], A[P * P], g[P], d[P];
   double mu = 1e-2, c;
+  *out = *start; /* what the caller gets if the fit cannot run */
   pt_phys_to_vec(start, v);
   for (int k = 0; k < P; k++) pb.x0[k] = x[k] = log(v[k]);
   pb.nres = count_res(&pb);

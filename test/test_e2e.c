@@ -76,8 +76,8 @@ static void check_box(const struct pt_box *box, int mode) {
    * not see NCCL's default, so 2-4 KiB stays NCCL's. */
   int gap = !strcmp(box->name, "gen5-8x-dual-misdetect") && mode == PT_MODE_EAGER && q.worst_at >= 2048 &&
             q.worst_at < 4096;
-  ck_assert_msg(q.worst <= (gap ? 1.07 : 1.05), "%s: tuned/oracle %.4f > 1.05 at %.0f B", box->name, q.worst,
-                q.worst_at);
+  double bound = gap ? 1.07 : 1.05;
+  ck_assert_msg(q.worst <= bound, "%s: tuned/oracle %.4f > %.2f at %.0f B", box->name, q.worst, bound, q.worst_at);
   ck_assert_int_eq(q.bad_state, 0);
   /* Geometric mean over 32-256 KB; in graph mode (the workload's) at every
    * size as well. */
