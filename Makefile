@@ -7,11 +7,15 @@
 #   make tsan       the threaded suites under TSan (build-tsan/)
 #   make demo       profile a simulated box, then show and simulate it
 #   make install PREFIX=/usr/local   (make uninstall PREFIX=... removes it)
-#   make deps       install libconfig-dev, check and pkg-config when missing
+#   make deb        build/nccl-pcie-tuner_VERSION_ARCH.deb, checked with lintian
+#   make deps       install what the build, the tests and make deb need when missing
 
 .DEFAULT_GOAL := all
 PREFIX ?= /usr/local
 DATADIR = $(PREFIX)/share/nccl-pcie-tuner
+MANDIR = $(PREFIX)/share/man
+# One version, the one `pcie-tune --version` prints.
+VERSION := $(shell sed -n 's/.*"pcie-tune \([0-9][0-9.]*\)\\n".*/\1/p' cli/main.c)
 SAN ?=
 ifeq ($(SAN),asan)
 BUILD ?= build-asan
@@ -31,13 +35,26 @@ WARN = -Wall -Wextra -Werror -Wstrict-prototypes -Wvla -Wwrite-strings -Wpointer
 # Recursively expanded on purpose: pkg-config runs only after `deps` did.
 PKG_CFLAGS = $(shell pkg-config --cflags libconfig check 2>/dev/null)
 LIBCONFIG_LIBS = $(shell pkg-config --libs libconfig 2>/dev/null)
+# The plugin and pcie-tune carry libconfig inside them (a copy of Debian's
+# libconfig.a): an inference container that has NCCL but not libconfig.so.9
+# still loads the plugin. Nothing of it is exported (mk/plugin.map); LICENSE
+# states the LGPL terms. The archive is PIE code whose scanner names libc's
+# stdin/stdout/stderr directly, which a shared object cannot; the copy names
+# hidden variables instead (mk/libconfig_streams.c, linked as an object, not
+# from an archive, so that every link has them).
+LIBCONFIG_SYS_A = $(shell pkg-config --variable=libdir libconfig 2>/dev/null)/libconfig.a
+LIBCONFIG_A = $(BUILD)/libconfig-static.a
+LIBCONFIG_GLUE = $(BUILD)/obj/mk/libconfig_streams.o
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 # -I.: a header from another folder is named with its folder
 # ("measure/isolate.h"), so every include shows which way it points.
 CPPFLAGS += -Iinclude -I. -D_GNU_SOURCE -DPT_DATADIR='"$(DATADIR)/profiles"'
 CFLAGS += -std=c11 $(OPT) -g -fPIC -fvisibility=hidden $(WARN) $(SANFLAGS)
 LDFLAGS += $(SANFLAGS)
-LDLIBS_CORE = $(LIBCONFIG_LIBS) -lm -lpthread -ldl
+LDLIBS_SYS = -lm -lpthread -ldl
+LDLIBS_CORE = $(LIBCONFIG_LIBS) $(LDLIBS_SYS)
+# The plugin and pcie-tune: libconfig linked in.
+LDLIBS_STATIC = $(LIBCONFIG_GLUE) $(LIBCONFIG_A) $(LDLIBS_SYS)
 
 SO = $(BUILD)/libnccl-tuner-pcie.so
 CORE_LIB = $(BUILD)/libpcie-core.a
@@ -45,6 +62,9 @@ SIM_LIB = $(BUILD)/libpcie-sim.a
 MEASURE_LIB = $(BUILD)/libpcie-measure.a
 IMPORT_LIB = $(BUILD)/libpcie-import.a
 CLI = $(BUILD)/pcie-tune
+# pcie-tune(1), generated from docs/cli.md so that the two cannot drift.
+MAN = $(BUILD)/pcie-tune.1
+DEB = $(BUILD)/nccl-pcie-tuner_$(VERSION)_$(shell dpkg --print-architecture 2>/dev/null || echo unknown).deb
 DEPS_STAMP = $(BUILD)/.deps-ok
 
 CORE_SRCS :=
@@ -84,11 +104,15 @@ TEST_BINS = $(addprefix $(BUILD)/test/,$(TESTS))
 BENCH_BINS = $(addprefix $(BUILD)/bench/,$(BENCHES))
 
 .SECONDARY:
-.PHONY: layout-check all deps test asan tsan check-build install uninstall demo clean bench fuzz
-all: $(SO) $(CLI) $(EXTRA_ALL)
+.PHONY: layout-check all deps test asan tsan check-build install uninstall demo clean bench fuzz deb
+all: $(SO) $(CLI) $(MAN) $(EXTRA_ALL)
+
+$(MAN): docs/cli.md mk/md2man.awk cli/main.c
+	@mkdir -p $(@D)
+	awk -v version=$(VERSION) -f mk/md2man.awk docs/cli.md > $@.tmp && mv $@.tmp $@
 
 deps: $(DEPS_STAMP)
-$(DEPS_STAMP):
+$(DEPS_STAMP): mk/deps.sh
 	@sh mk/deps.sh
 	@mkdir -p $(@D) && touch $@
 
@@ -117,13 +141,19 @@ APP_LIBS = $(CLI_LIB) $(MEASURE_LIB) $(IMPORT_LIB) $(SIM_LIB) $(CORE_LIB)
 
 # Only the plugin structs leave the .so: -fvisibility=hidden hides the code,
 # mk/plugin.map is the second lock (test_exports compares nm -D with it).
-$(SO): $(PLUGIN_OBJS) $(CORE_LIB) mk/plugin.map
+$(LIBCONFIG_A): | $(DEPS_STAMP)
+	@test -f $(LIBCONFIG_SYS_A) || { echo "missing $(LIBCONFIG_SYS_A) (libconfig-dev ships it; run make deps)"; exit 1; }
+	@mkdir -p $(@D)
+	objcopy --redefine-sym stdin=pt_libconfig_stdin --redefine-sym stdout=pt_libconfig_stdout \
+	  --redefine-sym stderr=pt_libconfig_stderr $(LIBCONFIG_SYS_A) $@
+
+$(SO): $(PLUGIN_OBJS) $(CORE_LIB) $(LIBCONFIG_GLUE) $(LIBCONFIG_A) mk/plugin.map
 	$(CC) -shared -o $@ $(PLUGIN_OBJS) $(CORE_LIB) $(LDFLAGS) -Wl,--version-script=mk/plugin.map \
-	  -Wl,-z,defs -Wl,--no-undefined $(LDLIBS_CORE)
+	  -Wl,-z,defs -Wl,--no-undefined -Wl,-z,relro,-z,now -Wl,--as-needed $(LDLIBS_STATIC)
 	ln -sf $(notdir $@) $(BUILD)/libnccl-net-pcie.so
 
-$(CLI): $(CLI_MAIN_OBJ) $(APP_LIBS)
-	$(CC) -o $@ $(CLI_MAIN_OBJ) $(APP_LIBS) $(LDFLAGS) $(LDLIBS_CORE) $(CLI_LIBS)
+$(CLI): $(CLI_MAIN_OBJ) $(APP_LIBS) $(LIBCONFIG_GLUE) $(LIBCONFIG_A)
+	$(CC) -o $@ $(CLI_MAIN_OBJ) $(APP_LIBS) $(LDFLAGS) -Wl,-z,relro,-z,now -Wl,--as-needed $(LDLIBS_STATIC) $(CLI_LIBS)
 
 $(BUILD)/test/%: test/%.c $(TEST_SUPPORT_OBJS) $(APP_LIBS) | $(DEPS_STAMP)
 	@mkdir -p $(@D)
@@ -163,19 +193,28 @@ install: all
 	  example-*) install -m 644 $$f $(DESTDIR)$(DATADIR)/examples/ ;; \
 	  *) install -m 644 $$f $(DESTDIR)$(DATADIR)/profiles/ ;; esac; done
 	install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/nccl-pcie-tuner/
+	install -d $(DESTDIR)$(MANDIR)/man1
+	install -m 644 $(MAN) $(DESTDIR)$(MANDIR)/man1/
 	@sh mk/ldconfig.sh install $(PREFIX)/lib $(DESTDIR)
 
 # Removes what install put there, by name: a profile the user added to the
 # profiles directory stays, and so does the directory then.
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/lib/libnccl-tuner-pcie.so $(DESTDIR)$(PREFIX)/lib/libnccl-net-pcie.so \
-	  $(DESTDIR)$(PREFIX)/bin/pcie-tune
+	  $(DESTDIR)$(PREFIX)/bin/pcie-tune $(DESTDIR)$(MANDIR)/man1/pcie-tune.1
 	for f in profiles/*.cfg; do rm -f $(DESTDIR)$(DATADIR)/profiles/$${f##*/} \
 	  $(DESTDIR)$(DATADIR)/examples/$${f##*/}; done
 	for f in README.md docs/*.md; do rm -f $(DESTDIR)$(PREFIX)/share/doc/nccl-pcie-tuner/$${f##*/}; done
 	-rmdir $(DESTDIR)$(DATADIR)/profiles $(DESTDIR)$(DATADIR)/examples $(DESTDIR)$(DATADIR) \
 	  $(DESTDIR)$(PREFIX)/share/doc/nccl-pcie-tuner 2>/dev/null
 	@sh mk/ldconfig.sh uninstall $(PREFIX)/lib $(DESTDIR)
+
+# The Debian package: `make install` into a staging root with PREFIX=/usr,
+# then mk/deb.sh adds the package's metadata, builds it and runs lintian.
+deb: all
+	rm -rf $(BUILD)/deb
+	$(MAKE) --no-print-directory install DESTDIR=$(abspath $(BUILD))/deb/root PREFIX=/usr
+	sh mk/deb.sh $(BUILD)/deb/root $(VERSION) $(DEB)
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz

@@ -5,8 +5,10 @@
  * Prints medians over repetitions and the added ns / ratio. Not a test.
  *
  *   make bench   (or build/bench/tuner_hotpath after `make`)
- *   build/bench/tuner_hotpath [NSIZES] runs one profile size only; HOTPATH_CALLS
- *   sets the calls per run (for instruction counts under callgrind).
+ *   build/bench/tuner_hotpath [NSIZES] runs one profile size only;
+ *   build/bench/tuner_hotpath FILE.cfg runs that profile (the shipped one:
+ *   profiles/example-8x-pcie.cfg); HOTPATH_CALLS sets the calls per run (for
+ *   instruction counts under callgrind).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,7 +103,8 @@ static void write_profile(const char *path, int nsizes) {
 }
 
 int main(int argc, char **argv) {
-  int only = argc > 1 ? atoi(argv[1]) : 0;
+  const char *file = argc > 1 && strstr(argv[1], ".cfg") ? argv[1] : NULL;
+  int only = argc > 1 && !file ? atoi(argv[1]) : 0;
   if (getenv("HOTPATH_CALLS")) CALLS = atol(getenv("HOTPATH_CALLS"));
   if (CALLS < 1) CALLS = 1;
   const char *so = getenv("PCIE_TUNER_SO") ? getenv("PCIE_TUNER_SO") : "build/libnccl-tuner-pcie.so";
@@ -131,10 +134,10 @@ int main(int argc, char **argv) {
          "1.00", base_r, "-", "1.00");
   for (int k = 0; k < 3; k++) {
     struct ph_comm c;
-    if (only && only != counts[k]) continue;
+    if (file ? k > 0 : only && only != counts[k]) continue;
     snprintf(path, sizeof path, "%s/p%d.cfg", dir, counts[k]);
-    write_profile(path, counts[k]);
-    setenv("PCIE_TUNER_PROFILE", path, 1);
+    if (!file) write_profile(path, counts[k]);
+    setenv("PCIE_TUNER_PROFILE", file ? file : path, 1);
     ph_comm_init(&c, &pl, 8, 1, 1);
     if (ph_log_find(NCCL_LOG_WARN, NULL)) {
       fprintf(stderr, "bench/tuner_hotpath: the plugin did not load %s\n", path);
@@ -146,11 +149,12 @@ int main(int argc, char **argv) {
     double nv = time_calls(t->getCollInfo, c.ctx, verify, 4096);
     double nr = time_calls(t->getCollInfo, c.ctx, sizes, 4096);
     char label[64];
-    snprintf(label, sizeof label, "profile, %d sizes", counts[k]);
+    if (file) snprintf(label, sizeof label, "%.24s", strrchr(file, '/') ? strrchr(file, '/') + 1 : file);
+    else snprintf(label, sizeof label, "profile, %d sizes", counts[k]);
     printf("%-24s %6d | %8.2f %9.2f %8.2f | %8.2f %9.2f %8.2f\n", label, iv ? atoi(iv + 10) : -1, nv,
            nv - base_v, nv / base_v, nr, nr - base_r, nr / base_r);
     ph_comm_finalize(&c);
-    unlink(path);
+    if (!file) unlink(path);
   }
   rmdir(dir);
   ph_plugin_close(&pl);

@@ -4,15 +4,13 @@
  * topology dump (NCCL_TOPO_DUMP_FILE), so a user can simulate their box
  * before measuring it (docs/sim.md).
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "cmds.h"
 #include "nccl/common.h"
+#include "pcie/files.h"
 #include "pcie/nccl_topo.h"
 #include "pcie/sim_box.h"
 
@@ -76,47 +74,81 @@ static void write_hw(FILE *f, const struct pt_hw *hw) {
   fprintf(f, "};\n");
 }
 
-/* Writes to a temporary file next to out, then renames it over out, so a
- * failure never leaves half a file. */
-static int write_box_file(const char *out, const char *topo, const char *name, const char *based_on,
-                          const struct pt_hw *hw, int force) {
-  struct stat st;
-  char tmp[4200];
-  FILE *f;
-  int fd;
-  if (strcmp(out, "-")) {
-    if (lstat(out, &st) == 0 && !force) {
-      fprintf(stderr, "pcie-tune box: %s exists; use --force to overwrite it\n", out);
-      return 1;
-    }
-    if (lstat(out, &st) == 0 && !S_ISREG(st.st_mode)) {
-      fprintf(stderr, "pcie-tune box: %s is not a regular file; not replacing it\n", out);
-      return 1;
-    }
-    snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", out);
-    if ((fd = mkstemp(tmp)) < 0 || !(f = fdopen(fd, "w"))) {
-      fprintf(stderr, "pcie-tune box: cannot write %s: %s\n", out, strerror(errno));
-      if (fd >= 0) close(fd), unlink(tmp);
-      return 1;
-    }
-  } else {
-    f = stdout;
+/* s as a libconfig string's body: a quote, a backslash or a control byte
+ * (a newline in a folder name) is escaped, so that no path can end the
+ * string or the line and inject settings. */
+static void put_escaped(FILE *f, const char *s) {
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+    else if (*p < 0x20 || *p == 0x7f) fprintf(f, "\\x%02x", *p);
+    else fputc(*p, f);
   }
-  fprintf(f, "# Box file written by pcie-tune box --from-topo %s (docs/sim.md).\n", topo);
-  fprintf(f, "# The hardware is NCCL's topology dump; NCCL's view is derived from it.\n");
+}
+
+/* The box file's text (malloc'ed), or NULL when out of memory. The dump's
+ * path appears only inside strings (desc): a comment ends at a newline,
+ * which a folder name may hold. */
+static char *render_box(const char *desc, const char *name, const char *based_on, const struct pt_hw *hw) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (!f) return NULL;
+  fprintf(f, "# Box file written by pcie-tune box --from-topo (docs/sim.md).\n");
+  fprintf(f, "# The hardware is NCCL's topology dump (desc); NCCL's view is derived from it.\n");
   fprintf(f, "# The truth (how the box really behaves) is the physical model computed from\n"
              "# this hardware (no truth group); the noise is %s's.\n", based_on);
-  fprintf(f, "name = \"%s\";\ndesc = \"from NCCL topology %s\";\nbased_on = \"%s\";\n", name, topo, based_on);
+  fputs("name = \"", f);
+  put_escaped(f, name);
+  fputs("\";\ndesc = \"", f);
+  put_escaped(f, desc);
+  fprintf(f, "\";\nbased_on = \"%s\";\n", based_on);
   write_hw(f, hw);
-  if (f == stdout) return fflush(f) ? 1 : 0;
-  int bad = ferror(f) | (fflush(f) != 0) | (fsync(fileno(f)) != 0);
-  bad |= fclose(f) != 0;
-  if (bad || rename(tmp, out)) {
-    fprintf(stderr, "pcie-tune box: cannot write %s: %s\n", out, strerror(errno));
-    unlink(tmp);
+  int bad = ferror(f);
+  if (fclose(f) || bad) {
+    free(text);
+    return NULL;
+  }
+  return text;
+}
+
+static int box_error(const struct pt_error_rec *e, const char *what) {
+  char line[1200];
+  pt_error_format(e, line, sizeof line);
+  fprintf(stderr, "pcie-tune box: %s%s\n", what, line);
+  return 1;
+}
+
+/* Checks the text loads before anything is written, so the command never
+ * leaves a file it would call broken; then writes it with the shared
+ * atomic writer (include/pcie/files.h). */
+static int write_box_file(const char *out, const char *topo, const char *name, const char *based_on,
+                          const struct pt_hw *hw, int force) {
+  struct pt_box b;
+  struct pt_error_rec e;
+  char label[256], desc[sizeof b.desc];
+  /* desc holds at most sizeof b.desc - 1 bytes: a longer path keeps its
+   * file name. */
+  const char *slash = strrchr(topo, '/');
+  if (snprintf(desc, sizeof desc, "from NCCL topology %s", topo) >= (int)sizeof desc && slash)
+    snprintf(desc, sizeof desc, "from NCCL topology .../%s", slash + 1);
+  char *text = render_box(desc, name, based_on, hw);
+  int rc = 1;
+  if (!text) {
+    fprintf(stderr, "pcie-tune box: out of memory\n");
     return 1;
   }
-  return 0;
+  if (pt_box_parse(&b, text, out, &e)) /* a bug here, never a user error: say so */
+    box_error(&e, "the box file would not load (a bug; please report it): ");
+  else if (pt_output_write(out, text, strlen(text), force ? PT_OUT_FORCE : 0, &e))
+    box_error(&e, "");
+  else
+    rc = 0;
+  if (!rc && strcmp(out, "-")) {
+    pt_box_view_label(&b, label, sizeof label);
+    fprintf(stderr, "wrote %s: %d GPUs; NCCL view %s\n", out, b.nranks, label);
+  }
+  free(text);
+  return rc;
 }
 
 static void print_view(FILE *f, const struct pt_box *b) {
@@ -202,7 +234,15 @@ int cmd_box(int argc, char **argv) {
     return 2;
   }
   struct pt_hw hw;
-  char err[600], base[128];
+  struct pt_error_rec e;
+  char err[600], base[sizeof ((struct pt_box *)0)->name];
+  /* Before reading: the dump itself, under any name, is never the output. */
+  int rc = pt_output_check(out, force ? PT_OUT_FORCE : 0, &topo, 1, &e);
+  if (rc == PT_EEXIST) {
+    fprintf(stderr, "pcie-tune box: %s exists; use --force to overwrite it\n", out);
+    return 1;
+  }
+  if (rc) return box_error(&e, "");
   if (pt_hw_from_topo_xml(topo, &hw, err, sizeof err)) {
     fprintf(stderr, "pcie-tune box: %s\n", err);
     return 1;
@@ -213,30 +253,16 @@ int cmd_box(int argc, char **argv) {
     fprintf(stderr, "pcie-tune box: unknown built-in box '%s' for --based-on\n", based_on);
     return 2;
   }
-  if (!name) {
+  if (name && strlen(name) >= sizeof base) {
+    fprintf(stderr, "pcie-tune box: --name is longer than %zu characters\n", sizeof base - 1);
+    return 2;
+  }
+  if (!name) { /* the dump's file name, cut to what a box name holds */
     const char *slash = strrchr(topo, '/');
     snprintf(base, sizeof base, "%s", slash ? slash + 1 : topo);
     char *dot = strrchr(base, '.');
     if (dot && dot != base) *dot = 0;
     name = base;
   }
-  if (strchr(name, '"') || strchr(name, '\\')) {
-    fprintf(stderr, "pcie-tune box: the name may not contain quotes or backslashes\n");
-    return 2;
-  }
-  if (write_box_file(out, topo, name, based_on, &hw, force)) return 1;
-  if (strcmp(out, "-")) {
-    struct pt_box b;
-    struct pt_error_rec e;
-    char line[1200];
-    if (pt_box_load(&b, out, &e)) { /* a bug here, never a user error: say so */
-      pt_error_format(&e, line, sizeof line);
-      fprintf(stderr, "pcie-tune box: the written box does not load: %s\n", line);
-      return 1;
-    }
-    char label[256];
-    pt_box_view_label(&b, label, sizeof label);
-    fprintf(stderr, "wrote %s: %d GPUs; NCCL view %s\n", out, b.nranks, label);
-  }
-  return 0;
+  return write_box_file(out, topo, name, based_on, &hw, force);
 }

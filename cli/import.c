@@ -165,6 +165,13 @@ static int load_logs(const struct args *a, struct imp_input *in) {
       return -1;
     }
     in[i].cli = a->cli[i];
+    for (size_t r = 0; r < in[i].log.nruns; r++)
+      if (in[i].log.runs[r].no_summary_line)
+        fprintf(stderr,
+                "%s:%d: warning: the table has every size up to maxBytes (%llu) but ends without its "
+                "summary lines ('Out of bounds values', 'Avg bus bandwidth'); imported as complete\n",
+                name, in[i].log.runs[r].no_summary_line,
+                (unsigned long long)in[i].log.runs[r].max_bytes);
   }
   return 0;
 }
@@ -203,8 +210,8 @@ static void summary(const struct pt_profile *p, const char *out) {
     for (int m = 0; m < PT_NMODES; m++) {
       const struct pt_series *s = p->series[c][m];
       if (s)
-        printf("%s: %s %s on %d ranks: %zu sizes, %zu candidates%s\n", out, pt_coll_name(c),
-               pt_mode_name(m), p->match_nranks, s->nsizes, s->ncand,
+        printf("%s: %s %s on %d ranks: %zu sizes, %zu candidate%s%s\n", out, pt_coll_name(c),
+               pt_mode_name(m), p->match_nranks, s->nsizes, s->ncand, s->ncand == 1 ? "" : "s",
                s->nccl_default ? " and NCCL's default" : "");
     }
 }

@@ -854,10 +854,10 @@ int cmd_profile(int argc, char **argv) {
     return bad("unknown backend '%s' (nccl or sim)", o.backend);
   }
   /* Before measuring, not at the first checkpoint: a missing or read-only
-   * directory, a FIFO or device, the --box file itself. */
+   * directory, a FIFO or device, the --box or --workload file itself. */
   struct pt_error_rec oe;
-  const char *inputs[1] = {o.box};
-  rc = pt_output_check(o.out, o.force ? PT_OUT_FORCE : 0, inputs, o.box ? 1 : 0, &oe);
+  const char *inputs[2] = {o.box, o.workload};
+  rc = pt_output_check(o.out, o.force ? PT_OUT_FORCE : 0, inputs, 2, &oe);
   if (rc == PT_EEXIST) {
     fprintf(stderr, "pcie-tune profile: %s exists; use --force to overwrite it, or --resume to continue it\n", o.out);
     return 1;

@@ -14,6 +14,7 @@
 
 #include "cmds.h"
 #include "json.h"
+#include "nccl/common.h"
 #include "pcie/files.h"
 #include "pcie/table.h"
 #include "svg.h"
@@ -24,7 +25,7 @@ static const char usage_text[] =
     "\n"
     "Prints, per message-size range, what the plugin decides for a profile: the\n"
     "candidate it ranks first (algo/proto/channels), the channel count NCCL will\n"
-    "actually run, its expected latency, NCCL default's and the speed-up, or why\n"
+    "actually run, its expected latency, NCCL default's and the speedup, or why\n"
     "the range is left to NCCL; then the candidates excluded and why.\n"
     "Adjacent decision intervals with the same first choice share one row.\n"
     "\n"
@@ -75,11 +76,23 @@ static void choice_name(char *buf, size_t len, const struct pt_choice *c) {
 }
 
 /* The channel count NCCL runs for a choice: what the plugin writes, which
- * NCCL clamps to comm->nChannels (known: already below it), or NCCL's own. */
-static void runs_str(char *buf, size_t len, const struct pt_table *t, const struct pt_choice *c) {
-  if (!c->set_channels) snprintf(buf, len, "NCCL's");
-  else if (t->comm_channels) snprintf(buf, len, "%d", c->set_channels);
-  else snprintf(buf, len, "<=%d", c->set_channels);
+ * NCCL clamps to comm->nChannels (known: already below it), or NCCL's own.
+ * For a profile of NCCL 2.31 or later the count is only a cap under NCCL's
+ * size heuristic: the range it runs over the interval [lo, hi]. */
+static void runs_str(char *buf, size_t len, const struct pt_profile *p, const struct pt_table *t,
+                     const struct pt_choice *c, uint64_t lo, uint64_t hi, long nranks) {
+  const char *le = t->comm_channels ? "" : "<=";
+  int a = c->set_channels, b = c->set_channels;
+  if (!c->set_channels) {
+    snprintf(buf, len, "NCCL's");
+    return;
+  }
+  if (pt_nccl_caps_channels(p->prov.nccl_version)) {
+    a = pt_nccl_channels_run(c->set_channels, (int)nranks, c->algo, c->proto, lo);
+    b = pt_nccl_channels_run(c->set_channels, (int)nranks, c->algo, c->proto, hi);
+  }
+  if (a == b) snprintf(buf, len, "%s%d", le, a);
+  else snprintf(buf, len, "%s%d-%d", le, a, b);
 }
 
 static const char *why_nccl(const struct pt_interval *iv, int measured) {
@@ -87,6 +100,7 @@ static const char *why_nccl(const struct pt_interval *iv, int measured) {
   switch (iv->kind) {
   case PT_IV_OUTSIDE: return "NCCL: outside the measured sizes";
   case PT_IV_NO_GAIN: return "NCCL: no candidate beats its default by the margin";
+  case PT_IV_MODES_DIFFER: return "NCCL: graph and eager measurements disagree (regBuff differs per rank)";
   default: return "NCCL: nothing usable measured here";
   }
 }
@@ -115,7 +129,17 @@ static const char *excluded(const struct pt_table *t, const struct pt_series *s,
       snprintf(buf, len, "%s at %s", pt_point_state_name(c->points[i].state), at);
       return buf;
     }
-  if (!t->comm_channels && coll != PT_ALLGATHER && t->chan_cap && c->channels > t->chan_cap) {
+  int unclamped = coll == PT_ALLGATHER || c->algo == NCCL_ALGO_COLLNET_DIRECT ||
+                  c->algo == NCCL_ALGO_COLLNET_CHAIN;
+  if (unclamped && c->channels) {
+    snprintf(buf, len,
+             "measured with %d channels, but NCCL does not clamp a tuner's count here (AllGatherV, "
+             "CollNet), so the plugin never writes one: only candidates measured with NCCL's own "
+             "count (channels = 0) run as measured",
+             c->channels);
+    return buf;
+  }
+  if (!t->comm_channels && !unclamped && t->chan_cap && c->channels > t->chan_cap) {
     snprintf(buf, len,
              "%d channels: the communicator's count is unknown, so the plugin returns at most "
              "%d (the smallest measured) and this would not run as measured",
@@ -147,16 +171,20 @@ static void print_text(const struct pt_profile *p, const struct pt_table *t,
   if (p->prov.backend && p->prov.nccl_version)
     printf("measured with backend %s, NCCL %s\n", p->prov.backend, p->prov.nccl_version);
   if (served_from(p, coll, mode)) printf("note: %s\n", served_from(p, coll, mode));
+  if (pt_nccl_caps_channels(p->prov.nccl_version))
+    printf("channels: NCCL %s takes a tuner's count as a cap under its size heuristic: \"runs\" "
+           "is what it runs (Simple with c channels only from c x 32 KiB)\n",
+           p->prov.nccl_version);
   if (t->comm_channels)
     printf("channels: the communicator has %d (communicator.channels); NCCL runs at most that\n",
            t->comm_channels);
   else if (t->chan_cap)
-    printf("channels: the communicator's count is unknown; all-gather keeps NCCL's count, the "
-           "rest gets at most %d (the smallest measured)\n",
+    printf("channels: the communicator's count is unknown; all-gather and CollNet keep NCCL's "
+           "count, the rest gets at most %d (the smallest measured)\n",
            t->chan_cap);
   else
-    printf("channels: the communicator's count is unknown; all-gather keeps NCCL's count, a "
-           "rule's count elsewhere is passed on (NCCL clamps it)\n");
+    printf("channels: the communicator's count is unknown; all-gather and CollNet keep NCCL's "
+           "count, a rule's count elsewhere is passed on (NCCL clamps it)\n");
   /* The plugin refuses the profile when the job's channel-shaping variables
    * differ from nccl_env (docs/decisions.md, step 3): say how to match. */
   static const char *const shaping[] = {"NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS"};
@@ -181,7 +209,7 @@ static void print_text(const struct pt_profile *p, const struct pt_table *t,
     printf("warning: no nccl_default in this series: candidates are ranked without knowing "
            "where NCCL's own choice is faster\n");
   printf("%14s %14s  %-24s %6s %11s %11s %13s  %s\n", "from", "to", "choice", "runs", "latency",
-         "NCCL", "speed-up", "why / fallbacks");
+         "NCCL", "speedup", "why / fallbacks");
   for (size_t i = 0; i < set->n;) {
     const struct pt_interval *iv = &set->iv[i];
     size_t j = i;
@@ -203,7 +231,7 @@ static void print_text(const struct pt_profile *p, const struct pt_table *t,
       continue;
     }
     choice_name(ch, sizeof ch, &iv->c[0]);
-    runs_str(run, sizeof run, t, &iv->c[0]);
+    runs_str(run, sizeof run, p, t, &iv->c[0], iv->lo, set->iv[j - 1].hi, nranks);
     printf("%14s %14s  %-24s %6s", lo, hi, ch, run);
     if (iv->c[0].lat_us > 0) printf(" %8.1f \u00b5s", iv->c[0].lat_us);
     else printf(" %11s", "-");
@@ -251,6 +279,7 @@ static const char *kind_name(const struct pt_interval *iv) {
   if (iv->n) return iv->c[0].from_rule ? "rule" : iv->kind == PT_IV_NCCL_FAILS ? "measured_nccl_fails" : "measured";
   return iv->kind == PT_IV_OUTSIDE ? "nccl_outside_range"
          : iv->kind == PT_IV_NO_GAIN ? "nccl_no_gain"
+         : iv->kind == PT_IV_MODES_DIFFER ? "nccl_modes_differ"
                                      : "nccl_no_data";
 }
 
@@ -314,39 +343,6 @@ static int svg_check(const char *svg, int force, const char *profile) {
   return -1;
 }
 
-/* Writes the chart to svg: through a symlink (checked above: only with
- * --force), or to standard output for '-' by way of a private temporary
- * file, as pt_svg_write writes only files. */
-static int svg_write(const char *svg, const char *title, const struct pt_series *s,
-                     const struct pt_ivset *set, int force) {
-  const char *tmp = getenv("TMPDIR");
-  char *target = NULL, *dir = NULL, *file = NULL, *text = NULL;
-  struct pt_error_rec e;
-  size_t len;
-  int rc = -1, saved;
-  if (strcmp(svg, "-")) {
-    if (!(target = pt_output_target(svg))) return -1;
-    rc = pt_svg_write(target, title, s, set, force);
-  } else if (asprintf(&dir, "%s/pcie-tune-svg.XXXXXX", tmp && *tmp ? tmp : "/tmp") < 0) {
-    dir = NULL;
-  } else if (mkdtemp(dir) && asprintf(&file, "%s/chart.svg", dir) >= 0) {
-    if (!pt_svg_write(file, title, s, set, 0) &&
-        !pt_file_read(file, (size_t)64 << 20, 0, &text, &len, &e))
-      rc = pt_output_write("-", text, len, 0, &e) ? -1 : 0;
-    unlink(file);
-    rmdir(dir);
-  } else {
-    file = NULL;
-  }
-  saved = errno;
-  free(target);
-  free(dir);
-  free(file);
-  free(text);
-  errno = saved;
-  return rc;
-}
-
 int cmd_show(int argc, char **argv) {
   const char *path = NULL, *svg = NULL;
   int coll = PT_ALLREDUCE, mode = PT_MODE_GRAPH, json = 0, force = 0, quiet = 0, status = 1, bytes = 0;
@@ -404,6 +400,10 @@ int cmd_show(int argc, char **argv) {
     fprintf(stderr, "pcie-tune show: %s\n", buf);
     return 1;
   }
+  /* The plugin refuses a partial sweep: what follows is not what a job gets. */
+  if (pt_profile_partial(&p, buf, sizeof buf))
+    fprintf(stderr, "pcie-tune show: %s: %s; the plugin refuses it and leaves every decision to NCCL until then\n",
+            path, buf);
   if (nranks && p.match_nranks && p.match_nranks != nranks) {
     fprintf(stderr, "pcie-tune show: %s: profile applies to %d ranks, not %ld\n", path, p.match_nranks, nranks);
     goto out;
@@ -419,7 +419,7 @@ int cmd_show(int argc, char **argv) {
     goto out;
   }
   built = 1;
-  const struct pt_ivset *set = t.set[coll][mode];
+  const struct pt_ivset *set = t.set[coll];
   if (!set) {
     fprintf(stderr, "pcie-tune show: %s: no %s data in this profile\n", path, pt_coll_name(coll));
     goto out;
@@ -436,8 +436,10 @@ int cmd_show(int argc, char **argv) {
   if (svg) {
     char title[300];
     snprintf(title, sizeof title, "%s: %s, %s mode", p.name, pt_coll_name(coll), pt_mode_name(mode));
-    if (svg_write(svg, title, s, set, force)) {
-      fprintf(stderr, "pcie-tune show: cannot write %s: %s\n", svg, strerror(errno));
+    struct pt_error_rec we;
+    if (pt_svg_write(svg, title, s, set, force, &we)) {
+      pt_error_format(&we, buf, sizeof buf);
+      fprintf(stderr, "pcie-tune show: %s\n", buf);
       goto out;
     }
     if (!json && !quiet && strcmp(svg, "-")) printf("chart written to %s\n", svg);

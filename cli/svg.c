@@ -17,16 +17,14 @@
  * Plain text, no dependency; written to a temporary file and renamed, so a
  * reader never sees half a chart.
  */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "nccl/common.h"
+#include "pcie/files.h"
 #include "svg.h"
 
 #define W 1000
@@ -403,7 +401,7 @@ static void write_chart(FILE *f, const char *title, const struct pt_series *s, c
   polyline_samples(f, xs, ysp, "stroke=\"#000\" stroke-width=\"2\"");
   fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#444\"/>\n", L, T2, R - L,
           B2 - T2);
-  fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"12\">speed-up over NCCL's default (above the red line: "
+  fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"12\">speedup over NCCL's default (above the red line: "
              "faster)</text>\n", L, T2 - 8);
   fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\">message size (bytes; log scale, "
              "14 KiB-2 MiB widened)</text>\n", (L + R) / 2, B2 + 34);
@@ -412,34 +410,17 @@ static void write_chart(FILE *f, const char *title, const struct pt_series *s, c
 }
 
 int pt_svg_write(const char *path, const char *title, const struct pt_series *s,
-                 const struct pt_ivset *set, int force) {
-  char tmp[4200];
-  /* A fresh temporary beside path (mkstemp: never an existing file or a
-   * planted symlink), renamed or linked into place below. */
-  const char *slash = strrchr(path, '/');
-  int dirlen = slash ? (int)(slash - path) + 1 : 0;
-  if (snprintf(tmp, sizeof tmp, "%.*s.%s.XXXXXX", dirlen, path, path + dirlen) >= (int)sizeof tmp) {
-    errno = ENAMETOOLONG;
-    return -1;
-  }
-  int fd = mkstemp(tmp);
-  if (fd < 0) return -1;
-  FILE *f = fchmod(fd, 0644) == 0 ? fdopen(fd, "w") : NULL;
-  if (!f) {
-    int saved = errno;
-    close(fd);
-    unlink(tmp);
-    errno = saved;
-    return -1;
-  }
+                 const struct pt_ivset *set, int force, struct pt_error_rec *err) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  int rc;
+  memset(err, 0, sizeof *err);
+  if (!f) return pt_error_set(err, PT_ENOMEM, path, 0, "out of memory");
   write_chart(f, title, s, set);
-  int bad = fflush(f) != 0 || fsync(fileno(f)) != 0;
-  bad |= fclose(f) != 0;
-  /* Without force, link() fails with EEXIST if path appeared meanwhile:
-   * nothing is clobbered. With force, rename() replaces atomically. */
-  if (!bad) bad = force ? rename(tmp, path) : link(tmp, path);
-  int saved = errno;
-  unlink(tmp); /* after rename it is gone; after link it is the spare name */
-  errno = saved;
-  return bad ? -1 : 0;
+  int bad = ferror(f);
+  if (fclose(f) || bad) rc = pt_error_set(err, PT_ENOMEM, path, 0, "out of memory");
+  else rc = pt_output_write(path, text, len, force ? PT_OUT_FORCE : 0, err);
+  free(text);
+  return rc;
 }

@@ -8,12 +8,12 @@
 #include "pcie/profile.h"
 #include "pcie/table.h"
 
-/* Writes the chart to path atomically (a temporary beside it, then moved
- * into place). An existing path is replaced only with force; otherwise it
- * is left alone and the call fails with errno EEXIST. Returns 0, or -1
- * with errno set. */
+/* Writes the chart to path with the shared atomic writer
+ * (include/pcie/files.h): '-' is standard output, an existing file or a
+ * symlink to one is replaced only with force. Returns 0 or a PT_E* code
+ * with *err filled. */
 int pt_svg_write(const char *path, const char *title, const struct pt_series *s,
-                 const struct pt_ivset *set, int force);
+                 const struct pt_ivset *set, int force, struct pt_error_rec *err);
 
 /* Log-log interpolation of one point array of s at nbytes, between the
  * nearest measured sizes around it (sizes an adaptive sweep skipped do not

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "measure/backend_isolated_faults.h"
@@ -41,13 +42,19 @@ struct wopts {
   size_t nfaults;
 };
 
-/* Reports a failure both ways: a FAIL frame for the parent (which decides
- * by it) and a line on stderr for a person running the worker by hand. */
+/* Reports a failure: a FAIL frame for the parent, which decides by it and
+ * prints it (so the user reads it once), and a line on stderr only for a
+ * person running the worker by hand (the parent's channel is a socket,
+ * measure/isolate.c) or when the frame could not be sent. */
 static int fail(int out, int code, int status, const char *msg) {
   unsigned char buf[600];
+  struct stat st;
   size_t n = pt_proto_enc_fail(buf, sizeof buf, code < 0 ? code : PT_EIO, msg);
-  fprintf(stderr, "pcie-tune worker: %s\n", msg);
-  if (out >= 0 && n) pt_proto_write(out, PT_MSG_FAIL, buf, (uint32_t)n);
+  int to_parent = out >= 0 && fstat(out, &st) == 0 && S_ISSOCK(st.st_mode);
+  if (!(to_parent && n && pt_proto_write(out, PT_MSG_FAIL, buf, (uint32_t)n) == 0)) {
+    fprintf(stderr, "pcie-tune worker: %s\n", msg);
+    if (!to_parent && out >= 0 && n) pt_proto_write(out, PT_MSG_FAIL, buf, (uint32_t)n);
+  }
   return status;
 }
 

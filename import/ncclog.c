@@ -43,40 +43,98 @@
 
 struct pattern {
   enum nl_kind kind;
+  /* What the message must begin with ("*text": contain) before the
+   * expression is tried: keeps most lines to a few string compares, so a
+   * large log reads at close to the speed of reading it. */
+  const char *lead;
   const char *re;
   int group[NL_MAX_FIELDS]; /* capture group of each field; 0 = none */
 };
 
 /* First match wins: specific patterns before the catch-alls of their family.
- * Keep to the beginnings of messages, so a reworded tail still matches. */
+ * Keep to the beginnings of messages, so a reworded tail still matches.
+ * The communicator's lines (the second half) are NCCL's format strings at
+ * every tag from v2.21.5-1 to v2.30.7-1 and on dev (2.31); where they
+ * changed, both forms match:
+ *  - NL_COMM_INIT: src/init.cc, ncclCommInitRankFunc, "ncclCommInitRank comm
+ *    %p rank %d nranks %d cudaDev %d nvmlDev %d busId %lx commId 0x%llx -
+ *    Init START|COMPLETE" (2.21-2.22), "%s comm ..." with the function's name
+ *    from 2.23; a split prints "parent %p splitCount %d color %d key %d"
+ *    instead of the commId (2.23+).
+ *  - NL_CHANNELS: src/init.cc, initTransportsRank, "%d coll channels, %d
+ *    collnet channels, %d nvls channels, %d p2p channels, %d p2p channels
+ *    per peer" (unchanged 2.21-dev; the tail is optional for 2.18's shorter
+ *    form, which import/nccltests.c still reads).
+ *  - NL_RING: src/graph/rings.cc, ncclBuildRings: "Channel %02d/%02d : " then
+ *    " %3d" per rank (2.21-2.22), "Channel %02d/%02d :" then " %d" (2.23+;
+ *    2.30 pads to the widest rank and ends a long line with "..."); rank 0
+ *    only.
+ *  - NL_TREES: src/init.cc, initTransportsRank, "Trees%s" with " [%d]
+ *    %d/%d/%d->%d->%d" per channel (channel, down[0..2], rank, up).
+ *  - NL_TRANSPORT: src/transport/p2p.cc, p2pSendSetup, "Channel %02d/%01d :
+ *    %d[%d] -> %d[%d] via P2P/%s%s%s" (CUMEM or MNNVL, "/read", "/CE"), "via
+ *    P2P/IPC%s%s", "via P2P/direct pointer%s", "via P2P/indirect/%d[%d]%s";
+ *    src/transport/shm.cc, shmSendSetup, "Channel %02d : %d[%d] -> %d[%d] via
+ *    SHM/%s/%s" (CE or direct each way; "via SHM/direct" in 2.30+);
+ *    src/transport/net.cc, sendSetup/recvSetup, "Channel %02d/%d : %d[%d] ->
+ *    %d[%d] [send|receive] via NET/%s/%d..." (name, device, then flags).
+ *  - NL_GRAPH, NL_GRAPH_FALLBACK: src/graph/search.cc, ncclTopoPrintGraph
+ *    "Pattern %d, crossNic %d, nChannels %d, bw %f/%f, type %s/%s,
+ *    sameChannels %d" and ncclTopoCompute "Could not find a path for pattern
+ *    %d, falling back to simple order" (a WARN up to 2.24, INFO after).
+ *  - NL_P2P_DISABLED: src/graph/paths.cc, ncclTopoCheckP2p, "P2P is disabled
+ *    between connected GPUs %d and %d. ..." (NVML's P2P status, per pair). */
 static const struct pattern patterns[] = {
-    {NL_VERSION, "^NCCL version ([0-9]+\\.[0-9]+\\.[0-9]+)([^ ]*)", {1, 2}},
-    {NL_TUNER_ENV, "^(TUNER/Plugin: )?NCCL_TUNER_PLUGIN set (by environment )?to (.*)$", {3}},
-    {NL_TUNER_USING_V, "^TUNER/Plugin: Using (.+) \\(v([0-9]+)\\)", {1, 2}},
-    {NL_TUNER_NOTFOUND, "^TUNER/Plugin: (Could not find: ?|No plugin found \\()([^)]*)", {2}},
-    {NL_TUNER_INTERNAL, "^TUNER/Plugin: Using internal tuner", {0}},
-    {NL_TUNER_USING, "^TUNER/Plugin: Using tuner plugin (.+)$", {1}},
-    {NL_TUNER_NOSYM, "^TUNER/Plugin: Failed to find ncclTunerPlugin_v([0-9]+)", {1}},
-    {NL_TUNER_LOADED, "^Successfully loaded external tuner plugin (.+)$", {1}},
-    {NL_TUNER_UNSUPPORTED, "^External tuner plugin (.+) is unsupported", {1}},
-    {NL_OTHER, "^TUNER/Plugin: (Closing tuner|Plugin name set by env)", {0}},
-    {NL_TUNER_MSG, "^TUNER/Plugin: (.+)$", {1}},
-    {NL_COMM, "^comm (0x[0-9a-fA-F]+|\\(nil\\)) rank ([0-9]+) nRanks ([0-9]+) nNodes ([0-9]+)",
-     {1, 2, 3, 4}},
-    {NL_COMM_DONE,
-     "comm (0x[0-9a-fA-F]+) rank ([0-9]+) nranks ([0-9]+) .*commId 0x([0-9a-fA-F]+) - Init COMPLETE",
-     {1, 2, 3, 4}},
-    {NL_CHANNELS, "^([0-9]+) coll channels, ", {1}},
-    {NL_ENV, "^(NCCL_[A-Za-z0-9_]+) set by environment to (.*)$", {1, 2}},
+    {NL_VERSION, "NCCL version ", "^NCCL version ([0-9]+\\.[0-9]+\\.[0-9]+)([^ ]*)", {1, 2}},
+    {NL_TUNER_ENV, "*NCCL_TUNER_PLUGIN set ", "^(TUNER/Plugin: )?NCCL_TUNER_PLUGIN set (by environment )?to (.*)$", {3}},
+    {NL_TUNER_USING_V, "TUNER/Plugin: Using ", "^TUNER/Plugin: Using (.+) \\(v([0-9]+)\\)", {1, 2}},
+    {NL_TUNER_NOTFOUND, "TUNER/Plugin: ", "^TUNER/Plugin: (Could not find: ?|No plugin found \\()([^)]*)",
+     {2}},
+    {NL_TUNER_INTERNAL, "TUNER/Plugin: Using internal tuner", "^", {0}},
+    {NL_TUNER_USING, "TUNER/Plugin: Using tuner plugin ", "^TUNER/Plugin: Using tuner plugin (.+)$",
+     {1}},
+    {NL_TUNER_NOSYM, "TUNER/Plugin: Failed to find ",
+     "^TUNER/Plugin: Failed to find ncclTunerPlugin_v([0-9]+)", {1}},
+    {NL_TUNER_LOADED, "Successfully loaded external tuner plugin ",
+     "^Successfully loaded external tuner plugin (.+)$", {1}},
+    {NL_TUNER_UNSUPPORTED, "External tuner plugin ", "^External tuner plugin (.+) is unsupported", {1}},
+    {NL_OTHER, "TUNER/Plugin: ", "^TUNER/Plugin: (Closing tuner|Plugin name set by env)", {0}},
+    {NL_TUNER_MSG, "TUNER/Plugin: ", "^TUNER/Plugin: (.+)$", {1}},
+    {NL_COMM, "comm ",
+     "^comm (0x[0-9a-fA-F]+|\\(nil\\)) rank ([0-9]+) nRanks ([0-9]+) nNodes ([0-9]+)", {1, 2, 3, 4}},
+    {NL_COMM_INIT, "* Init ",
+     "comm (0x[0-9a-fA-F]+) rank ([0-9]+) nranks ([0-9]+) cudaDev ([0-9]+) nvmlDev [0-9]+ busId "
+     "([0-9a-fA-F]+) (commId 0x([0-9a-fA-F]+) |parent .*)- ?Init (START|COMPLETE)",
+     {1, 2, 3, 7, 4, 5, 8}},
+    {NL_CHANNELS, "* coll channels, ",
+     "^([0-9]+) coll channels, (([0-9]+) collnet channels, )?(([0-9]+) nvls channels, ([0-9]+) p2p "
+     "channels, ([0-9]+) p2p channels per peer)?",
+     {1, 3, 5, 6, 7}},
+    {NL_TRANSPORT, "Channel ",
+     "^Channel ([0-9]+)(/[0-9]+)? : ([0-9]+)\\[([0-9]+)\\] -> ([0-9]+)\\[([0-9]+)\\] "
+     "(\\[(send|receive)\\] )?via ([A-Z0-9]+/.*[^ ])",
+     {1, 3, 4, 5, 6, 8, 9}},
+    {NL_RING, "Channel ", "^Channel ([0-9]+)/([0-9]+) :(( +[0-9]+)+)( *\\.\\.\\.)? *$", {1, 2, 3}},
+    {NL_TREES, "Trees", "^Trees((  ?\\[[0-9]+\\] [-0-9/>]+)+)", {1}},
+    {NL_GRAPH, "Pattern ",
+     "^Pattern ([0-9]+), crossNic [0-9]+, nChannels ([0-9]+), bw ([0-9.]+)/([0-9.]+), type "
+     "([A-Z0-9]+)/([A-Z0-9]+)",
+     {1, 2, 3, 4, 5, 6}},
+    {NL_GRAPH_FALLBACK, "Could not find a path for pattern ",
+     "^Could not find a path for pattern ([0-9]+)", {1}},
+    {NL_P2P_DISABLED, "P2P is disabled between ",
+     "^P2P is disabled between (NVLINK )?connected GPUs ([0-9]+) and ([0-9]+)", {2, 3}},
+    {NL_ENV, "NCCL_", "^(NCCL_[A-Za-z0-9_]+) set by environment to (.*)$", {1, 2}},
     /* The rest of the init line (intervals, nRanks, nNodes, commId) is read
      * key by key in classify(), so a field added or moved keeps matching. */
-    {NL_PT_PROFILE, "^PcieTuner: profile (.+) name '(.*)' hash ([0-9a-f]+)", {1, 2, 3}},
-    {NL_PT_REFUSE, "^PcieTuner: (.*); leaving ", {1}},
-    {NL_PT_TRACE,
+    {NL_PT_PROFILE, "PcieTuner: profile ", "^PcieTuner: profile (.+) name '(.*)' hash ([0-9a-f]+)",
+     {1, 2, 3}},
+    {NL_PT_REFUSE, "PcieTuner: ", "^PcieTuner: (.*); leaving ", {1}},
+    {NL_PT_TRACE, "PcieTuner: ",
      "^PcieTuner: ([a-z]+) ([0-9]+) B ([a-z]+) -> (([a-z0-9_]+/[a-z0-9_]+) ([0-9]+) ch|NCCL's own "
      "choice) \\((.*)\\)",
      {1, 2, 3, 5, 6, 7}},
-    {NL_PT_MSG, "^PcieTuner: (.*)$", {1}},
+    {NL_PT_MSG, "PcieTuner: ", "^PcieTuner: (.*)$", {1}},
 };
 #define NPATTERNS (sizeof patterns / sizeof patterns[0])
 
@@ -119,6 +177,9 @@ static void classify(struct nl_line *out) {
   regmatch_t m[10];
   out->kind = NL_OTHER;
   for (size_t i = 0; i < NPATTERNS; i++) {
+    const char *lead = patterns[i].lead;
+    if (lead[0] == '*' ? !strstr(out->msg, lead + 1) : strncmp(out->msg, lead, strlen(lead)))
+      continue;
     if (regexec(&compiled[i], out->msg, 10, m, 0)) continue;
     out->kind = patterns[i].kind;
     for (int f = 0; f < NL_MAX_FIELDS; f++) {
@@ -158,7 +219,10 @@ int nl_parse(const char *line, struct nl_line *out) {
   regmatch_t m[8];
   memset(out, 0, sizeof *out);
   if (!ready && nl_init()) return 0;
-  if (regexec(&prefix, line, 8, m, 0) == 0) {
+  /* Most of a job's output is not NCCL's: two searches rule it out before
+   * the prefix's expression runs. */
+  int nccl = strstr(line, "NCCL INFO ") || strstr(line, "NCCL WARN ");
+  if (nccl && regexec(&prefix, line, 8, m, 0) == 0) {
     char num[24];
     copy(out->host, sizeof out->host, line, m[1]);
     copy(num, sizeof num, line, m[2]);

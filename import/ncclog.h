@@ -2,8 +2,9 @@
  * A reader of NCCL debug logs (NCCL_DEBUG=INFO): splits one line of text into
  * NCCL's prefix ("host:pid:tid [dev] NCCL INFO msg", or "... [dev] file:line
  * NCCL WARN msg"; src/debug.cc, ncclDebugLog) and recognises the messages
- * that tell whether a tuner plugin was loaded and what this project's plugin
- * said. The messages come from one table in ncclog.c, matched on their
+ * that tell whether a tuner plugin was loaded, what this project's plugin
+ * said, and what NCCL built for a communicator (channels, rings, trees,
+ * transports, the topology search). The messages come from one table in ncclog.c, matched on their
  * stable beginnings, so a changed wording is a one-line edit there.
  *
  * It reads a line at a time and keeps no state: no files, no printing.
@@ -12,7 +13,7 @@
 #ifndef PCIE_IMPORT_NCCLOG_H
 #define PCIE_IMPORT_NCCLOG_H
 
-#define NL_MAX_FIELDS 6
+#define NL_MAX_FIELDS 8
 #define NL_FIELD_LEN 512
 
 enum nl_level { NL_INFO, NL_WARN, NL_BARE /* "NCCL version" printed without prefix */ };
@@ -30,8 +31,20 @@ enum nl_kind {
   NL_TUNER_INTERNAL, /* NCCL <= 2.27 fell back to its own tuning */
   NL_TUNER_MSG,      /* f0 any other TUNER/Plugin message (a dlopen error) */
   NL_COMM,           /* f0 comm pointer, f1 rank, f2 nRanks, f3 nNodes */
-  NL_COMM_DONE,      /* f0 comm pointer, f1 rank, f2 nranks, f3 commId (hex) */
-  NL_CHANNELS,       /* f0 comm->nChannels ("N coll channels, ..."), once per rank */
+  NL_COMM_INIT,      /* "Init START" / "Init COMPLETE": f0 comm pointer, f1 rank, f2 nranks,
+                      * f3 commId (hex, "" for a split), f4 cudaDev, f5 busId (hex), f6
+                      * "START" or "COMPLETE" */
+  NL_CHANNELS,       /* f0 coll channels, f1 collnet, f2 nvls, f3 p2p channels, f4 p2p
+                      * channels per peer; once per rank */
+  NL_RING,           /* rank 0's rings: f0 channel, f1 rings, f2 the ranks in ring order */
+  NL_TREES,          /* f0 " [c] d0/d1/d2->rank->up" per channel, this rank's trees */
+  NL_TRANSPORT,      /* f0 channel, f1 rank, f2 its nvmlDev, f3 peer, f4 peer's nvmlDev,
+                      * f5 "send"/"receive" (NET only) or "", f6 the transport ("P2P/CUMEM/read",
+                      * "SHM/direct/direct", "NET/Socket/0", "P2P/indirect/2[2]") */
+  NL_GRAPH,          /* a searched graph: f0 pattern, f1 nChannels, f2 bwIntra, f3 bwInter,
+                      * f4 typeIntra, f5 typeInter */
+  NL_GRAPH_FALLBACK, /* the search found nothing: f0 pattern (one channel in rank order) */
+  NL_P2P_DISABLED,   /* NVML says P2P is off: f0, f1 the two GPUs (NVML indices) */
   NL_ENV,            /* f0 NCCL_X, f1 its value ("NCCL_X set by environment to Y") */
   NL_PT_PROFILE,     /* f0 path, f1 name, f2 hash, f3 intervals, f4 nRanks, f5 nNodes */
   NL_PT_REFUSE,      /* f0 the reason the plugin left the communicator to NCCL ("...; leaving ...") */

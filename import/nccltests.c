@@ -455,13 +455,48 @@ static int parse_summary(struct ctx *c, struct lx_span s, int line, int avg) {
   return 0;
 }
 
+/* How many sizes nccl-tests runs from minBytes to maxBytes (its loop in
+ * src/common.cu: size *= stepFactor or size += stepBytes while size <=
+ * maxBytes), and the last of them; at most NT_MAX_STEPS. */
+#define NT_MAX_STEPS 100000
+static size_t run_sizes(const struct nt_run *r, uint64_t *last) {
+  uint64_t s = r->min_bytes;
+  size_t n = 1;
+  *last = s;
+  if (r->step_factor ? r->step < 2 : r->step == 0) return 1;
+  /* Whether a next size fits is decided before it is formed: no overflow. */
+  for (; n < NT_MAX_STEPS && s <= r->max_bytes; n++) {
+    if (r->step_factor ? !s || s > r->max_bytes / r->step : r->step > r->max_bytes - s) break;
+    s = r->step_factor ? s * r->step : s + r->step;
+  }
+  *last = s;
+  return n;
+}
+
+/* A table that ends before its summary lines: refused as truncated, unless
+ * every size up to maxBytes is there (a whole table copied without its two
+ * summary lines), which is kept and marked for a warning. A row's size may
+ * be below the nominal one (nccl-tests rounds the count down to whole
+ * elements per rank), so the last row need only lie past the size before. */
+static int table_cut(struct ctx *c) {
+  struct nt_run *r = cur(c);
+  uint64_t last;
+  size_t want = run_sizes(r, &last);
+  uint64_t before = want < 2 ? 0 : r->step_factor ? last / r->step : last - r->step;
+  if (r->nrows == want && r->rows[r->nrows - 1].size > before && r->rows[r->nrows - 1].size <= last) {
+    r->no_summary_line = c->last_row;
+    c->state = S_OUTSIDE;
+    return 0;
+  }
+  return fail(c, c->last_row ? c->last_row : c->table_line,
+              "table ends without its summary lines (truncated)");
+}
+
 /* ---- '#' lines ------------------------------------------------------------- */
 
 /* A new header while a table is open means the table was cut short. */
 static int close_open_run(struct ctx *c, int line) {
-  if (c->state == S_TABLE)
-    return fail(c, c->last_row ? c->last_row : c->table_line,
-                "table ends without its summary lines (truncated)");
+  if (c->state == S_TABLE) return table_cut(c);
   if (c->state == S_HEADER) return fail(c, cur(c)->line, "run has no result table");
   (void)line;
   return 0;
@@ -515,6 +550,15 @@ static int looks_like_row(struct lx_span s) {
   return lx_split(s, tok, 6) >= 5 && !lx_u64(tok[0], &v);
 }
 
+/* A line with a table row's shape: 13 columns (15 with a timestamp), size
+ * and count numbers. */
+static int is_table_row(struct lx_span s) {
+  struct lx_span tok[NT_MAX_TOKENS];
+  size_t n = lx_split(s, tok, NT_MAX_TOKENS);
+  uint64_t v;
+  return (n == NT_COLS || n == NT_COLS + 2) && !lx_u64(tok[0], &v) && !lx_u64(tok[1], &v);
+}
+
 static int on_line(struct ctx *c, struct lx_span s, int line) {
   struct lx_span t = lx_trim(s);
   int rc = 0;
@@ -526,6 +570,11 @@ static int on_line(struct ctx *c, struct lx_span s, int line) {
   if (looks_like_row(t)) {
     char q[64];
     lx_quote(t, q, sizeof q);
+    if (!c->log->nruns && is_table_row(t))
+      return fail(c, line,
+                  "a fragment? no run header before this row ('%s'); copy nccl-tests' whole output, "
+                  "from its '# nThread ...' line on",
+                  q);
     return fail(c, line, "table row outside an nccl-tests table ('%s')", q);
   }
   return 0; /* free text: shell output, a run's preamble */
@@ -555,11 +604,9 @@ int nt_parse(struct nt_log *log, const char *buf, size_t len, const char *name,
       rc = on_line(&c, s, line);
     pos = end + 1;
   }
+  if (!rc && c.state == S_TABLE) rc = table_cut(&c);
   if (rc) goto out;
-  if (c.state == S_TABLE)
-    rc = fail(&c, c.last_row ? c.last_row : c.table_line,
-              "table ends without its summary lines (truncated)");
-  else if (c.state == S_HEADER)
+  if (c.state == S_HEADER)
     rc = fail(&c, cur(&c)->line, "run has no result table");
   else if (!log->nruns)
     rc = fail(&c, line ? 1 : 0, "not nccl-tests output (no '# nThread ... graph: N' run header)");

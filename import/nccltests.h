@@ -79,6 +79,10 @@ struct nt_run {
   double oob;            /* "Out of bounds values" count */
   int oob_failed;        /* it said FAILED */
   double avg_busbw;
+  /* The table has a row for every size from minBytes to maxBytes but ended
+   * without its summary lines (copied without them): the line of its last
+   * row, for the caller's warning; 0 when the summary was there. */
+  int no_summary_line;
 };
 
 /* NCCL settings that name a candidate, as found in the log. */

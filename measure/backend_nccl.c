@@ -74,7 +74,7 @@ int pt_backend_nccl_open(struct pt_backend *b, const struct pt_nccl_opts *o,
   const char *args[24];
   size_t k = 0;
   memset(b, 0, sizeof *b);
-  snprintf(err->file, sizeof err->file, "pcie-tune profile");
+  snprintf(err->file, sizeof err->file, "nccl backend"); /* printed after "pcie-tune profile: " */
   err->line = 0;
   if (pt_nccl_parse_gpus(o->gpus, gpus, PT_GPU_MAX) < 0) {
     snprintf(err->msg, sizeof err->msg, "bad --gpus '%s' (e.g. 0-7 or 0,2,4,6; each GPU once, at most %d)",

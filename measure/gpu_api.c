@@ -122,7 +122,12 @@ int pt_gpu_api_load(struct pt_gpu_api *a, const char *nccl_lib, const char *cuda
   const char *tries[] = {nccl_lib ? nccl_lib : "libnccl.so.2", nccl_lib ? NULL : PT_NCCL_LIB};
   for (size_t i = 0; i < 2 && !a->nccl && tries[i]; i++) a->nccl = dlopen(tries[i], RTLD_NOW | RTLD_LOCAL);
   if (!a->nccl) {
-    snprintf(why, whylen, "cannot load NCCL (%s); give --nccl-lib PATH or set LD_LIBRARY_PATH", dlerror());
+    /* Given a path, the fix is that path, not the option the user already used. */
+    if (nccl_lib)
+      snprintf(why, whylen, "cannot load NCCL from --nccl-lib %s (%s); check the path (the libnccl.so.2 your "
+               "engine loads, e.g. .../site-packages/nvidia/nccl/lib/libnccl.so.2)", nccl_lib, dlerror());
+    else
+      snprintf(why, whylen, "cannot load NCCL (%s); give --nccl-lib PATH or set LD_LIBRARY_PATH", dlerror());
     return -1;
   }
   if (resolve(a->nccl, a, nccl_syms, sizeof nccl_syms / sizeof nccl_syms[0], "the NCCL library", why, whylen))

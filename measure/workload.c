@@ -77,18 +77,20 @@ static int parse_line(char *line, struct pt_workload_item *item, char *why, size
 int pt_workload_read(const char *path, pt_workload_fn fn, void *ctx, struct pt_error_rec *err) {
   char *text = NULL, line[512], why[256];
   size_t len, found = 0;
-  int lineno = 0, rc = pt_file_read(path, PT_MAX_SMALL_INPUT, 0, &text, &len, err);
+  int lineno = 0, rc = pt_file_read(path, PT_MAX_SMALL_INPUT, PT_READ_TEXT, &text, &len, err);
   if (rc) return rc;
   rc = PT_EINVAL;
   for (char *p = text, *next; p < text + len; p = next) {
     struct pt_workload_item item;
-    size_t ll = strcspn(p, "\n");
-    next = p + ll + (p[ll] == '\n');
+    /* The reader refused NUL bytes (PT_READ_TEXT): strcspn would stop at
+     * one, and the next line would start at that same NUL forever. */
+    char *nl = memchr(p, '\n', (size_t)(text + len - p));
+    size_t ll = nl ? (size_t)(nl - p) : (size_t)(text + len - p);
+    next = p + ll + (nl != NULL);
     lineno++;
     /* Named, not split: a split would turn a comment's tail into a line. */
-    if (ll >= sizeof line - 1 || memchr(p, '\0', ll)) {
-      pt_error_set(err, PT_EINVAL, path, lineno, "%s",
-                   ll >= sizeof line - 1 ? "line longer than 510 bytes" : "NUL byte in the line");
+    if (ll >= sizeof line - 1) {
+      pt_error_set(err, PT_EINVAL, path, lineno, "line longer than 510 bytes");
       goto out;
     }
     memcpy(line, p, ll);

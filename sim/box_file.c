@@ -4,11 +4,13 @@
  * errors naming file and line; nothing is defaulted except what a `based_on`
  * built-in box provides. Owns parsing only; the model is in sim/box.c.
  */
+#include <errno.h>
 #include <libconfig.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "nccl/common.h"
 #include "pcie/files.h"
@@ -504,27 +506,12 @@ static int parse_box(struct ctx *c, const config_setting_t *root, struct pt_box 
                     sizeof b->faults[0]);
 }
 
-int pt_box_load(struct pt_box *b, const char *path, struct pt_error_rec *err) {
+int pt_box_parse(struct pt_box *b, const char *text, const char *path, struct pt_error_rec *err) {
   config_t cfg;
   struct ctx c = {path, err, 0};
-  char *text = NULL;
-  size_t len;
   int rc;
   memset(err, 0, sizeof *err);
-  /* A regular file of sane size, without @include (include/pcie/files.h):
-   * libconfig would block on a FIFO and exit on an @include it cannot read. */
-  if ((rc = pt_file_read(path, PT_MAX_SMALL_INPUT, 0, &text, &len, err))) {
-    static const char pre[] = "cannot read box file: ";
-    size_t room = sizeof err->msg - sizeof pre;
-    memmove(err->msg + sizeof pre - 1, err->msg, room);
-    memcpy(err->msg, pre, sizeof pre - 1);
-    err->msg[sizeof err->msg - 1] = '\0';
-    return rc;
-  }
-  if ((rc = pt_text_refuse_include(text, path, err))) {
-    free(text);
-    return rc;
-  }
+  if ((rc = pt_text_refuse_include(text, path, err))) return rc;
   config_init(&cfg);
   if (config_read_string(&cfg, text) != CONFIG_TRUE) {
     rc = PT_ESYNTAX;
@@ -535,6 +522,26 @@ int pt_box_load(struct pt_box *b, const char *path, struct pt_error_rec *err) {
   if (!rc && (rc = pt_box_check(b, err))) snprintf(err->file, sizeof err->file, "%s", path);
 out:
   config_destroy(&cfg);
+  return rc;
+}
+
+int pt_box_load(struct pt_box *b, const char *path, struct pt_error_rec *err) {
+  char *text = NULL;
+  size_t len;
+  int rc;
+  memset(err, 0, sizeof *err);
+  /* A regular file of sane size, without @include or a NUL byte
+   * (include/pcie/files.h): libconfig would block on a FIFO, exit on an
+   * @include it cannot read and stop at a NUL as if the file ended there. */
+  if ((rc = pt_file_read(path, PT_MAX_SMALL_INPUT, PT_READ_TEXT, &text, &len, err))) {
+    static const char pre[] = "cannot read box file: ";
+    size_t room = sizeof err->msg - sizeof pre;
+    memmove(err->msg + sizeof pre - 1, err->msg, room);
+    memcpy(err->msg, pre, sizeof pre - 1);
+    err->msg[sizeof err->msg - 1] = '\0';
+    return rc;
+  }
+  rc = pt_box_parse(b, text, path, err);
   free(text);
   return rc;
 }
@@ -557,9 +564,24 @@ int pt_box_check(const struct pt_box *b, struct pt_error_rec *err) {
 
 int pt_box_resolve(struct pt_box *b, const char *name_or_path, struct pt_error_rec *err) {
   const struct pt_box *builtin = pt_box_builtin(name_or_path);
+  struct stat st;
   if (builtin) {
     *b = *builtin;
     return 0;
+  }
+  /* A bare word that names no file was meant as a built-in box: list them. */
+  if (!strchr(name_or_path, '/') && lstat(name_or_path, &st) != 0 && errno == ENOENT) {
+    char list[400];
+    size_t n = 0;
+    list[0] = '\0';
+    for (size_t i = 0; i < pt_box_builtin_count() && n < sizeof list; i++) {
+      int k = snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", pt_box_builtin_at(i)->name);
+      if (k < 0) break;
+      n += (size_t)k;
+    }
+    return pt_error_set(err, PT_EIO, name_or_path, 0,
+                        "no built-in box of that name and no such file; the built-in boxes are %s",
+                        list);
   }
   return pt_box_load(b, name_or_path, err);
 }

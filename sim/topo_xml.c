@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pcie/files.h"
 #include "pcie/nccl_topo.h"
 
 #define MAX_DEPTH 32
@@ -204,22 +205,18 @@ static int walk(struct rd *r, struct pt_hw *hw) {
 }
 
 int pt_hw_from_topo_xml(const char *path, struct pt_hw *hw, char *err, size_t errlen) {
-  FILE *f = fopen(path, "r");
+  struct pt_error_rec e;
   char *buf = NULL;
-  long len;
+  size_t len;
   int rc = -1;
   memset(hw, 0, sizeof *hw);
   hw->p2p = 1;
-  if (!f) {
-    snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+  /* The shared reader (include/pcie/files.h): a FIFO or a device is refused
+   * instead of blocking, the size is bounded, a NUL byte is named. */
+  if (pt_file_read(path, (size_t)16 << 20, PT_READ_TEXT, &buf, &len, &e)) {
+    pt_error_format(&e, err, errlen);
     return -1;
   }
-  if (fseek(f, 0, SEEK_END) || (len = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) || len > (1 << 24) ||
-      !(buf = malloc((size_t)len + 1)) || fread(buf, 1, (size_t)len, f) != (size_t)len) {
-    snprintf(err, errlen, "%s: cannot read the file", path);
-    goto out;
-  }
-  buf[len] = 0;
   struct rd r = {path, buf, 1, err, errlen};
   if (walk(&r, hw)) goto out;
   if (hw->ngpus == 0) {
@@ -235,6 +232,5 @@ int pt_hw_from_topo_xml(const char *path, struct pt_hw *hw, char *err, size_t er
   rc = 0;
 out:
   free(buf);
-  fclose(f);
   return rc;
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "support/pt_test.h"
 
@@ -197,6 +198,269 @@ START_TEST(reads_what_simulate_prints) {
 }
 END_TEST
 
+
+/* Issue 19 §1: an 8-process vLLM job whose capture put each PcieTuner line
+ * before NCCL's comm lines. Today's doctor counted 16 ranks for nRanks 8 and
+ * called a working job a mismatch (exit 5). */
+START_TEST(plugin_line_before_nccl_lines) {
+  struct result r = doctor("vllm-tp8-v2.28-plugin-first.log");
+  ck_assert_int_eq(r.rc, 0);
+  has(r.out, "NCCL 2.28.9+cuda12.9, 8 processes on 1 host");
+  has(r.out, "communicator 1c5e2f9a8d3b7046: nRanks 8 nNodes 1, 8 ranks in the log");
+  has(r.out, "ranks 0-7: profile 'gen5-8x' hash 9f2c4e1a07b3d865");
+  ck_assert_ptr_null(strstr(r.out, "no word from the plugin"));
+  has(r.out, "verdict: WORKING\n");
+  ck_assert_str_eq(r.err, "");
+  done(&r);
+  /* The same job as NCCL_DEBUG_FILE=nccl.%h.%p writes it (no engine
+   * prefix), and piped in. */
+  char *dir = pt_test_tmpdir(), *cmd = NULL, *out, *err;
+  ck_assert(asprintf(&cmd,
+                     "cd '%s' && for p in 41200 41201 41202 41203 41204 41205 41206 41207; do "
+                     "grep \"gpu-a:$p:\" '%s/test/data/ncclog/vllm-tp8-v2.28-plugin-first.log' | "
+                     "sed 's/^(VllmWorker[^)]*) //' > nccl.gpu-a.$p; done && '%s' doctor nccl.gpu-a.*",
+                     dir, pt_test_srcdir(), pt_test_cli()) > 0);
+  ck_assert_int_eq(pt_test_run(cmd, &out, &err), 0);
+  has(out, "8 ranks in the log");
+  has(out, "ranks 0-7: profile 'gen5-8x' hash 9f2c4e1a07b3d865");
+  has(out, "via P2P/CUMEM: 15 pairs (P2P write)");
+  free(cmd);
+  free(out);
+  free(err);
+  /* Only the plugin's lines (NCCL_DEBUG_SUBSYS=TUNING): tied by commId,
+   * eight ranks whose numbers the log does not give. */
+  ck_assert(asprintf(&cmd,
+                     "cd '%s' && grep -v 'comm 0x' '%s/test/data/ncclog/vllm-tp8-v2.28-plugin-first.log' "
+                     "| '%s' doctor -",
+                     dir, pt_test_srcdir(), pt_test_cli()) > 0);
+  ck_assert_int_eq(pt_test_run(cmd, &out, &err), 0);
+  has(out, "nRanks 8 nNodes 1, 8 ranks in the log");
+  has(out, "ranks ? (8 without NCCL's comm lines: NCCL_DEBUG_SUBSYS needs INIT): profile 'gen5-8x'");
+  free(cmd);
+  free(out);
+  free(err);
+  pt_test_rmtree(dir);
+  free(dir);
+  r = doctor("- < vllm-tp8-v2.28-plugin-first.log");
+  ck_assert_int_eq(r.rc, 0);
+  has(r.out, "8 ranks in the log");
+  done(&r);
+  /* The same lines twice (a file given twice, a log appended to): a rank
+   * counts once, and never more than nRanks. */
+  r = doctor("- < vllm-tp8-v2.28-plugin-first.log vllm-tp8-v2.28-plugin-first.log");
+  ck_assert_int_eq(r.rc, 0);
+  has(r.out, "nRanks 8 nNodes 1, 8 ranks in the log");
+  has(r.out, "ranks 0-7: profile 'gen5-8x'");
+  done(&r);
+}
+END_TEST
+
+/* torchrun's "[rankN]:" prefix; a mismatch names the rank that differs,
+ * with its host, pid and GPU; a Ray prefix on some lines. */
+START_TEST(mismatch_names_the_rank) {
+  struct result r = doctor("ray-rank-differs-v2.30.log");
+  ck_assert_int_eq(r.rc, 5);
+  has(r.out, "ranks 0-1,3: profile 'l40s-4x' hash c0ffee0000000001");
+  has(r.out, "rank 2: profile 'l40s-4x-old' hash badc0de000000002");
+  has(r.err, "rank 2 (gpu-c:7702 cudaDev 2 busId 0000:41:00.0) differs: profile 'l40s-4x-old'");
+  ck_assert_ptr_null(strstr(r.out, "ranks ?"));
+  done(&r);
+  r = doctor("torchrun-dual-socket-v2.30.log");
+  has(r.out, "communicator 7a0e44d1c2b39f18: nRanks 4 nNodes 1, 4 ranks in the log");
+  has(r.out, "ranks 0-3: profile 'dual-4x'");
+  done(&r);
+}
+END_TEST
+
+/* "Could not find:" with an absolute path: the file is missing where the
+ * process runs; repeating "give the absolute path" would be wrong. */
+START_TEST(absolute_path_not_found) {
+  struct result r = doctor("not-found-abs-v2.28.log");
+  ck_assert_int_eq(r.rc, 3);
+  has(r.out, "ctr-5f2a:18211: /opt/pcie-tuner/lib/libnccl-tuner-pcie.so does not exist as this "
+             "process sees the filesystem");
+  has(r.out, "a container without that mount, or on another host");
+  ck_assert_ptr_null(strstr(r.out, "absolute path"));
+  done(&r);
+}
+END_TEST
+
+/* §2: what NCCL built, per communicator, and --strict. */
+START_TEST(communicator_diagnosis) {
+  struct result r = doctor("vllm-tp8-v2.28-plugin-first.log");
+  has(r.out, "channels: 4 coll, 4 p2p, 2 p2p per peer");
+  has(r.out, "rings (rank 0): 00: 0 1 2 3 4 5 6 7; 01: 0 1 2 3 4 5 6 7;");
+  has(r.out, "trees (rank 0: [channel] down/down/down->rank->up): [0] 1/-1/-1->0->-1");
+  has(r.out, "graph search, ring (pattern 4): 4 channels, bw 24.0/24.0 GB/s, paths PXB/PIX");
+  has(r.out, "via P2P/CUMEM: 15 pairs (P2P write): 0->1 1->0 1->2");
+  ck_assert_ptr_null(strstr(r.out, "DEGRADED"));
+  done(&r);
+  r = doctor("--strict vllm-tp8-v2.28-plugin-first.log");
+  ck_assert_int_eq(r.rc, 0);
+  done(&r);
+  /* Dual socket: SHM across the sockets, 2 channels over SYS. */
+  r = doctor("torchrun-dual-socket-v2.30.log");
+  ck_assert_int_eq(r.rc, 0);
+  has(r.out, "NCCL 2.30.7+cuda13.0 (printed by the processes of 4 of 4 ranks)");
+  has(r.out, "via SHM/direct: 2 pairs: 1->2 3->0");
+  has(r.out, "via P2P/CUMEM: 2 pairs (P2P write): 0->1 2->3");
+  has(r.out, "DEGRADED: 2 pairs of GPUs in one host talk through shared host memory (SHM)");
+  has(r.out, "beyond NCCL's default P2P level PXB (src/graph/paths.cc, ncclTopoCheckP2p");
+  has(r.out, "change: NCCL_P2P_LEVEL=SYS");
+  has(r.out, "30.3 GB/s bus bandwidth with SHM between the nodes, 39.3 GB/s with NCCL_P2P_LEVEL=SYS");
+  has(r.out, "DEGRADED: the ring search settled on 2 channels over SYS paths");
+  has(r.out, "change: NCCL_MIN_NCHANNELS=4");
+  has(r.out, "48.16 us with the search's 2 channels (SYS/SYS), 26.20 us with 4 channels");
+  has(r.out, "verdict: WORKING; 1 communicator DEGRADED by what NCCL built");
+  done(&r);
+  r = doctor("--strict torchrun-dual-socket-v2.30.log");
+  ck_assert_int_eq(r.rc, 6);
+  done(&r);
+  r = doctor("-q --strict torchrun-dual-socket-v2.30.log");
+  ck_assert_int_eq(r.rc, 6);
+  ck_assert_str_eq(r.out, "verdict: WORKING; 1 communicator DEGRADED by what NCCL built (see above)\n");
+  done(&r);
+  /* nccl-tests -g 4: four ranks in one process, one thread each; NVML says
+   * P2P is off between two GPUs; the search fell back; no plugin. */
+  r = doctor("nccltests-g4-fallback-v2.24.log");
+  ck_assert_int_eq(r.rc, 3);
+  has(r.out, "nRanks 4 nNodes 1, 4 ranks in the log");
+  has(r.out, "channels: 1 coll, 2 p2p, 2 p2p per peer");
+  has(r.out, "rings (rank 0): 00: 0 1 2 3\n");
+  has(r.out, "via P2P/IPC: 3 pairs (P2P write): 0->1 2->3 3->0");
+  has(r.out, "via SHM/direct/direct: 1 pair: 1->2");
+  has(r.out, "why: NVML reports P2P disabled between GPUs 1 and 2");
+  has(r.out, "ACS on a PCIe switch or root port, or the IOMMU");
+  has(r.out, "DEGRADED: the topology search found no path for the ring pattern and fell back");
+  has(r.out, "note: P2P through legacy CUDA IPC, not cuMem");
+  done(&r);
+  r = doctor("--strict nccltests-g4-fallback-v2.24.log");
+  ck_assert_int_eq(r.rc, 6);
+  done(&r);
+  /* Two containers on one host without a shared /dev/shm: NET; the v2
+   * plugin line has no commId and still lands on its rank. */
+  r = doctor("containers-net-v2.21.log");
+  ck_assert_int_eq(r.rc, 0);
+  has(r.out, "ranks 0-1: profile 'a' hash 00000000000000aa");
+  has(r.out, "rings (rank 0): 00: 0 1; 01: 0 1");
+  has(r.out, "via NET/Socket/0: 2 pairs: 0->1 1->0");
+  has(r.out, "DEGRADED: 2 pairs of ranks on one host connect through the network (NET)");
+  has(r.out, "docker --ipc=host");
+  done(&r);
+  /* A mismatch stays 5 under --strict. */
+  r = doctor("--strict ray-rank-differs-v2.30.log");
+  ck_assert_int_eq(r.rc, 5);
+  done(&r);
+}
+END_TEST
+
+/* The effects doctor quotes are the published tables' own figures. */
+START_TEST(quoted_effects_match_the_tables) {
+  static const char *const quotes[][3] = {
+      {"rtxpro6000-4x8x-nccl-vs-pcieoneshot-voipmonitor-asus-broadcom.txt", "default = 30.3 GB/s",
+       "NCCL_P2P_LEVEL=SYS = 39.3 GB/s"},
+      {"rtxpro6000-8x-graphXML-vs-default-voipmonitor-turin.txt", "| 32 KB | 48.16 us | 26.20 us |",
+       "graph search gives 2 channels, SYS/SYS"},
+  };
+  for (size_t i = 0; i < sizeof quotes / sizeof quotes[0]; i++) {
+    char *cmd = NULL, *out, *err;
+    ck_assert(asprintf(&cmd, "cat '%s/test/data/real/%s'", pt_test_srcdir(), quotes[i][0]) > 0);
+    ck_assert_int_eq(pt_test_run(cmd, &out, &err), 0);
+    has(out, quotes[i][1]);
+    has(out, quotes[i][2]);
+    free(cmd);
+    free(out);
+    free(err);
+  }
+  struct result r = doctor("torchrun-dual-socket-v2.30.log");
+  for (size_t i = 0; i < sizeof quotes / sizeof quotes[0]; i++) has(r.out, quotes[i][0]);
+  done(&r);
+}
+END_TEST
+
+/* §5: a FIFO or a device is refused at once; stdin is bounded. */
+START_TEST(inputs_that_are_not_logs) {
+  char *dir = pt_test_tmpdir(), *out, *err;
+  char *fifo = NULL;
+  ck_assert(asprintf(&fifo, "%s/fifo", dir) > 0);
+  ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+  /* The guard ends a doctor that blocks on the FIFO with status 124. */
+  int rc = pt_test_cli_run(dir, 20, &out, &err, "doctor fifo");
+  ck_assert_int_eq(rc, 1);
+  has(err, "fifo: is a FIFO, not a regular file; name a log file, or pipe the output in");
+  free(out);
+  free(err);
+  rc = pt_test_cli_run(dir, 20, &out, &err, "doctor /dev/zero");
+  ck_assert_int_eq(rc, 1);
+  has(err, "/dev/zero: is a character device, not a regular file");
+  free(out);
+  free(err);
+  rc = pt_test_cli_run(dir, 20, &out, &err, "doctor - < /dev/zero");
+  ck_assert_int_eq(rc, 1);
+  has(err, "<stdin>: line 1 holds a NUL byte: this is binary data, not a log");
+  free(out);
+  free(err);
+  rc = pt_test_cli_run(dir, 20, &out, &err, "doctor - < /dev/urandom");
+  ck_assert_int_eq(rc, 1);
+  has(err, "holds a NUL byte: this is binary data, not a log");
+  free(out);
+  free(err);
+  /* No NUL and no newline: the line bound ends it. */
+  char *cmd = NULL;
+  ck_assert(asprintf(&cmd, "head -c 3000000 /dev/zero | tr '\\0' a > '%s/long'", dir) > 0);
+  ck_assert_int_eq(pt_test_run(cmd, &out, &err), 0);
+  free(cmd);
+  free(out);
+  free(err);
+  rc = pt_test_cli_run(dir, 20, &out, &err, "doctor - < long");
+  ck_assert_int_eq(rc, 1);
+  has(err, "<stdin>: line 1 is longer than 1048575 bytes");
+  free(out);
+  free(err);
+  free(fifo);
+  pt_test_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+/* The profile's provenance against the job: NCCL version and bus ids. */
+static void prov_case(const char *prov, int want_rc, const char *needle) {
+  char *dir = pt_test_tmpdir(), *cmd = NULL, *out, *err;
+  ck_assert(asprintf(&cmd,
+                     "cd '%s' && cp '%s/profiles/example-8x-pcie.cfg' p.cfg && "
+                     "sed -i -e '/^  nccl_version = /d' -e 's|^provenance = {|provenance = {\\n%s|' "
+                     "p.cfg && sed 's|/etc/pcie-tuner/gen5-8x.cfg|%s/p.cfg|' "
+                     "'%s/test/data/ncclog/vllm-tp8-v2.28-plugin-first.log' > job.log && '%s' doctor "
+                     "job.log",
+                     dir, pt_test_srcdir(), prov, dir, pt_test_srcdir(), pt_test_cli()) > 0);
+  ck_assert_int_eq(pt_test_run(cmd, &out, &err), want_rc);
+  has(out, needle);
+  free(cmd);
+  free(out);
+  free(err);
+  pt_test_rmtree(dir);
+  free(dir);
+}
+
+#define BOX(b0) \
+  "  box = { gpus = ( { bus_id = \\\"" b0 "\\\"; }, { bus_id = \\\"0000:2a:00.0\\\"; }, " \
+  "{ bus_id = \\\"0000:3d:00.0\\\"; }, { bus_id = \\\"0000:63:00.0\\\"; }, { bus_id = " \
+  "\\\"0000:99:00.0\\\"; }, { bus_id = \\\"0000:ab:00.0\\\"; }, { bus_id = \\\"0000:bd:00.0\\\"; }, " \
+  "{ bus_id = \\\"0000:e3:00.0\\\"; } ); };"
+
+START_TEST(provenance_against_the_job) {
+  prov_case("  nccl_version = \\\"2.28.9\\\";\\n" BOX("0000:17:00.0"), 0,
+            "NCCL 2.28.9 as measured; the 8 GPUs of this communicator are on the measured box");
+  prov_case("  nccl_version = \\\"2.27.5\\\";\\n" BOX("0000:18:00.0"), 0,
+            "measured on NCCL 2.27.5, this job runs 2.28.9: the profile's timings may not hold");
+  prov_case("  nccl_version = \\\"2.28.9\\\";\\n" BOX("0000:18:00.0"), 0,
+            "1 of this communicator's 8 GPUs are not on the measured box: 0000:17:00.0 (the "
+            "profile lists 0000:18:00.0 0000:2a:00.0");
+  /* A profile from before the box key: compared on what it has. */
+  prov_case("  nccl_version = \\\"2.28.9\\\";", 0, "NCCL 2.28.9 as measured; no box recorded");
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("cli_doctor");
   TCase *tc = tcase_create("doctor");
@@ -209,6 +473,13 @@ int main(void) {
   tcase_add_test(tc, ranks_that_differ_are_an_error);
   tcase_add_test(tc, bad_input_and_usage);
   tcase_add_test(tc, reads_what_simulate_prints);
+  tcase_add_test(tc, plugin_line_before_nccl_lines);
+  tcase_add_test(tc, mismatch_names_the_rank);
+  tcase_add_test(tc, absolute_path_not_found);
+  tcase_add_test(tc, communicator_diagnosis);
+  tcase_add_test(tc, quoted_effects_match_the_tables);
+  tcase_add_test(tc, inputs_that_are_not_logs);
+  tcase_add_test(tc, provenance_against_the_job);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }

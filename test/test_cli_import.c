@@ -61,7 +61,7 @@ START_TEST(real_logs) {
            out);
   int rc = import(args, &so, &se);
   ck_assert_msg(rc == 0, "status %d: %s", rc, se);
-  ck_assert_ptr_nonnull(strstr(so, "allreduce eager on 2 ranks: 29 sizes, 1 candidates and NCCL's default"));
+  ck_assert_ptr_nonnull(strstr(so, "allreduce eager on 2 ranks: 29 sizes, 1 candidate and NCCL's default"));
   struct pt_profile p;
   load(&p, out);
   ck_assert_str_eq(p.name, "rtx4090");
@@ -305,8 +305,7 @@ START_TEST(bad_written_logs) {
       "8 2 float sum -1 8.97 0.00 0.00 0 8.83 0.00 0.00 0\n";
   static const char foot[] = "# Out of bounds values : 0 OK\n# Avg bus bandwidth : 0.1\n";
   char text[2048], args[2048];
-  snprintf(text, sizeof text, "%s16 4 float sum -1 9.48 0.00 0.00 0 9.10 0.00 0.00 0\n", head);
-  char *trunc = pt_test_write(tmp, "trunc.txt", text);
+  char *trunc = pt_test_write(tmp, "trunc.txt", head);
   snprintf(text, sizeof text, "%s8 2 float sum -1 9.00 0.00 0.00 0 8.83 0.00 0.00 0\n%s", head, foot);
   char *dup = pt_test_write(tmp, "dup.txt", text);
   snprintf(text, sizeof text, "NCCL_MIN_NCHANNELS=4\n%s%s", head + strlen("NCCL_ALGO=Ring NCCL_PROTO=LL NCCL_MAX_NCHANNELS=2\n"), foot);
@@ -314,7 +313,7 @@ START_TEST(bad_written_logs) {
   snprintf(text, sizeof text, "NCCL_PROTO=LL,LL128\n%s%s", head + strlen("NCCL_ALGO=Ring NCCL_PROTO=LL NCCL_MAX_NCHANNELS=2\n"), foot);
   char *list = pt_test_write(tmp, "list.txt", text);
   snprintf(args, sizeof args, "'%s'", trunc);
-  expect_fail(1, args, "trunc.txt:7: table ends without its summary lines (truncated)");
+  expect_fail(1, args, "trunc.txt:6: table ends without its summary lines (truncated)");
   snprintf(args, sizeof args, "'%s'", dup);
   expect_fail(1, args, "dup.txt:7: size 8 measured twice with different values (first at");
   snprintf(args, sizeof args, "--setting algo=ring,proto=ll '%s'", min);
@@ -378,6 +377,77 @@ START_TEST(stdin_log) {
 }
 END_TEST
 
+/* Runs a shell command that prepares a log in tmp; asserts it worked. */
+static void sh(const char *fmt, const char *a) {
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, fmt, pt_test_srcdir(), a, tmp);
+  ck_assert_msg(system(cmd) == 0, "%s", cmd);
+}
+
+/* Inputs as users paste them (issue 19 §4): a whole table without its two
+ * summary lines is imported with a warning, a cut one is still refused; a
+ * table's rows alone are called a fragment; "1 candidate", not "1
+ * candidates". */
+START_TEST(pasted_tables) {
+  char args[3072], *out = outpath("whole.cfg"), *so = NULL, *se = NULL;
+  sh("grep -v -e '^# Out of bounds' -e '^# Avg bus' '%s/test/data/nccltests/synth/%s' > '%s/nosum.txt'",
+     "ar8-eager-ring-ll-4.txt");
+  snprintf(args, sizeof args, "--out '%s' synth/ar8-eager-default.txt '%s/nosum.txt'", out, tmp);
+  int rc = import(args, &so, &se);
+  ck_assert_msg(rc == 0, "status %d: %s", rc, se);
+  ck_assert_msg(strstr(se, "nosum.txt:38: warning: the table has every size up to maxBytes (4194304) but ends "
+                           "without its summary lines"),
+                "%s", se);
+  ck_assert_msg(strstr(so, "13 sizes, 1 candidate and NCCL's default"), "%s", so);
+  free(so), free(se);
+  /* The last row gone too: that is a cut table. */
+  sh("grep -v -e '^# Out of bounds' -e '^# Avg bus' -e '^ *4194304 ' '%s/test/data/nccltests/synth/%s' > "
+     "'%s/cut.txt'",
+     "ar8-eager-ring-ll-4.txt");
+  snprintf(args, sizeof args, "synth/ar8-eager-default.txt '%s/cut.txt'", tmp);
+  expect_fail(1, args, "cut.txt:37: table ends without its summary lines (truncated)");
+  /* Only the rows, copied from a terminal. */
+  sh("grep '^ *[0-9]' '%s/test/data/nccltests/synth/%s' > '%s/rows.txt'", "ar8-eager-ring-ll-4.txt");
+  snprintf(args, sizeof args, "synth/ar8-eager-default.txt '%s/rows.txt'", tmp);
+  expect_fail(1, args, "rows.txt:1: a fragment? no run header before this row");
+  free(out);
+  /* A default run alone is refused with what to add, and the README says
+   * up front what import needs. */
+  expect_fail(1, "synth/ar8-eager-default.txt", "no setting measured in eager mode besides NCCL's default");
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "tr '\\n' ' ' < '%s/README.md'", pt_test_srcdir());
+  ck_assert_int_eq(pt_test_run(cmd, &so, NULL), 0);
+  ck_assert_msg(strstr(so, "`pcie-tune import` needs two kinds of nccl-tests runs") &&
+                    strstr(so, "**NCCL's default run**") && strstr(so, "**one forced run per candidate**") &&
+                    strstr(so, "A default run alone cannot tune anything"),
+                "README.md does not say what import needs");
+  free(so);
+}
+END_TEST
+
+/* The channel clamp used when the communicator's count is unknown is the
+ * smallest count of a usable candidate: ring/simple/2 with one #wrong row
+ * is left out, and must not clamp ring/ll/4 (measured with 4) to 2. */
+START_TEST(wrong_candidate_does_not_lower_the_clamp) {
+  char args[3072], cmd[4096], *out = outpath("p.cfg"), *so = NULL, *se = NULL;
+  sh("sed 's/^\\( *65536 *16384 *float *sum *-1 *[0-9.]* *[0-9.]* *[0-9.]* *\\)0 /\\11 /' "
+     "'%s/test/data/nccltests/synth/%s' > '%s/s2.txt'",
+     "ar8-eager-ring-simple-2-crlf.txt");
+  snprintf(args, sizeof args, "--out '%s' synth/ar8-eager-default.txt synth/ar8-eager-ring-ll-4.txt '%s/s2.txt'",
+           out, tmp);
+  int rc = import(args, NULL, &se);
+  ck_assert_msg(rc == 0, "status %d: %s", rc, se);
+  free(se);
+  snprintf(cmd, sizeof cmd, "'%s' show '%s' --eager", pt_test_cli(), out);
+  ck_assert_int_eq(pt_test_run(cmd, &so, &se), 0);
+  ck_assert_msg(strstr(so, "excluded: ring/simple/2: wrong at 64 KiB"), "%s", so);
+  ck_assert_msg(strstr(so, "the rest gets at most 4 (the smallest measured)"), "%s", so);
+  ck_assert_msg(!strstr(so, "excluded: ring/ll/4"), "%s", so);
+  ck_assert_msg(strstr(so, "ring/ll/4"), "%s", so);
+  free(so), free(se), free(out);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("import");
   TCase *tc = tcase_create("cli");
@@ -393,6 +463,8 @@ int main(void) {
   tcase_add_test(tc, bad_written_logs);
   tcase_add_test(tc, usage);
   tcase_add_test(tc, stdin_log);
+  tcase_add_test(tc, pasted_tables);
+  tcase_add_test(tc, wrong_candidate_does_not_lower_the_clamp);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }

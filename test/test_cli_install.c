@@ -153,6 +153,47 @@ START_TEST(uncached_directory_says_what_to_do) {
 }
 END_TEST
 
+/* `man pcie-tune` after make install, the page generated from docs/cli.md:
+ * every command's section and every option the manual names are in it. */
+START_TEST(man_page_after_install) {
+  char *dir = pt_test_tmpdir(), *out, *err, *vars = NULL, *cmd = NULL, *want = NULL;
+  char *fake = fake_ldconfig(dir, "/usr/local/lib");
+  ck_assert(asprintf(&vars, "DESTDIR='%s/stage' PREFIX=/usr/local", dir) > 0);
+  ck_assert_int_eq(make("install", vars, fake, &out, &err), 0);
+  free(out);
+  free(err);
+  ck_assert(exists(dir, "stage/usr/local/share/man/man1/pcie-tune.1"));
+  ck_assert(asprintf(&cmd, "LC_ALL=C MANWIDTH=100 MANPATH='%s/stage/usr/local/share/man' man pcie-tune", dir) > 0);
+  int rc = pt_test_run(cmd, &out, &err);
+  ck_assert_msg(rc == 0, "man: %d: %s", rc, err);
+  has(out, "PCIE-TUNE(1)");
+  has(out, "pcie-tune - measure, import, show and check NCCL tuner profiles");
+  /* What the manual has, the page has: its sections and its options. */
+  free(cmd);
+  ck_assert(asprintf(&cmd,
+                     "cd '%s' && { sed -n 's/^## \\(.*\\)/\\1/p' docs/cli.md | tr a-z A-Z; "
+                     "grep -o '`--[a-z0-9-]*' docs/cli.md | tr -d '`'; } | sort -u",
+                     pt_test_srcdir()) > 0);
+  ck_assert_int_eq(pt_test_run(cmd, &want, NULL), 0);
+  int n = 0;
+  for (char *save = NULL, *l = strtok_r(want, "\n", &save); l; l = strtok_r(NULL, "\n", &save), n++)
+    has(out, l);
+  ck_assert_int_gt(n, 40);
+  free(out);
+  free(err);
+  ck_assert_int_eq(make("uninstall", vars, fake, &out, &err), 0);
+  ck_assert(!exists(dir, "stage/usr/local/share/man/man1/pcie-tune.1"));
+  free(out);
+  free(err);
+  free(want);
+  free(cmd);
+  free(vars);
+  free(fake);
+  pt_test_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("cli_install");
   TCase *tc = tcase_create("install");
@@ -160,6 +201,7 @@ int main(void) {
   tcase_add_test(tc, staged_install_never_runs_ldconfig);
   tcase_add_test(tc, cached_directory_gets_ldconfig_as_root);
   tcase_add_test(tc, uncached_directory_says_what_to_do);
+  tcase_add_test(tc, man_page_after_install);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }

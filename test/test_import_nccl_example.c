@@ -101,9 +101,10 @@ START_TEST(example_rules_keep_their_meaning) {
   struct ph_comm c;
   int nch;
   comm(&pl, &c, 8, 1);
-  /* regBuff 1 only, one node, channels 2. */
-  ck_assert_int_eq(call(&c, (struct call){ncclFuncAllReduce, 4096, 1, 1, 0}, &nch), TREE_SIMPLE);
-  ck_assert_int_eq(nch, 2);
+  /* regBuff 1 only, one node, channels 2: regBuff differs between ranks
+   * (registered buffers), so a line for one regBuff only decides nothing
+   * (docs/decisions.md, "Every rank decides alike"). */
+  ck_assert_int_eq(call(&c, (struct call){ncclFuncAllReduce, 4096, 1, 1, 0}, &nch), -1);
   ck_assert_int_eq(call(&c, (struct call){ncclFuncAllReduce, 4096, 1, 0, 0}, &nch), -1);
   /* Only for 4 nodes x 32 ranks. */
   ck_assert_int_eq(call(&c, (struct call){ncclFuncAllReduce, 100000, 1, 0, 0}, &nch), -1);
@@ -113,13 +114,16 @@ START_TEST(example_rules_keep_their_meaning) {
   ck_assert_int_eq(nch, 0);
   ck_assert_int_eq(call(&c, (struct call){ncclFuncAllReduce, 2 << 20, 3, 0, 1}, &nch), -1);
   ck_assert_int_eq(call(&c, (struct call){ncclFuncAllReduce, 2 << 20, 4, 0, 0}, &nch), -1);
-  /* An 8-field line matches any numPipeOps and regBuff. */
-  ck_assert_int_eq(call(&c, (struct call){ncclFuncReduce, 4096, 7, 1, 0}, &nch), RING_LL);
+  /* An 8-field line matches any regBuff, and single calls: a grouped call
+   * (numPipeOps > 1) is decided only by a line that names its numPipeOps
+   * (docs/decisions.md, "Grouped calls are NCCL's"). */
+  ck_assert_int_eq(call(&c, (struct call){ncclFuncReduce, 4096, 1, 1, 0}, &nch), RING_LL);
+  ck_assert_int_eq(call(&c, (struct call){ncclFuncReduce, 4096, 7, 1, 0}, &nch), -1);
   /* Broadcast has no Tree in NCCL's table: the line is skipped, as the
    * example skips a disabled combination. */
   ck_assert_int_eq(call(&c, (struct call){ncclFuncBroadcast, 1024, 1, 0, 0}, &nch), -1);
-  ck_assert_int_eq(call(&c, (struct call){ncclFuncBroadcast, 65536, 1, 0, 0}, &nch), RING_SIMPLE);
-  ck_assert_int_eq(nch, 2);
+  /* A regBuff 0 line: the same. */
+  ck_assert_int_eq(call(&c, (struct call){ncclFuncBroadcast, 65536, 1, 0, 0}, &nch), -1);
   ck_assert_int_eq(call(&c, (struct call){ncclFuncBroadcast, 65536, 1, 1, 0}, &nch), -1);
   /* Overlapping lines: the first (LL128, disabled here) falls through to the
    * second, file order as in the example. */
@@ -128,10 +132,11 @@ START_TEST(example_rules_keep_their_meaning) {
   ck_assert_int_eq(call(&c, (struct call){ncclFuncReduce, 4096, 1, 0, 1}, &nch), RING_LL128);
   ck_assert_int_eq(nch, 3);
   ck_assert_int_eq(ph_comm_finalize(&c), ncclSuccess);
-  /* The 32-rank, 4-node communicator gets its own lines. */
+  /* The 32-rank, 4-node communicator gets its own lines: the broadcast
+   * line for any regBuff applies, the all-reduce one (regBuff 0 only) not. */
   ck_assert_int_eq(ph_comm_init(&c, &pl, 32, 4, 2), ncclSuccess);
-  ck_assert_int_eq(call(&c, (struct call){ncclFuncAllReduce, 100000, 1, 0, 0}, &nch), RING_SIMPLE);
-  ck_assert_int_eq(nch, 4);
+  ck_assert_int_eq(call(&c, (struct call){ncclFuncBroadcast, 1024, 1, 0, 0}, &nch), -1);
+  ck_assert_int_eq(call(&c, (struct call){ncclFuncAllReduce, 100000, 1, 0, 0}, &nch), -1);
   ck_assert_int_eq(call(&c, (struct call){ncclFuncAllReduce, 100000, 2, 0, 0}, &nch), -1);
   ck_assert_int_eq(call(&c, (struct call){ncclFuncAllReduce, 4096, 1, 1, 0}, &nch), -1);
   ck_assert_int_eq(ph_comm_finalize(&c), ncclSuccess);

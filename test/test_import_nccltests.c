@@ -303,13 +303,14 @@ START_TEST(old_device_lines_and_timestamps) {
 END_TEST
 
 START_TEST(truncated_tables) {
-  /* Cut after a row: the last row is named. */
-  expect_error(HDR COLS ROW8 ROW16, 8, "table ends without its summary lines (truncated)");
+  /* Cut after a row before maxBytes (16): the last row is named. */
+  expect_error(HDR COLS ROW8, 7, "table ends without its summary lines (truncated)");
+  expect_error(HDR COLS ROW8 RUN, 7, "table ends without its summary lines (truncated)");
   /* Cut inside a row. */
   expect_error(HDR COLS ROW8 "          16             4     float     sum      -1     9.48", 8,
                "truncated row: 6 of 13 columns");
-  /* Cut between the two summary lines. */
-  expect_error(HDR COLS ROW8 ROW16 "# Out of bounds values : 0 OK\n", 8, "truncated");
+  /* Cut between the two summary lines before maxBytes. */
+  expect_error(HDR COLS ROW8 "# Out of bounds values : 0 OK\n", 7, "truncated");
   /* A new run starts while a table is open. */
   expect_error(HDR COLS ROW8 RUN, 7, "truncated");
   /* Header but no table. */
@@ -319,12 +320,39 @@ START_TEST(truncated_tables) {
 }
 END_TEST
 
+/* Every size up to maxBytes but no summary lines (a table copied without
+ * its last two lines): kept, marked for the importer's warning; with the
+ * summary, not marked. */
+START_TEST(complete_table_without_summary) {
+  static const char *const texts[] = {HDR COLS ROW8 ROW16, HDR COLS ROW8 ROW16 "# Out of bounds values : 0 OK\n",
+                                      HDR COLS ROW8 ROW16 RUN};
+  static const int lines[] = {8, 8, 8};
+  for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+    struct nt_log log;
+    struct pt_error_rec err;
+    int rc = parse_str(&log, texts[i], &err);
+    ck_assert_msg(rc == 0, "%zu: %s:%d: %s", i, err.file, err.line, err.msg);
+    ck_assert_uint_eq(log.runs[0].nrows, 2);
+    ck_assert_int_eq(log.runs[0].no_summary_line, lines[i]);
+    if (i == 2) ck_assert_int_eq(log.runs[1].no_summary_line, 0);
+    nt_log_release(&log);
+  }
+  /* A byte step: 8, 12, 16 must all be there. */
+  const char *hdr_bytes = "# nThread 1 nGpus 2 minBytes 8 maxBytes 16 step: 4(bytes) warmup iters: 5 iters: 20 agg "
+                          "iters: 1 validation: 1 graph: 0\n";
+  char text[4096];
+  snprintf(text, sizeof text, "%s%s", hdr_bytes, strchr(HDR, '\n') + 1);
+  snprintf(text + strlen(text), sizeof text - strlen(text), "%s%s%s", COLS, ROW8, ROW16);
+  expect_error(text, 8, "truncated");
+}
+END_TEST
+
 START_TEST(not_nccltests) {
   expect_error("", 0, "not nccl-tests output");
   expect_error("hello\nworld\n", 1, "not nccl-tests output");
   expect_error("# just comments\n#\n", 1, "not nccl-tests output");
   expect_error("x\n" COLS ROW8 FOOT, 2, "table without its run header");
-  expect_error("x\n" ROW8, 2, "table row outside an nccl-tests table");
+  expect_error("x\n" ROW8, 2, "a fragment? no run header before this row");
   expect_error(RUN ROW8, 12, "table row outside an nccl-tests table");
   expect_error(HDR COLS ROW8 "garbage here\n" ROW16 FOOT, 8, "truncated row: 2 of 13");
   expect_error(HDR COLS ROW8 "x" "\0" "y\n" FOOT, 8, "truncated row");
@@ -523,6 +551,7 @@ int main(void) {
   tcase_add_test(tc, na_cells);
   tcase_add_test(tc, old_device_lines_and_timestamps);
   tcase_add_test(tc, truncated_tables);
+  tcase_add_test(tc, complete_table_without_summary);
   tcase_add_test(tc, not_nccltests);
   tcase_add_test(tc, nul_byte);
   tcase_add_test(tc, bad_numbers);

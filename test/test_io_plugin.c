@@ -245,6 +245,144 @@ START_TEST(profile_rewritten_with_mtime_restored_is_reloaded) {
 }
 END_TEST
 
+/* A profile whose provenance.extra holds what fill(f, n) writes (through a
+ * memory stream, so it can be large); malloc'ed. */
+static char *with_extra(void (*fill)(FILE *, long), long n) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  ck_assert_ptr_nonnull(f);
+  fputs("version = 1;\nname = \"hostile\";\nmatch = { nranks = 8; };\n"
+        "provenance = { tool = \"t\"; backend = \"sim\"; nccl_version = \"2.28.9\"; "
+        "date = \"2026-11-30\"; mode = \"graph\";\n extra = { ",
+        f);
+  fill(f, n);
+  fputs(" }; };\nallreduce = { graph = { sizes = [ 1024L, 1048576L ]; candidates = (\n"
+        "  { algo = \"ring\"; proto = \"ll\"; channels = 4; latency = ( 10.0, 100.0 ); } ); }; };\n",
+        f);
+  fclose(f);
+  return text;
+}
+
+static void tiny_groups(FILE *f, long n) {
+  fputs("g = (", f);
+  for (long i = 0; i < n; i++) fputs(i ? ",{}" : "{}", f);
+  fputs(");", f);
+}
+
+static void numbers(FILE *f, long n) {
+  fputs("v = [", f);
+  for (long i = 0; i < n; i++) fputs(i ? ",1" : "1", f);
+  fputs("];", f);
+}
+
+static void nested(FILE *f, long n) {
+  for (long i = 0; i < n; i++) fputs("a = {", f);
+  for (long i = 0; i < n; i++) fputs("};", f);
+}
+
+static void long_string(FILE *f, long n) {
+  fputs("s = \"", f);
+  for (long i = 0; i < n; i++) fputc('x', f);
+  fputs("\";", f);
+}
+
+/* An invalid file: numbers without end, then a syntax error at the bottom. */
+static void numbers_then_junk(FILE *f, long n) {
+  numbers(f, n);
+  fputs(" = = ;", f);
+}
+
+/* Init with spec; the communicator must be passive after one WARN with
+ * needle. No timing: the bounds are asserted through the reason. */
+static void refused_with(const char *path, const char *needle) {
+  struct ph_comm c;
+  struct ph_choice ch;
+  float t[7][3];
+  ph_log_clear();
+  setenv("PCIE_TUNER_PROFILE", path, 1);
+  ck_assert_int_eq(ph_comm_init(&c, &pl, 8, 1, 1), ncclSuccess);
+  ck_assert_uint_eq(ph_log_count(), 1);
+  ck_assert_msg(ph_log_find(NCCL_LOG_WARN, needle) == 1, "no WARN with '%s'", needle);
+  pt_test_nccl_table(t, ncclFuncAllReduce, 4096, 8, 0);
+  ph_decide(&c, ncclFuncAllReduce, 4096, 1, t, &ch);
+  ck_assert_int_eq(ch.nchannels, 0);
+  ck_assert_int_eq(ph_comm_finalize(&c), ncclSuccess);
+}
+
+/* Issue 17 §4: whatever the file, init is bounded in work, not only in
+ * bytes. A valid profile under the 16 MiB limit with 10^6 tiny groups in
+ * provenance.extra cost seconds and hundreds of MB per init; an invalid
+ * 14 MB one more. Each is refused by the pre-scan before libconfig parses
+ * (bench/profile_init measures the time and memory). */
+START_TEST(hostile_profiles_are_refused_before_parsing) {
+  static const struct {
+    void (*fill)(FILE *, long);
+    long n;
+    const char *why;
+  } cases[] = {
+      {tiny_groups, 1000000, "settings and values, more than the 65536 a profile may have"},
+      {numbers_then_junk, 7000000, "settings and values, more than the 65536"},
+      {nested, 40, "nest 42 deep here, more than the 32"},
+      {long_string, 100000, "a string of 100001 bytes starts here"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *text = with_extra(cases[i].fill, cases[i].n);
+    ck_assert_uint_lt(strlen(text), 16u << 20);
+    char *p = pt_test_write(dir, "hostile.cfg", text);
+    refused_with(p, cases[i].why);
+    free(p);
+    free(text);
+  }
+}
+END_TEST
+
+/* Within the bounds, a large profile still loads: 60000 values in extra. */
+START_TEST(large_profile_within_the_bounds_loads) {
+  struct ph_comm c;
+  char *text = with_extra(numbers, 60000);
+  char *p = pt_test_write(dir, "large.cfg", text);
+  setenv("PCIE_TUNER_PROFILE", p, 1);
+  ck_assert_int_eq(ph_comm_init(&c, &pl, 8, 1, 1), ncclSuccess);
+  ck_assert_uint_eq(ph_log_find(NCCL_LOG_INFO, "name 'hostile'"), 1);
+  ck_assert_uint_eq(ph_log_find(NCCL_LOG_WARN, NULL), 0);
+  ck_assert_int_eq(ph_comm_finalize(&c), ncclSuccess);
+  free(p);
+  free(text);
+}
+END_TEST
+
+/* A refused content is parsed once per process: the next communicator gets
+ * the same refusal without a parse (its WARN says so); other bytes under
+ * the same name are read afresh. */
+START_TEST(refusal_is_remembered_by_content) {
+  static const char bad[] =
+      "version = 1;\nname = \"bad\";\n"
+      "provenance = { tool = \"t\"; backend = \"sim\"; nccl_version = \"2.28.9\"; "
+      "date = \"2026-11-30\"; mode = \"graph\"; };\n"
+      "allreduce = { graph = { sizes = [ 1024L, 1048576L ]; candidates = (\n"
+      "  { algo = \"ring\"; proto = \"ll\"; channels = 99; latency = ( 10.0, 100.0 ); } ); }; };\n";
+  char *p = pt_test_write(dir, "bad.cfg", bad);
+  refused_with(p, "channels must be in 0..64");
+  ck_assert_uint_eq(ph_log_find(NCCL_LOG_WARN, "refused earlier"), 0);
+  refused_with(p, "channels must be in 0..64, not 99 (same content refused earlier in this process)");
+  /* The same bytes under another name: the refusal names that file. */
+  char *q = pt_test_write(dir, "copy.cfg", bad);
+  refused_with(q, "copy.cfg:");
+  ck_assert_uint_eq(ph_log_find(NCCL_LOG_WARN, "refused earlier in this process"), 1);
+  /* Fixed in place: parsed again, and used. */
+  free(pt_test_write(dir, "bad.cfg", profile_text("fixed")));
+  struct ph_comm c;
+  setenv("PCIE_TUNER_PROFILE", p, 1);
+  ph_log_clear();
+  ck_assert_int_eq(ph_comm_init(&c, &pl, 8, 1, 1), ncclSuccess);
+  ck_assert_uint_eq(ph_log_find(NCCL_LOG_INFO, "name 'fixed'"), 1);
+  ck_assert_int_eq(ph_comm_finalize(&c), ncclSuccess);
+  free(p);
+  free(q);
+}
+END_TEST
+
 START_TEST(explicit_profile_not_fitting_is_one_warn) {
   struct ph_comm c;
   char *p = pt_test_write(dir, "eight.cfg", profile_text("eight"));
@@ -278,6 +416,9 @@ static Suite *suite(void) {
   tcase_add_test(tc, finalize_never_waits_behind_an_init_reading_a_fifo);
   tcase_add_test(tc, profile_rewritten_with_mtime_restored_is_reloaded);
   tcase_add_test(tc, explicit_profile_not_fitting_is_one_warn);
+  tcase_add_test(tc, hostile_profiles_are_refused_before_parsing);
+  tcase_add_test(tc, large_profile_within_the_bounds_loads);
+  tcase_add_test(tc, refusal_is_remembered_by_content);
   suite_add_tcase(s, tc);
   return s;
 }

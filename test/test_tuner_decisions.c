@@ -233,7 +233,8 @@ static const char *eight_channels(const char *comm) {
            "  candidates = ( { algo = \"ring\"; proto = \"simple\"; channels = 8; latency = ( 1.0, 10.0 ); },\n"
            "                 { algo = \"ring\"; proto = \"ll\"; channels = 4; latency = ( 2.0, 20.0 ); } ); }; };\n"
            "allgather = { eager = { sizes = [ 1024L, 1048576L ];\n"
-           "  candidates = ( { algo = \"ring\"; proto = \"simple\"; channels = 8; latency = ( 1.0, 10.0 ); } ); }; };\n"
+           "  candidates = ( { algo = \"ring\"; proto = \"simple\"; channels = 8; latency = ( 1.0, 10.0 ); },\n"
+           "                 { algo = \"ring\"; proto = \"ll\"; channels = 0; latency = ( 1.5, 15.0 ); } ); }; };\n"
            "rules = ( { collective = \"broadcast\"; min_bytes = 0L; max_bytes = 1048576L; algo = \"ring\";"
            " proto = \"ll\"; } );\n",
            comm);
@@ -245,22 +246,24 @@ START_TEST(channels_never_exceed_the_communicator) {
   struct ph_comm c;
   struct ph_choice ch;
   int changed;
-  /* Recorded: 2 channels. Every collective, all-gather included (NCCL's
-   * AllGatherV path uses the tuner's count unclamped). */
+  /* Recorded: 2 channels, never more. All-gather never gets a count (NCCL's
+   * AllGatherV path uses it unclamped): only its candidate measured with
+   * NCCL's own count (channels = 0) is used, ring/simple/8 never. */
   use_profile(eight_channels("communicator = { channels = 2; };"));
   open_comm(&pl, &c, 6, 8);
   decide(&c, ncclFuncAllReduce, 4096, 0, &ch, NULL);
   ck_assert_int_eq(ch.proto, NCCL_PROTO_SIMPLE);
   ck_assert_int_eq(ch.nchannels, 2);
   decide(&c, ncclFuncAllGather, 4096, 0, &ch, NULL);
-  ck_assert_int_eq(ch.nchannels, 2);
+  ck_assert_int_eq(ch.proto, NCCL_PROTO_LL);
+  ck_assert_int_eq(ch.nchannels, 0);
   /* A rule without channels keeps NCCL's count. */
   decide(&c, ncclFuncBroadcast, 4096, 0, &ch, &changed);
   ck_assert(changed);
   ck_assert_int_eq(ch.proto, NCCL_PROTO_LL);
   ck_assert_int_eq(ch.nchannels, 0);
   close_comm(&pl, &c);
-  /* Unknown: all-gather keeps NCCL's count; the rest never gets more than
+  /* Unknown: all-gather as above; the rest never gets more than
    * the smallest count the profile measured (4): ring/simple/8 would run
    * with fewer channels than measured, so ring/LL/4 is chosen. */
   use_profile(eight_channels(""));
@@ -270,6 +273,7 @@ START_TEST(channels_never_exceed_the_communicator) {
   ck_assert_int_eq(ch.nchannels, 4);
   decide(&c, ncclFuncAllGather, 4096, 0, &ch, &changed);
   ck_assert(changed);
+  ck_assert_int_eq(ch.proto, NCCL_PROTO_LL);
   ck_assert_int_eq(ch.nchannels, 0);
   close_comm(&pl, &c);
 }

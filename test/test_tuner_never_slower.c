@@ -1,6 +1,7 @@
-/* Property (issue 9, "Done when"): a swept or imported profile never makes
- * the plugin slower than NCCL's default beyond the measurement noise, on any
- * built-in simulated box, in graph and eager mode. Random profiles are
+/* Property (issue 9, "Done when"; issue 17: >= 0.98x of NCCL, and grouped
+ * calls): a swept or imported profile never makes the plugin slower than
+ * NCCL's default beyond the measurement noise, on any built-in simulated
+ * box, in graph and eager mode. Random profiles are
  * "measured" from each box's truth with noise, the way a sweep or an
  * nccl-tests import sees it; the built plugin is then judged through dlopen
  * and the simulated host with sim/simeval.h, as `pcie-tune simulate` judges
@@ -12,16 +13,17 @@
 #include <string.h>
 
 #include "nccl/common.h"
+#include "nccl/tuner_v6.h"
 #include "pcie/host.h"
 #include "pcie/sim_box.h"
 #include "sim/simeval.h"
 #include "support/pt_test.h"
 
 #define PROFILES_PER_BOX 6
-/* The measured medians carry 1 % noise (sigma); two of them compared, plus
- * log-log interpolation between measured sizes: 5 % is "beyond noise". */
+/* The measured medians carry 1 % noise (sigma); the plugin must stay within
+ * 0.98x of NCCL's speed (issue 17): tuned/NCCL <= 1/0.98. */
 #define NOISE_SIGMA 0.01
-#define TOLERANCE 0.05
+#define TOLERANCE (1 / 0.98 - 1)
 
 static double gauss(unsigned *seed) {
   double u = (rand_r(seed) + 1.0) / ((double)RAND_MAX + 2.0);
@@ -95,7 +97,7 @@ START_TEST(never_slower_than_nccl_on_any_box) {
   /* PT_SEED=N explores other random profiles (seeds 1-6 were tried too). */
   unsigned seed = getenv("PT_SEED") ? (unsigned)atoi(getenv("PT_SEED")) : 2026;
   double worst = 0;
-  size_t acted = 0, judged = 0;
+  size_t acted = 0, judged = 0, judged_grouped = 0;
   for (size_t bi = 0; bi < pt_box_builtin_count(); bi++) {
     const struct pt_box *b = pt_box_builtin_at(bi);
     for (int mode = 0; mode < PT_NMODES; mode++)
@@ -134,6 +136,23 @@ START_TEST(never_slower_than_nccl_on_any_box) {
                         (unsigned long long)n, ev.tuned.algo, ev.tuned.proto, ev.tuned.channels,
                         ev.tuned.us, ev.nccl.algo, ev.nccl.proto, ev.nccl.channels, ev.nccl.us,
                         ratio);
+          /* Grouped calls (numPipeOps tasks summed into n bytes): the
+           * profile measured single calls, so NCCL's choice stands exactly
+           * (tuned/NCCL = 1). */
+          for (int pipe = 2; pipe <= 16; pipe *= 2) {
+            const ncclTuner_v6_t *v6 = pl.sym;
+            float t[7][3], before[7][3];
+            int nch = 0;
+            pt_box_nccl_table(b, PT_ALLREDUCE, n, t);
+            memcpy(before, t, sizeof t);
+            ck_assert_int_eq(v6->getCollInfo(comm.ctx, ncclFuncAllReduce, n, pipe, (float **)t, 7, 3,
+                                             mode == PT_MODE_GRAPH, &nch),
+                             ncclSuccess);
+            ck_assert_msg(!memcmp(before, t, sizeof t) && nch == 0,
+                          "%s %s: %llu B in %d grouped calls: the plugin acted", b->name,
+                          pt_mode_name(mode), (unsigned long long)n, pipe);
+            judged_grouped++;
+          }
         }
         ph_log_clear();
         ck_assert_int_eq(ph_comm_finalize(&comm), ncclSuccess);
@@ -142,8 +161,9 @@ START_TEST(never_slower_than_nccl_on_any_box) {
         free(text);
       }
   }
-  printf("never-slower: %zu sizes judged, plugin acted on %zu, worst tuned/NCCL %.4f\n", judged,
-         acted, worst);
+  printf("never-slower: %zu sizes judged, plugin acted on %zu, worst tuned/NCCL %.4f; %zu grouped "
+         "calls left to NCCL\n",
+         judged, acted, worst, judged_grouped);
   /* The property must not hold vacuously. */
   ck_assert_uint_gt(acted, judged / 100);
   pt_test_rmtree(dir);

@@ -21,7 +21,9 @@
   "provenance = { tool = \"t\"; backend = \"sim\"; nccl_version = \"2.28.9\"; date = " \
   "\"2026-11-30\"; mode = \"both\"; };\n"
 
-/* graph: LL128/8ch first (often disabled), then ring/LL/4; eager: simple/2. */
+/* graph: LL128/8ch first (often disabled), then ring/LL/4, then
+ * tree/simple/3; eager: the same two first, then ring/simple/2. Both modes
+ * decide from the common prefix (regBuff differs per rank). */
 static const char *modes_profile =
     HEAD("nranks = 8;")
     "communicator = { channels = 8; };\n"
@@ -31,7 +33,9 @@ static const char *modes_profile =
     "  { algo = \"ring\"; proto = \"ll\"; channels = 4; latency = ( 10.0, 100.0 ); },\n"
     "  { algo = \"tree\"; proto = \"simple\"; channels = 3; latency = ( 30.0, 300.0 ); } ); };\n"
     " eager = { sizes = [ 1024L, 1048576L ]; candidates = (\n"
-    "  { algo = \"ring\"; proto = \"simple\"; channels = 2; latency = ( 10.0, 100.0 ); } ); };\n"
+    "  { algo = \"ring\"; proto = \"ll128\"; channels = 8; latency = ( 5.0, 50.0 ); },\n"
+    "  { algo = \"ring\"; proto = \"ll\"; channels = 4; latency = ( 10.0, 100.0 ); },\n"
+    "  { algo = \"ring\"; proto = \"simple\"; channels = 2; latency = ( 20.0, 200.0 ); } ); };\n"
     "};\n";
 
 static char *dir;
@@ -108,7 +112,9 @@ START_TEST(same_decisions_through_every_version) {
     }
     changed += ref.cost == 0.0f; /* the plugin's mark on the entry it chose */
   }
-  ck_assert_int_gt(changed, 1000); /* the profile really decided */
+  /* The profile really decided (all-reduce; its all-gather candidates were
+   * not measured with NCCL's own count, so all-gather stays NCCL's). */
+  ck_assert_int_gt(changed, 500);
   for (int v = 2; v <= 6; v++) {
     ck_assert_int_eq(ph_comm_finalize(&c[v - 2]), ncclSuccess);
     ph_plugin_close(&pl[v - 2]);
@@ -116,7 +122,7 @@ START_TEST(same_decisions_through_every_version) {
 }
 END_TEST
 
-START_TEST(reg_buff_selects_graph_or_eager) {
+START_TEST(reg_buff_sees_only_what_both_modes_agree_on) {
   struct ph_plugin pl;
   struct ph_comm c;
   struct ph_choice ch;
@@ -131,9 +137,11 @@ START_TEST(reg_buff_selects_graph_or_eager) {
   decide(&c, ncclFuncAllReduce, 65536, 1, 1, &ch); /* LL128 opted in: first choice */
   ck_assert_int_eq(ch.proto, NCCL_PROTO_LL128);
   ck_assert_int_eq(ch.nchannels, 8);
-  decide(&c, ncclFuncAllReduce, 65536, 0, 0, &ch); /* eager */
-  ck_assert_int_eq(ch.proto, NCCL_PROTO_SIMPLE);
-  ck_assert_int_eq(ch.nchannels, 2);
+  /* Eager: the same; its third choice (ring/simple/2) differs from the
+   * graph's (tree/simple/3), so neither is ever reached. */
+  decide(&c, ncclFuncAllReduce, 65536, 0, 0, &ch);
+  ck_assert_int_eq(ch.proto, NCCL_PROTO_LL);
+  ck_assert_int_eq(ch.nchannels, 4);
   ph_comm_finalize(&c);
   ph_plugin_close(&pl);
 }
@@ -157,15 +165,15 @@ START_TEST(nothing_usable_leaves_the_table_alone) {
   ck_assert_int_eq(memcmp(before, table, sizeof table), 0);
   ck_assert_int_eq(nch, 0);
   /* An entry of exactly 0 is usable (>= 0) and gets chosen. */
-  table[NCCL_ALGO_TREE][NCCL_PROTO_SIMPLE] = 0.0f;
+  table[NCCL_ALGO_RING][NCCL_PROTO_LL] = 0.0f;
   table[NCCL_ALGO_TREE][NCCL_PROTO_LL] = 0.0f; /* lower index, would win a tie */
   ck_assert_int_eq(t->getCollInfo(c.ctx, ncclFuncAllReduce, 4096, 1, (float **)table, 7, 3, 1, &nch),
                    ncclSuccess);
   int a, p;
   ck_assert_int_eq(pt_nccl_select(table, &a, &p), 0);
-  ck_assert_int_eq(a, NCCL_ALGO_TREE);
-  ck_assert_int_eq(p, NCCL_PROTO_SIMPLE);
-  ck_assert_int_eq(nch, 3);
+  ck_assert_int_eq(a, NCCL_ALGO_RING);
+  ck_assert_int_eq(p, NCCL_PROTO_LL);
+  ck_assert_int_eq(nch, 4);
   ph_comm_finalize(&c);
   ph_plugin_close(&pl);
 }
@@ -277,8 +285,8 @@ END_TEST
 
 START_TEST(chunk_size_from_profile) {
   use_profile("c.cfg",
-              HEAD("") "allreduce = { graph = { sizes = [ 1024L ]; candidates = (\n"
-              "  { algo = \"ring\"; proto = \"simple\"; channels = 2; chunk = 70000L; latency = ( 5.0 ); } ); }; };\n");
+              HEAD("") "allreduce = { graph = { sizes = [ 1024L, 1048576L ]; candidates = (\n"
+              "  { algo = \"ring\"; proto = \"simple\"; channels = 2; chunk = 70000L; latency = ( 5.0, 50.0 ); } ); }; };\n");
   struct ph_plugin pl;
   struct ph_comm c;
   open_plugin(&pl, 6);
@@ -353,7 +361,7 @@ static void expect_passive(const char *needle, int level) {
 START_TEST(invalid_profile_warns_once_and_stays_passive) {
   use_profile("bad.cfg", HEAD("") "allreduce = { graph = { sizes = [ 1024L ]; candidates = (\n"
                                   "  { algo = \"ring\"; proto = \"ll\"; channels = 99; latency = ( 5.0 ); } ); }; };\n");
-  expect_passive("bad.cfg:6: channels must be in 1..64, not 99", NCCL_LOG_WARN);
+  expect_passive("bad.cfg:6: channels must be in 0..64, not 99", NCCL_LOG_WARN);
   struct ph_log_entry e;
   ph_log_get(0, &e);
   ck_assert_uint_eq(e.flags, (unsigned long)NCCL_ALL); /* visible whatever NCCL_DEBUG_SUBSYS says */
@@ -493,7 +501,7 @@ START_TEST(many_communicators_share_one_table) {
     for (int i = 0; i < 200; i++) ck_assert_int_eq(ph_comm_init(&c[i], &pl, 8, 1, (uint64_t)i), 0);
     struct ph_choice ch;
     decide(&c[199], ncclFuncAllReduce, 4096, 0, 0, &ch);
-    ck_assert_int_eq(ch.nchannels, 2);
+    ck_assert_int_eq(ch.nchannels, 4);
     for (int i = 0; i < 200; i++) ck_assert_int_eq(ph_comm_finalize(&c[i]), 0);
   }
   ck_assert_uint_eq(ph_log_find(NCCL_LOG_INFO, "hash "), 600);
@@ -581,7 +589,7 @@ static Suite *suite(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, newest_symbol_first);
   tcase_add_test(tc, same_decisions_through_every_version);
-  tcase_add_test(tc, reg_buff_selects_graph_or_eager);
+  tcase_add_test(tc, reg_buff_sees_only_what_both_modes_agree_on);
   tcase_add_test(tc, nothing_usable_leaves_the_table_alone);
   tcase_add_test(tc, junk_arguments_never_error);
   tcase_add_test(tc, random_tables_property);

@@ -87,9 +87,9 @@ static const struct bad_case bad[] = {
     {AR(CAND("    { algo = \"star\"; proto = \"ll\"; channels = 1; latency = ( 1.0, 2.0 ); }")), 7,
      "unknown algo 'star'"},
     {AR(CAND("    { algo = \"ring\"; proto = \"ll\"; channels = 65; latency = ( 1.0, 2.0 ); }")), 7,
-     "channels must be in 1..64, not 65"},
-    {AR(CAND("    { algo = \"ring\"; proto = \"ll\"; channels = 0; latency = ( 1.0, 2.0 ); }")), 7,
-     "channels must be in 1..64, not 0"},
+     "channels must be in 0..64, not 65"},
+    {AR(CAND("    { algo = \"ring\"; proto = \"ll\"; channels = -1; latency = ( 1.0, 2.0 ); }")), 7,
+     "channels must be in 0..64, not -1"},
     {AR(CAND("    { algo = \"ring\"; proto = \"ll\"; channels = \"4\"; latency = ( 1.0, 2.0 ); }")),
      7, "channels must be an integer, not a string"},
     {AR(CAND("    { algo = \"ring\"; proto = \"ll\"; channels = 1; latency = ( 1.0, 2.0 ); "
@@ -208,7 +208,7 @@ START_TEST(writer_is_atomic_and_never_clobbers) {
   /* An invalid profile is refused before anything touches the disk. */
   p.series[PT_ALLREDUCE][PT_MODE_GRAPH]->cand[0].channels = 99;
   ck_assert_int_eq(pt_profile_write(&p, path, PT_WRITE_FORCE, &e), PT_EINVAL);
-  ck_assert_ptr_nonnull(strstr(e.msg, "channels must be in 1..64"));
+  ck_assert_ptr_nonnull(strstr(e.msg, "channels must be in 0..64"));
   ck_assert_int_eq(pt_profile_load(&q, path, &e), 0);
   ck_assert_str_eq(q.name, "renamed");
   pt_profile_release(&q);

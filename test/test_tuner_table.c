@@ -58,7 +58,7 @@ START_TEST(crossover_becomes_a_boundary) {
   /* Both candidates stay ranked, the loser second. */
   ck_assert_int_eq(iv->n, 2);
   ck_assert_int_eq(iv->c[1].proto, NCCL_PROTO_SIMPLE);
-  ck_assert_uint_eq(tab.set[PT_ALLREDUCE][PT_MODE_GRAPH]->n, 4); /* with the two outside */
+  ck_assert_uint_eq(tab.set[PT_ALLREDUCE]->n, 4); /* with the two outside */
   unload();
 }
 END_TEST
@@ -106,7 +106,9 @@ START_TEST(missing_points_bound_a_candidate) {
             "}; };\n");
   ck_assert_int_eq(top(PT_ALLREDUCE, PT_MODE_EAGER, 1000)->algo, NCCL_ALGO_TREE);
   ck_assert_int_eq(top(PT_ALLREDUCE, PT_MODE_EAGER, 9999)->algo, NCCL_ALGO_TREE);
-  ck_assert_int_eq(top(PT_ALLREDUCE, PT_MODE_EAGER, 10000)->algo, NCCL_ALGO_RING);
+  /* Measured at 10000 B, it covers 10000 B itself (issue 17 §3). */
+  ck_assert_int_eq(top(PT_ALLREDUCE, PT_MODE_EAGER, 10000)->algo, NCCL_ALGO_TREE);
+  ck_assert_int_eq(top(PT_ALLREDUCE, PT_MODE_EAGER, 10001)->algo, NCCL_ALGO_RING);
   ck_assert_int_eq(top(PT_ALLREDUCE, PT_MODE_EAGER, 50000)->algo, NCCL_ALGO_RING);
   const struct pt_interval *iv = pt_table_lookup(&tab, PT_ALLREDUCE, PT_MODE_EAGER, 50000);
   ck_assert_int_eq(iv->n, 1);
@@ -141,7 +143,9 @@ START_TEST(rules_override_inside_their_range) {
             "  candidates = ( { algo = \"ring\"; proto = \"ll\"; channels = 4; latency = ( 10.0, 100.0 ); } );\n"
             "}; };\n"
             "rules = ( { collective = \"allreduce\"; min_bytes = 2000L; max_bytes = 3000L; algo = \"tree\";"
-            " proto = \"simple\"; channels = 8; mode = \"graph\"; },\n"
+            " proto = \"simple\"; channels = 8; },\n"
+            "          { collective = \"allreduce\"; min_bytes = 50000L; max_bytes = 60000L; algo = \"tree\";"
+            " proto = \"ll\"; mode = \"graph\"; },\n"
             "          { collective = \"reduce\"; min_bytes = 0L; max_bytes = 64L; algo = \"ring\";"
             " proto = \"ll\"; channels = 1; } );\n");
   ck_assert_int_eq(top(PT_ALLREDUCE, PT_MODE_GRAPH, 1999)->algo, NCCL_ALGO_RING);
@@ -154,8 +158,15 @@ START_TEST(rules_override_inside_their_range) {
   ck_assert_int_eq(iv->n, 2); /* the measured choice stays as the fallback */
   ck_assert_int_eq(iv->c[1].algo, NCCL_ALGO_RING);
   ck_assert_int_eq(top(PT_ALLREDUCE, PT_MODE_GRAPH, 3001)->algo, NCCL_ALGO_RING);
-  /* The graph-only rule does not leak into eager calls. */
-  ck_assert_int_eq(top(PT_ALLREDUCE, PT_MODE_EAGER, 2500)->algo, NCCL_ALGO_RING);
+  ck_assert_int_eq(top(PT_ALLREDUCE, PT_MODE_EAGER, 2500)->algo, NCCL_ALGO_TREE);
+  /* A graph-only rule would make a rank that registered its buffers
+   * (regBuff = 1 on an eager call) decide unlike one that did not: where the
+   * modes differ, only their common prefix is kept, here nothing. */
+  iv = pt_table_lookup(&tab, PT_ALLREDUCE, PT_MODE_GRAPH, 55000);
+  ck_assert_int_eq(iv->n, 0);
+  ck_assert_int_eq(iv->kind, PT_IV_MODES_DIFFER);
+  ck_assert_ptr_eq(pt_table_lookup(&tab, PT_ALLREDUCE, PT_MODE_EAGER, 55000), iv);
+  ck_assert_int_eq(top(PT_ALLREDUCE, PT_MODE_GRAPH, 60001)->algo, NCCL_ALGO_RING);
   /* A rule alone serves a collective without measurements; outside it, nothing. */
   ck_assert_int_eq(top(PT_REDUCE, PT_MODE_EAGER, 64)->channels, 1);
   ck_assert_ptr_null(top(PT_REDUCE, PT_MODE_EAGER, 65));
@@ -180,7 +191,7 @@ START_TEST(bucketed_lookup_matches_a_linear_scan) {
   fputs("); }; };\n", f);
   fclose(f);
   load(text);
-  const struct pt_ivset *set = tab.set[PT_ALLREDUCE][PT_MODE_GRAPH];
+  const struct pt_ivset *set = tab.set[PT_ALLREDUCE];
   ck_assert_uint_gt(set->n, 50);
   ck_assert_uint_eq(set->iv[0].lo, 0);
   ck_assert_uint_eq(set->iv[set->n - 1].hi, UINT64_MAX);
@@ -236,19 +247,24 @@ START_TEST(apply_respects_disabled_entries) {
 END_TEST
 
 START_TEST(chunk_rounds_to_the_grain) {
-  load(HEAD "allreduce = { graph = { sizes = [ 1000L ];\n"
-            "  candidates = ( { algo = \"ring\"; proto = \"simple\"; channels = 4; chunk = 131000L; latency = ( 10.0 ); },\n"
-            "                 { algo = \"ring\"; proto = \"ll128\"; channels = 4; chunk = 100L; latency = ( 11.0 ); },\n"
-            "                 { algo = \"ring\"; proto = \"ll\"; channels = 4; latency = ( 12.0 ); } );\n"
+  load(HEAD "allreduce = { graph = { sizes = [ 1000L, 1000000L ];\n"
+            "  candidates = ( { algo = \"ring\"; proto = \"simple\"; channels = 4; chunk = 131000L; latency = ( 10.0, 100.0 ); },\n"
+            "                 { algo = \"ring\"; proto = \"ll128\"; channels = 4; chunk = 100L; latency = ( 11.0, 110.0 ); },\n"
+            "                 { algo = \"ring\"; proto = \"ll\"; channels = 4; latency = ( 12.0, 120.0 ); } );\n"
             "}; };\n");
-  ck_assert_int_eq(pt_table_chunk(&tab, PT_ALLREDUCE, PT_MODE_GRAPH, 1000, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 1),
+  ck_assert_int_eq(pt_table_chunk(&tab, PT_ALLREDUCE, 1000, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE),
                    131000 / 512 * 512);
   /* Below the grain it would round to 0, which NCCL divides by. */
-  ck_assert_int_eq(pt_table_chunk(&tab, PT_ALLREDUCE, PT_MODE_GRAPH, 1000, NCCL_ALGO_RING, NCCL_PROTO_LL128, 1), 1920);
-  ck_assert_int_eq(pt_table_chunk(&tab, PT_ALLREDUCE, PT_MODE_GRAPH, 1000, NCCL_ALGO_RING, NCCL_PROTO_LL, 1), 0);
-  ck_assert_int_eq(pt_table_chunk(&tab, PT_ALLREDUCE, PT_MODE_GRAPH, 1000, NCCL_ALGO_TREE, NCCL_PROTO_SIMPLE, 1), -1);
-  ck_assert_int_eq(pt_table_chunk(&tab, PT_ALLREDUCE, PT_MODE_GRAPH, 1000, NCCL_ALGO_RING, 7, 1), -1);
-  ck_assert_int_eq(pt_table_chunk(&tab, PT_ALLREDUCE, PT_MODE_GRAPH, 5, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 1), -1);
+  ck_assert_int_eq(pt_table_chunk(&tab, PT_ALLREDUCE, 1000, NCCL_ALGO_RING, NCCL_PROTO_LL128), 1920);
+  ck_assert_int_eq(pt_table_chunk(&tab, PT_ALLREDUCE, 1000, NCCL_ALGO_RING, NCCL_PROTO_LL), 0);
+  /* Tree/Simple runs only as NCCL's own choice: NCCL's chunk. */
+  ck_assert_int_eq(pt_table_chunk(&tab, PT_ALLREDUCE, 1000, NCCL_ALGO_TREE, NCCL_PROTO_SIMPLE), 0);
+  ck_assert_int_eq(pt_table_chunk(&tab, PT_ALLREDUCE, 1000, NCCL_ALGO_RING, 7), -1);
+  ck_assert_int_eq(pt_table_chunk(&tab, PT_ALLGATHER, 1000, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE), -1);
+  /* A part of 5 B comes from calls of 5..20 B, left to NCCL. */
+  ck_assert_int_eq(pt_table_chunk(&tab, PT_ALLREDUCE, 5, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE), 0);
+  /* A part of 500 kB can come from a 2 MB call, which NCCL decides itself. */
+  ck_assert_int_eq(pt_table_chunk(&tab, PT_ALLREDUCE, 500000, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE), -1);
   unload();
 }
 END_TEST

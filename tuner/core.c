@@ -121,10 +121,16 @@ passive:
 static void trace(const struct pt_ctx *ctx, int coll, size_t nbytes, int mode,
                   const struct pt_choice *c, const char *why) {
   const char *name = pt_coll_name(coll) ? pt_coll_name(coll) : "?";
+  /* What runs: on NCCL 2.31+ the count is a cap under NCCL's heuristic. */
+  int runs = c && ctx->loaded && pt_nccl_caps_channels(ctx->loaded->prof.prov.nccl_version)
+                 ? pt_nccl_channels_run(c->set_channels, (int)ctx->nranks, c->algo, c->proto, nbytes)
+                 : c ? c->set_channels : 0;
   if (c && c->set_channels)
     logf_(ctx->log, NCCL_LOG_INFO, NCCL_TUNING, "%s %zu B %s -> %s/%s %d ch%s (%s)", name,
-          nbytes, pt_mode_name(mode), pt_algo_name(c->algo), pt_proto_name(c->proto),
-          c->set_channels, c->set_channels != c->channels ? " (clamped)" : "", why);
+          nbytes, pt_mode_name(mode), pt_algo_name(c->algo), pt_proto_name(c->proto), runs,
+          runs != c->set_channels ? " (NCCL 2.31+ lowers it at this size)"
+          : c->set_channels != c->channels ? " (clamped)" : "",
+          why);
   else if (c)
     logf_(ctx->log, NCCL_LOG_INFO, NCCL_TUNING, "%s %zu B %s -> %s/%s, NCCL's channel count (%s)",
           name, nbytes, pt_mode_name(mode), pt_algo_name(c->algo), pt_proto_name(c->proto), why);
@@ -182,7 +188,7 @@ int pt_core_decide(const struct pt_ctx *ctx, int coll, size_t nbytes, int reg_bu
   if (__builtin_expect(pt__control_active(), 0))
     return decide_forced(ctx, coll, nbytes, mode, cost, num_algo, num_proto, nchannels, out);
   if (!ctx->table) return 0;
-  int k = pt_table_decide(ctx->table, coll, mode, nbytes, cost, num_algo, num_proto, num_pipe_ops,
+  int k = pt_table_decide(ctx->table, coll, nbytes, cost, num_algo, num_proto, num_pipe_ops,
                           nchannels, &iv);
   if (__builtin_expect(!out && !ctx->trace, 1)) return k >= 0; /* the default path ends here */
   static const struct pt_choice none;
@@ -203,11 +209,8 @@ void pt_core_chunk(const struct pt_ctx *ctx, int coll, size_t nbytes, int algo, 
     return;
   }
   if (!ctx->table) return;
-  /* getChunkSize is not told regBuff: a chunk counts only when the graph and
-   * the eager decision that NCCL can be running agree on it. */
-  long long g = pt_table_chunk(ctx->table, coll, PT_MODE_GRAPH, nbytes, algo, proto, nchannels);
-  long long e = pt_table_chunk(ctx->table, coll, PT_MODE_EAGER, nbytes, algo, proto, nchannels);
-  long long c = g < 0 ? e : e < 0 || e == g ? g : -1;
+  (void)nchannels; /* 1 for every part but CollNet's, whose count is NCCL's */
+  long long c = pt_table_chunk(ctx->table, coll, nbytes, algo, proto);
   if (c > 0) *chunk = (size_t)c;
 }
 

@@ -72,6 +72,19 @@ static int read_fd(int fd, const char *path, size_t hint, size_t max, char **tex
   return 0;
 }
 
+/* PT_READ_TEXT: the first NUL byte, by line; frees the text on refusal. */
+static int refuse_nul(const char *path, char **text, size_t *len, struct pt_error_rec *err) {
+  const char *nul = memchr(*text, '\0', *len);
+  int line = 1;
+  if (!nul) return 0;
+  for (const char *p = *text; p < nul; p++) line += *p == '\n';
+  free(*text);
+  *text = NULL;
+  *len = 0;
+  return pt_error_set(err, PT_EINVAL, path, line,
+                      "NUL byte in the file (a text file has none); is it the right file?");
+}
+
 int pt_file_read(const char *path, size_t max, unsigned flags, char **text, size_t *len,
                  struct pt_error_rec *err) {
   struct stat st, fst;
@@ -79,8 +92,11 @@ int pt_file_read(const char *path, size_t max, unsigned flags, char **text, size
   memset(err, 0, sizeof *err);
   *text = NULL;
   *len = 0;
-  if ((flags & PT_READ_STDIN) && !strcmp(path, "-"))
-    return read_fd(STDIN_FILENO, "<stdin>", 0, max, text, len, err);
+  if ((flags & PT_READ_STDIN) && !strcmp(path, "-")) {
+    rc = read_fd(STDIN_FILENO, "<stdin>", 0, max, text, len, err);
+    if (!rc && (flags & PT_READ_TEXT)) rc = refuse_nul("<stdin>", text, len, err);
+    return rc;
+  }
   /* stat first, so a device node is never even opened (opening some has
    * side effects); fstat after, on what was actually opened. */
   if (stat(path, &st) != 0)
@@ -103,6 +119,7 @@ int pt_file_read(const char *path, size_t max, unsigned flags, char **text, size
     rc = read_fd(fd, path, (size_t)fst.st_size, max, text, len, err);
   }
   close(fd);
+  if (!rc && (flags & PT_READ_TEXT)) rc = refuse_nul(path, text, len, err);
   return rc;
 }
 
@@ -122,6 +139,108 @@ int pt_text_refuse_include(const char *text, const char *file, struct pt_error_r
     if (!p) break;
     p++;
   }
+  return 0;
+}
+
+/* One pass over the bytes, as libconfig's scanner splits them: comments
+ * ('#', '//', C style) and blanks cost nothing; each name, number, string
+ * literal and opening bracket is one token, which is roughly one
+ * config_setting_t (or one string) libconfig would allocate. */
+struct scan {
+  size_t tokens, depth, max_depth, longest, longest_word, strbytes;
+  int line, longest_line, word_line, deep_line;
+};
+
+static int word_char(unsigned char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '.' || c == '-' || c == '+' || c == '*';
+}
+
+/* Skips a string literal at p (p[0] == '"'); returns the byte after it. */
+static const char *skip_string(const char *p, const char *end, struct scan *sc) {
+  const char *q = p + 1;
+  int start = sc->line;
+  while (q < end && *q != '"') {
+    if (*q == '\\' && q + 1 < end) q++;
+    if (*q == '\n') sc->line++;
+    q++;
+  }
+  if ((size_t)(q - p) > sc->longest) {
+    sc->longest = (size_t)(q - p);
+    sc->longest_line = start;
+  }
+  sc->strbytes += (size_t)(q - p);
+  return q < end ? q + 1 : q;
+}
+
+/* Stops as soon as the tokens exceed the bound: the rest cannot undo it. */
+static void scan_text(const char *p, const char *end, struct scan *sc) {
+  while (p < end && sc->tokens <= PT_MAX_PROFILE_TOKENS) {
+    unsigned char c = (unsigned char)*p;
+    if (c == '\n') sc->line++;
+    if (c == '#' || (c == '/' && p + 1 < end && p[1] == '/')) {
+      while (p < end && *p != '\n') p++;
+    } else if (c == '/' && p + 1 < end && p[1] == '*') {
+      for (p += 2; p + 1 < end && !(p[0] == '*' && p[1] == '/'); p++)
+        if (*p == '\n') sc->line++;
+      p = p + 1 < end ? p + 2 : end;
+    } else if (c == '"') {
+      sc->tokens++;
+      p = skip_string(p, end, sc);
+    } else if (c == '{' || c == '(' || c == '[') {
+      sc->tokens++;
+      if (++sc->depth > sc->max_depth) {
+        sc->max_depth = sc->depth;
+        sc->deep_line = sc->line;
+      }
+      p++;
+    } else if (c == '}' || c == ')' || c == ']') {
+      sc->depth -= sc->depth > 0;
+      p++;
+    } else if (word_char(c)) {
+      const char *q = p;
+      while (q < end && word_char((unsigned char)*q)) q++;
+      sc->tokens++;
+      if ((size_t)(q - p) > sc->longest_word) {
+        sc->longest_word = (size_t)(q - p);
+        sc->word_line = sc->line;
+      }
+      p = q;
+    } else {
+      p++;
+    }
+  }
+}
+
+int pt_text_prescan(const char *text, size_t len, const char *file, struct pt_error_rec *err) {
+  struct scan sc = {.line = 1};
+  scan_text(text, text + len, &sc);
+  if (sc.tokens > PT_MAX_PROFILE_TOKENS)
+    return pt_error_set(err, PT_EINVAL, file, 0,
+                        "holds %zu settings and values, more than the %d a profile may have (a "
+                        "full sweep has about 10000); is it the right file? Trim "
+                        "provenance.extra if a tool filled it",
+                        sc.tokens, PT_MAX_PROFILE_TOKENS);
+  if (sc.max_depth > PT_MAX_PROFILE_DEPTH)
+    return pt_error_set(err, PT_EINVAL, file, sc.deep_line,
+                        "groups and lists nest %zu deep here, more than the %d a profile may "
+                        "have; is it the right file?",
+                        sc.max_depth, PT_MAX_PROFILE_DEPTH);
+  if (sc.longest_word > PT_MAX_PROFILE_WORD)
+    return pt_error_set(err, PT_EINVAL, file, sc.word_line,
+                        "a name or number of %zu bytes, more than the %d a profile may have; is "
+                        "it the right file?",
+                        sc.longest_word, PT_MAX_PROFILE_WORD);
+  if (sc.longest > PT_MAX_PROFILE_STRING)
+    return pt_error_set(err, PT_EINVAL, file, sc.longest_line,
+                        "a string of %zu bytes starts here, more than the %d a profile may "
+                        "have; is it the right file?",
+                        sc.longest, PT_MAX_PROFILE_STRING);
+  if (sc.strbytes > PT_MAX_PROFILE_STRINGS)
+    return pt_error_set(err, PT_EINVAL, file, 0,
+                        "holds %zu bytes of strings, more than the %d a profile may have; is it "
+                        "the right file?",
+                        sc.strbytes, PT_MAX_PROFILE_STRINGS);
   return 0;
 }
 

@@ -14,12 +14,9 @@
 _Static_assert((unsigned)PT_WRITE_FORCE == (unsigned)PT_OUT_FORCE, "one force flag");
 
 int pt__read_file(const char *path, char **text, size_t *len, struct pt_error_rec *err) {
-  int rc = pt_file_read(path, PT_MAX_PROFILE_BYTES, 0, text, len, err);
-  if (!rc && strlen(*text) != *len) {
-    /* A NUL byte would silently cut what libconfig sees. */
-    rc = pt_error_set(err, PT_EINVAL, path, 0, "file contains a NUL byte; is it a profile?");
-  }
+  int rc = pt_file_read(path, PT_MAX_PROFILE_BYTES, PT_READ_TEXT, text, len, err);
   if (!rc) rc = pt_text_refuse_include(*text, path, err);
+  if (!rc) rc = pt_text_prescan(*text, *len, path, err); /* before libconfig allocates */
   if (rc) {
     free(*text);
     *text = NULL;

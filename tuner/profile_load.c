@@ -179,7 +179,8 @@ static int load_candidate(struct loader *L, const config_setting_t *g, struct pt
   if ((rc = only_keys(L, g, "candidate", keys))) return rc;
   if ((rc = get_name(L, g, "algo", pt_algo_parse, ALGOS, &algo))) return rc;
   if ((rc = get_name(L, g, "proto", pt_proto_parse, PROTOS, &proto))) return rc;
-  if ((rc = get_int(L, g, "channels", 1, 1, PT_MAX_CHANNELS, &ch))) return rc;
+  /* channels = 0: measured with NCCL's own count (docs/profile-format.md). */
+  if ((rc = get_int(L, g, "channels", 1, 0, PT_MAX_CHANNELS, &ch))) return rc;
   if ((rc = get_int(L, g, "chunk", 0, 1, UINT32_MAX, &chunk))) return rc;
   const config_setting_t *lat = config_setting_get_member(g, "latency");
   if (!lat) return fail(L, g, "missing 'latency'");

@@ -41,8 +41,11 @@ static int check_choice(int algo, int proto, int channels, const char *file, int
                         struct pt_error_rec *e) {
   if (!pt_algo_name(algo)) return fail(e, file, line, "invalid algorithm index %d", algo);
   if (!pt_proto_name(proto)) return fail(e, file, line, "invalid protocol index %d", proto);
-  if (channels < 1 || channels > PT_MAX_CHANNELS)
-    return fail(e, file, line, "channels must be in 1..%d, not %d", PT_MAX_CHANNELS, channels);
+  /* 0: measured with NCCL's own count (the only kind the plugin uses where
+   * NCCL does not clamp the tuner's count: all-gather, CollNet). */
+  if (channels < 0 || channels > PT_MAX_CHANNELS)
+    return fail(e, file, line, "channels must be in 0..%d (0 = NCCL's count), not %d",
+                PT_MAX_CHANNELS, channels);
   return 0;
 }
 

@@ -32,6 +32,34 @@ struct entry {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct entry *entries;
 
+/* Contents refused since the process started (invalid, by hash and length
+ * of the bytes), so that a bad file is parsed once per process however many
+ * communicators try it; the oldest is forgotten first. */
+#define REFUSED_MAX 16
+static struct refusal {
+  uint64_t hash;
+  size_t len;
+  int rc;
+  struct pt_error_rec err;
+} refused[REFUSED_MAX];
+static size_t nrefused;
+
+/* Called with the lock held. */
+static const struct refusal *find_refused(uint64_t hash, size_t len) {
+  for (size_t i = 0; i < nrefused && i < REFUSED_MAX; i++)
+    if (refused[i].hash == hash && refused[i].len == len) return &refused[i];
+  return NULL;
+}
+
+/* The stored refusal, for path (the same bytes may have another name). */
+static int replay(const struct refusal *r, const char *path, struct pt_error_rec *err) {
+  *err = r->err;
+  snprintf(err->file, sizeof err->file, "%s", path);
+  size_t n = strlen(err->msg);
+  snprintf(err->msg + n, sizeof err->msg - n, " (same content refused earlier in this process)");
+  return r->rc;
+}
+
 /* Called with the lock held. */
 static struct entry *find(const char *path, uint64_t hash, size_t len) {
   for (struct entry *e = entries; e; e = e->next)
@@ -77,11 +105,21 @@ int pt_registry_acquire(const char *path, const struct pt_loaded **out, struct p
   if ((rc = pt__read_file(path, &text, &len, err))) return rc;
   hash = pt_hash_bytes(text, len);
   pthread_mutex_lock(&lock);
-  e = find(path, hash, len);
+  const struct refusal *r = find_refused(hash, len);
+  if (r) rc = replay(r, path, err);
+  e = r ? NULL : find(path, hash, len);
   if (e) e->refs++;
   pthread_mutex_unlock(&lock);
+  if (rc) goto out;
   if (!e) {
-    if ((rc = compile(path, text, len, &fresh, err))) goto out;
+    if ((rc = compile(path, text, len, &fresh, err))) {
+      if (rc != PT_ENOMEM) { /* out of memory may pass; a bad file does not */
+        pthread_mutex_lock(&lock);
+        refused[nrefused++ % REFUSED_MAX] = (struct refusal){hash, len, rc, *err};
+        pthread_mutex_unlock(&lock);
+      }
+      goto out;
+    }
     pthread_mutex_lock(&lock);
     /* Another communicator may have compiled the same bytes meanwhile:
      * share its entry so that both use one table. */

@@ -1,7 +1,9 @@
 /* The shared bodies of the tuner ABI shims (see shim.h). */
 #include "shim.h"
 
+#include "core_internal.h"
 #include "pcie/core.h"
+#include "table_hot.h"
 
 ncclResult_t pt_shim_init_v2(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction,
                              void **context) {
@@ -20,20 +22,37 @@ ncclResult_t pt_shim_init_v5(void **ctx, uint64_t commId, size_t nRanks, size_t 
   return ncclSuccess;
 }
 
+/* The decision every getCollInfo makes, inline: the default path (an
+ * active context, no trace, nothing forced) is one table lookup and apply
+ * with no call in between (docs/performance.md, "Tuner hot path"); the
+ * rest goes through pt_core_decide. regBuff cannot change a decision
+ * (struct pt_table): it only names the mode in the trace. */
+static inline __attribute__((always_inline)) void coll_info(void *context, ncclFunc_t coll,
+                                                            size_t nbytes, int pipe, float *cost,
+                                                            int na, int np, int reg, int *nch) {
+  const struct pt_ctx *ctx = context;
+  if (__builtin_expect(ctx && ctx->table && !ctx->trace && !pt__control_active(), 1)) {
+    size_t i;
+    pt_hot_decide(ctx->table, (int)coll, nbytes, cost, na, np, pipe, nch, &i);
+    return;
+  }
+  pt_core_decide(ctx, (int)coll, nbytes, reg, pipe, cost, na, np, nch, NULL);
+}
+
 /* collCostTable is a contiguous float[numAlgo][numProto] cast to float**. */
 ncclResult_t pt_shim_get_coll_info_v3(void *context, ncclFunc_t collType, size_t nBytes,
                                       int numPipeOps, float **collCostTable, int numAlgo,
                                       int numProto, int *nChannels) {
-  pt_core_decide(context, (int)collType, nBytes, 0, numPipeOps, (float *)collCostTable, numAlgo,
-                 numProto, nChannels, NULL);
+  coll_info(context, collType, nBytes, numPipeOps, (float *)collCostTable, numAlgo, numProto, 0,
+            nChannels);
   return ncclSuccess;
 }
 
 ncclResult_t pt_shim_get_coll_info_v4(void *context, ncclFunc_t collType, size_t nBytes,
                                       int numPipeOps, float **collCostTable, int numAlgo,
                                       int numProto, int regBuff, int *nChannels) {
-  pt_core_decide(context, (int)collType, nBytes, regBuff, numPipeOps, (float *)collCostTable,
-                 numAlgo, numProto, nChannels, NULL);
+  coll_info(context, collType, nBytes, numPipeOps, (float *)collCostTable, numAlgo, numProto,
+            regBuff, nChannels);
   return ncclSuccess;
 }
 

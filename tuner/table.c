@@ -6,15 +6,14 @@
  * parsing, and a search with a fixed number of steps per table.
  */
 #include <float.h>
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "nccl/common.h"
 #include "pcie/table.h"
+#include "table_hot.h"
 
 #define LAT_FLOOR_US 1e-3 /* log(0) guard; far below any real collective */
 
@@ -89,6 +88,7 @@ struct seg {
   double *ya, *yb;         /* those candidates' latency at a and b */
   int known;               /* NCCL's choice identified at both ends */
   const unsigned char *broken; /* per size: NCCL's own choice fails there (see nccl_fails) */
+  int same;                    /* known, and one candidate matches it at both ends: no switch */
 };
 
 static double at(const struct seg *g, const struct pt_point *pts, double x) {
@@ -127,7 +127,10 @@ static int measured_at_both(const struct seg *g, const struct pt_candidate *c) {
 static void identify(struct seg *g) {
   const struct pt_series *s = g->s;
   int at_a = 0, at_b = 0, spans = 1, pinned = 0;
+  size_t close[2] = {SIZE_MAX, SIZE_MAX - 1}; /* the closest match at each end */
+  double off[2] = {INFINITY, INFINITY};
   g->known = 0;
+  g->same = 0;
   if (!default_ok(g) || g->broken[g->a] || g->broken[g->b]) return;
   for (size_t k = 0; k < s->ncand; k++) {
     const struct pt_candidate *c = &s->cand[k];
@@ -136,9 +139,15 @@ static void identify(struct seg *g) {
     for (int e = 0; e < 2; e++) {
       size_t i = e ? g->b : g->a;
       double tol = fmax(1e-3, 0.5 * (c->points[i].spread + s->nccl_default[i].spread));
-      if (c->points[i].state == PT_PT_OK &&
-          fabs(c->points[i].lat_us / s->nccl_default[i].lat_us - 1) <= tol)
-        g->nccl[k] |= (unsigned char)(1u << e);
+      double d = c->points[i].state == PT_PT_OK
+                     ? fabs(c->points[i].lat_us / s->nccl_default[i].lat_us - 1)
+                     : INFINITY;
+      if (d > tol) continue;
+      g->nccl[k] |= (unsigned char)(1u << e);
+      if (d < off[e]) {
+        off[e] = d;
+        close[e] = k;
+      }
     }
     pinned |= g->nccl[k] == 3 && measured_at_both(g, c);
   }
@@ -164,12 +173,17 @@ static void identify(struct seg *g) {
     g->yb[k] = c->points[g->b].lat_us;
   }
   g->known = at_a && at_b && spans;
+  g->same = g->known && close[0] == close[1];
 }
 
 /* NCCL's default at x: the straight line between its measurements, or, when
  * identified, the range [lo, hi] spanned by the candidates it ran. */
 static void default_at(const struct seg *g, double x, double *lo, double *hi) {
-  if (!g->known) {
+  /* When the candidate closest to the default is the same at both ends,
+   * NCCL ran that one choice all along, and its own measured line is the
+   * better estimate: a candidate's line that matched it only within the
+   * noise would let that noise count as a gain. */
+  if (!g->known || g->same) {
     *lo = *hi = at(g, g->s->nccl_default, x);
     return;
   }
@@ -251,7 +265,7 @@ static int crossing(const struct seg *g, double d0, double d1, double *cut) {
   return 1;
 }
 
-/* Splits measured segment [s_a, s_b) at every crossover of two active
+/* Splits measured segment (s_a, s_b) at every crossover of two active
  * candidates' log-log lines and of a candidate with NCCL's default less the
  * needed gain, and ranks each piece at its log-midpoint: inside a piece no
  * order and no comparison with the default changes. */
@@ -273,7 +287,7 @@ static int build_segment(struct seg *g, struct ivlist *l, double *cuts) {
         ncut += (size_t)crossing(g, d0, d1, &cuts[ncut]);
       }
     }
-    if (dok && !g->known && !g->broken[a] && !g->broken[b]) {
+    if (dok && (!g->known || g->same) && !g->broken[a] && !g->broken[b]) {
       double m = log1p(needed_gain(g, ci));
       double d0 = ln_lat(ci->points[a].lat_us) + m - ln_lat(s->nccl_default[a].lat_us);
       double d1 = ln_lat(ci->points[b].lat_us) + m - ln_lat(s->nccl_default[b].lat_us);
@@ -288,7 +302,10 @@ static int build_segment(struct seg *g, struct ivlist *l, double *cuts) {
     }
   }
   qsort(cuts, ncut, sizeof *cuts, cmp_double);
-  double lo = (double)s->sizes[a];
+  /* The measured size a has its own interval (build_measured): the segment
+   * covers the sizes strictly between the two measurements. */
+  double lo = (double)s->sizes[a] + 1;
+  if (lo >= (double)s->sizes[b]) return 0;
   for (size_t k = 0; k <= ncut; k++) {
     double hi = k < ncut ? cuts[k] : (double)s->sizes[b];
     if (k < ncut && (hi <= lo || hi >= (double)s->sizes[b])) continue;
@@ -337,9 +354,32 @@ static void nccl_fails(const struct pt_series *s, unsigned char *broken) {
   }
 }
 
+/* Where NCCL uses the tuner's channel count without clamping it to
+ * comm->nChannels, the plugin never writes one: the AllGatherV path of NCCL
+ * 2.29.2 and later asks about an all-gather and takes the count as the number
+ * of channels to spread over (scheduler/allgatherv_sched.cc,
+ * scheduleCollTasksToPlan's AllGatherV branch), and CollNet tasks run on
+ * task->nMaxChannels as given (enqueue.cc, scheduleCollTasksToPlan,
+ * task->isCollnet). The plugin cannot see comm->nChannels, which can be
+ * below the profile's (docs/decisions.md, "Channels"). */
+static int unclamped(int coll, int algo) {
+  return coll == PT_ALLGATHER || algo == NCCL_ALGO_COLLNET_DIRECT ||
+         algo == NCCL_ALGO_COLLNET_CHAIN;
+}
+
+/* Whether a candidate would run as it was measured. cap > 0: candidates
+ * above it would run with fewer channels than they were measured with.
+ * Where the plugin leaves the count to NCCL (unclamped), only a candidate
+ * measured with NCCL's own count (channels = 0) runs as measured. */
+static int runs_as_measured(int coll, const struct pt_candidate *c, int cap) {
+  if (unclamped(coll, c->algo)) return c->channels == 0;
+  return !cap || c->channels <= cap;
+}
+
 /* Intervals for one series: [sizes[0], sizes[n-1]] from the measurements, and
  * below and above it nothing (NCCL decides): a decision rests on data. */
-static int build_measured(const struct pt_series *s, double margin, int cap, struct ivlist *l) {
+static int build_measured(const struct pt_series *s, int coll, double margin, int cap,
+                          struct ivlist *l) {
   int rc = 0;
   size_t n = s->nsizes, pairs = s->ncand * (s->ncand + 1) / 2 + 2 * s->ncand * s->ncand + 1;
   unsigned char *ok = malloc(s->ncand + 1), *nccl = calloc(s->ncand + 1, 1), *broken = calloc(n, 1);
@@ -354,23 +394,22 @@ static int build_measured(const struct pt_series *s, double margin, int cap, str
   /* cap > 0: candidates above it would run with fewer channels than they
    * were measured with, so nothing measured supports them. */
   for (size_t k = 0; k < s->ncand; k++)
-    ok[k] = !poisoned(&s->cand[k], n) && (!cap || s->cand[k].channels <= cap);
+    ok[k] = !poisoned(&s->cand[k], n) && runs_as_measured(coll, &s->cand[k], cap);
   nccl_fails(s, broken);
   if (s->sizes[0] > 0 && (rc = push(l, &below))) goto out;
-  if (n == 1) {
-    struct seg g = {s, ok, margin, 0, 0, nccl, ya, yb, 0, broken};
-    identify(&g);
-    struct pt_interval iv = {.lo = s->sizes[0], .hi = s->sizes[0]};
-    rank_at(&g, (double)s->sizes[0], &iv);
+  /* Each measured size is decided by its own measurements alone: a candidate
+   * that beats NCCL there covers that size, whatever happens at the next
+   * one (which only decides the sizes between the two). */
+  for (size_t a = 0; a < n && !rc; a++) {
+    struct seg pt = {s, ok, margin, a, a, nccl, ya, yb, 0, broken, 0};
+    struct pt_interval iv = {.lo = s->sizes[a], .hi = s->sizes[a]};
+    identify(&pt);
+    rank_at(&pt, (double)s->sizes[a], &iv);
     rc = push(l, &iv);
-  }
-  for (size_t a = 0; a + 1 < n && !rc; a++) {
-    struct seg g = {s, ok, margin, a, a + 1, nccl, ya, yb, 0, broken};
+    if (rc || a + 1 == n) break;
+    struct seg g = {s, ok, margin, a, a + 1, nccl, ya, yb, 0, broken, 0};
     rc = build_segment(&g, l, cuts);
   }
-  /* build_segment ends each segment one byte short of the next size; the
-   * last measured size belongs to the last segment. */
-  if (!rc && n > 1) l->iv[l->n - 1].hi = s->sizes[n - 1];
   if (!rc && s->sizes[n - 1] < UINT64_MAX) rc = push(l, &above);
 out:
   free(ok);
@@ -477,7 +516,6 @@ static void annotate(struct ivlist *l, const struct pt_series *s) {
   }
 }
 
-static int msb(uint64_t x) { return x ? 63 - __builtin_clzll(x) : 0; }
 
 /* start[k] = the interval holding key k's smallest size, start[PT_NKEYS] =
  * the last; top = the largest power of two not above the widest key range;
@@ -510,46 +548,96 @@ static int rule_fits(const struct pt_rule *r, int coll, int mode, size_t nranks,
 }
 
 /* What the plugin writes to *nChannels for a choice (docs/decisions.md,
- * "Channels"): never more than the communicator's count when the profile
- * recorded it. Unknown, all-gather is left alone (NCCL's AllGatherV path,
- * scheduler/allgatherv_sched.cc, uses the tuner's count unclamped) and the
- * rest is clamped to the smallest count the profile measured; NCCL clamps
- * those to comm->nChannels itself (enqueue.cc, scheduleCollTasksToPlan). */
-static uint8_t set_channels(const struct pt_table *t, int coll, int ch) {
-  if (ch <= 0) return 0;
+ * "Channels"): nothing where NCCL does not clamp it; elsewhere never more
+ * than the communicator's count when the profile recorded it, and, unknown,
+ * at most the smallest count the profile measured. NCCL clamps those to
+ * comm->nChannels itself (enqueue.cc, scheduleCollTasksToPlan). */
+static uint8_t set_channels(const struct pt_table *t, int coll, int algo, int ch) {
+  if (ch <= 0 || unclamped(coll, algo)) return 0;
   if (t->comm_channels) return (uint8_t)(ch < t->comm_channels ? ch : t->comm_channels);
-  if (coll == PT_ALLGATHER) return 0;
   return (uint8_t)(t->chan_cap && ch > t->chan_cap ? t->chan_cap : ch);
 }
 
-/* Each mode is compiled from its own series or, lacking one, the other
- * mode's, so that a mode-specific rule never leaks into the other mode. */
-static int build_set(struct pt_table *t, struct pt_ivset *set, const struct pt_profile *p, int coll,
-                     int mode, size_t nranks, size_t nnodes) {
+/* One mode's intervals, from its own series or, lacking one, the other
+ * mode's, so that a mode-specific rule never leaks into the other mode.
+ * Empty (l->n = 0) when the mode has neither data nor rules. */
+static int build_mode(const struct pt_table *t, const struct pt_profile *p, int coll, int mode,
+                      size_t nranks, size_t nnodes, struct ivlist *l) {
   const struct pt_series *s = pt_profile_series(p, coll, mode);
   struct pt_interval all = {.lo = 0, .hi = UINT64_MAX, .kind = PT_IV_NO_DATA};
-  struct ivlist l = {0};
   int rc = 0, has_rule = 0;
   for (size_t i = 0; i < p->nrules; i++) has_rule |= rule_fits(&p->rules[i], coll, mode, nranks, nnodes);
   if (!s && !has_rule) return 0;
   /* With the communicator's count unknown, candidates above the clamp are
-   * left out rather than run clamped (all-gather keeps NCCL's count). */
-  int cap = !t->comm_channels && coll != PT_ALLGATHER ? t->chan_cap : 0;
-  rc = s ? build_measured(s, pt_profile_margin(p), cap, &l) : push(&l, &all);
+   * left out rather than run clamped. */
+  int cap = !t->comm_channels ? t->chan_cap : 0;
+  rc = s ? build_measured(s, coll, pt_profile_margin(p), cap, l) : push(l, &all);
   for (size_t i = 0; i < p->nrules && !rc; i++)
-    if (rule_fits(&p->rules[i], coll, mode, nranks, nnodes)) rc = apply_rule(&l, &p->rules[i]);
-  if (rc) {
-    free(l.iv);
-    return rc;
+    if (rule_fits(&p->rules[i], coll, mode, nranks, nnodes)) rc = apply_rule(l, &p->rules[i]);
+  if (rc) return rc;
+  merge_equal(l);
+  annotate(l, s);
+  for (size_t i = 0; i < l->n; i++)
+    for (int k = 0; k < l->iv[i].n; k++)
+      l->iv[i].c[k].set_channels = set_channels(t, coll, l->iv[i].c[k].algo, l->iv[i].c[k].channels);
+  return 0;
+}
+
+/* Two choices NCCL would run identically. */
+static int runs_same(const struct pt_choice *x, const struct pt_choice *y) {
+  return x->algo == y->algo && x->proto == y->proto && x->set_channels == y->set_channels &&
+         x->chunk == y->chunk && x->pipe_lo == y->pipe_lo && x->pipe_hi == y->pipe_hi;
+}
+
+/* The interval with no data, for a mode that has none. */
+static const struct pt_interval no_data = {.lo = 0, .hi = UINT64_MAX, .kind = PT_IV_NO_DATA,
+                                           .default_us = -1};
+
+/* The one list both modes decide from. regBuff, which picks the mode, is not
+ * the same on every rank: NCCL sets it for an eager call whose buffers this
+ * rank registered (enqueue.cc, ncclGetAlgoInfo; dev: ncclGetRegBuff), and
+ * registration is per rank. So a size gets the graph and the eager ranking's
+ * common prefix: where the two agree, that ranking; where they differ, only
+ * the choices both would try first, in the same order (possibly none:
+ * PT_IV_MODES_DIFFER, NCCL decides). Whatever regBuff says, every rank then
+ * applies the same list to the same cost table. */
+static int merge_modes(const struct ivlist *g, const struct ivlist *e, struct ivlist *out) {
+  size_t i = 0, j = 0;
+  uint64_t lo = 0;
+  for (;;) {
+    const struct pt_interval *x = g->n ? &g->iv[i] : &no_data, *y = e->n ? &e->iv[j] : &no_data;
+    uint64_t hi = x->hi < y->hi ? x->hi : y->hi;
+    struct pt_interval v = *x;
+    int k = 0;
+    while (k < x->n && k < y->n && runs_same(&x->c[k], &y->c[k])) k++;
+    v.lo = lo;
+    v.hi = hi;
+    if (k < x->n || k < y->n) {
+      v.n = (uint8_t)k;
+      v.kind = PT_IV_MODES_DIFFER;
+    }
+    if (push(out, &v)) return PT_ENOMEM;
+    if (hi == UINT64_MAX) return 0;
+    lo = hi + 1;
+    if (x->hi == hi && g->n) i++;
+    if (y->hi == hi && e->n) j++;
   }
-  merge_equal(&l);
-  annotate(&l, s);
-  for (size_t i = 0; i < l.n; i++)
-    for (int k = 0; k < l.iv[i].n; k++)
-      l.iv[i].c[k].set_channels = set_channels(t, coll, l.iv[i].c[k].channels);
+}
+
+/* A collective's table: both modes compiled, then merged (merge_modes). */
+static int build_set(struct pt_table *t, struct pt_ivset *set, const struct pt_profile *p, int coll,
+                     size_t nranks, size_t nnodes) {
+  struct ivlist m[PT_NMODES] = {{0}}, l = {0};
+  int rc = 0;
+  for (int md = 0; md < PT_NMODES && !rc; md++) rc = build_mode(t, p, coll, md, nranks, nnodes, &m[md]);
+  if (!rc && (m[PT_MODE_GRAPH].n || m[PT_MODE_EAGER].n))
+    rc = merge_modes(&m[PT_MODE_GRAPH], &m[PT_MODE_EAGER], &l);
+  free(m[0].iv);
+  free(m[1].iv);
+  if (!rc) merge_equal(&l);
   set->iv = l.iv;
   set->n = l.n;
-  return index_keys(set);
+  return rc ? rc : l.n ? index_keys(set) : 0;
 }
 
 int pt_profile_has_comm_rules(const struct pt_profile *p) {
@@ -558,14 +646,18 @@ int pt_profile_has_comm_rules(const struct pt_profile *p) {
   return 0;
 }
 
-/* The smallest channel count any candidate was measured with (0 = none). */
+/* The smallest channel count any usable candidate was measured with (0 =
+ * none). A poisoned candidate is never ranked, so its count must not clamp
+ * the good ones below what they were measured with. */
 static int smallest_measured(const struct pt_profile *p) {
   int m = 0;
   for (int c = 0; c < PT_NCOLL; c++)
     for (int md = 0; md < PT_NMODES; md++) {
       const struct pt_series *s = p->series[c][md];
       for (size_t k = 0; s && k < s->ncand; k++)
-        if (!m || s->cand[k].channels < m) m = s->cand[k].channels;
+        if (s->cand[k].channels && !poisoned(&s->cand[k], s->nsizes) &&
+            (!m || s->cand[k].channels < m))
+          m = s->cand[k].channels;
     }
   return m;
 }
@@ -576,17 +668,14 @@ int pt_table_build_for(struct pt_table *t, const struct pt_profile *p, size_t nr
   t->comm_channels = p->comm_channels;
   t->chan_cap = p->comm_channels ? p->comm_channels : smallest_measured(p);
   for (int c = 0; c < PT_NCOLL; c++) {
-    for (int m = 0; m < PT_NMODES; m++) {
-      int rc = build_set(t, &t->storage[c][m], p, c, m, nranks, nnodes);
-      if (rc) {
-        pt_table_release(t);
-        return rc;
-      }
-      t->ninterval += t->storage[c][m].n;
-      t->nsets += t->storage[c][m].n > 0;
+    int rc = build_set(t, &t->storage[c], p, c, nranks, nnodes);
+    if (rc) {
+      pt_table_release(t);
+      return rc;
     }
-    for (int m = 0; m < PT_NMODES; m++)
-      t->set[c][m] = t->storage[c][m].n ? &t->storage[c][m] : NULL;
+    t->ninterval += t->storage[c].n;
+    t->nsets += t->storage[c].n > 0;
+    t->set[c] = t->storage[c].n ? &t->storage[c] : NULL;
   }
   return 0;
 }
@@ -596,24 +685,15 @@ int pt_table_build(struct pt_table *t, const struct pt_profile *p) {
 }
 
 void pt_table_release(struct pt_table *t) {
-  for (int c = 0; c < PT_NCOLL; c++)
-    for (int m = 0; m < PT_NMODES; m++) {
-      free(t->storage[c][m].iv);
-      free(t->storage[c][m].his);
-      free(t->storage[c][m].hot);
-    }
+  for (int c = 0; c < PT_NCOLL; c++) {
+    free(t->storage[c].iv);
+    free(t->storage[c].his);
+    free(t->storage[c].hot);
+  }
   memset(t, 0, sizeof *t);
 }
 
 /* ---- hot path --------------------------------------------------------- */
-
-/* Sizes map to PT_NKEYS keys: below 16 bytes the size itself, above it the
- * power of two and the next 4 bits, i.e. 16 keys per octave. */
-static unsigned key_of(uint64_t n) {
-  if (n < 16) return (unsigned)n;
-  int m = msb(n);
-  return (unsigned)(m - 3) * 16 + (unsigned)((n >> (m - 4)) & 15);
-}
 
 static uint64_t key_lo(unsigned key) {
   if (key < 16) return key;
@@ -621,92 +701,10 @@ static uint64_t key_lo(unsigned key) {
   return (uint64_t)1 << m | (uint64_t)(key % 16) << (m - 4);
 }
 
-/* The index of the first interval with hi >= nbytes. Starting at the
- * interval that holds the key's smallest size, a branch-free search takes
- * the same number of steps for every size of a set (set->top sets it), so
- * the loop exit is always predicted; his[] is padded with UINT64_MAX so the
- * steps never overrun. */
-static inline __attribute__((always_inline)) size_t find(const struct pt_ivset *set,
-                                                        uint64_t nbytes) {
-  const uint64_t *b = set->his + set->start[key_of(nbytes)];
-  for (size_t step = set->top; step > 0; step >>= 1) b = b[step - 1] < nbytes ? b + step : b;
-  return (size_t)(b - set->his);
-}
-
-static const struct pt_ivset *set_of(const struct pt_table *t, int coll, int mode) {
-  if (!t || (unsigned)coll >= PT_NCOLL || (unsigned)mode >= PT_NMODES) return NULL;
-  return t->set[coll][mode];
-}
-
 const struct pt_interval *pt_table_lookup(const struct pt_table *t, int coll, int mode,
                                           uint64_t nbytes) {
-  const struct pt_ivset *set = set_of(t, coll, mode);
-  return set ? &set->iv[find(set, nbytes)] : NULL;
-}
-
-/* The smallest entry >= 0 of NCCL's 7x3 table (FLT_MAX when none; NaN never
- * counts): a fixed-length pass with no data-dependent branch, four entries
- * at a time where SSE2 exists (every x86-64). */
-static inline __attribute__((always_inline)) float best_of_table(const float *cost) {
-  float b = FLT_MAX;
-  int i = 0;
-#ifdef __SSE2__
-  const __m128 zero = _mm_setzero_ps(), big = _mm_set1_ps(FLT_MAX);
-  __m128 m = big;
-  for (; i + 4 <= NCCL_NUM_ALGORITHMS * NCCL_NUM_PROTOCOLS; i += 4) {
-    __m128 v = _mm_loadu_ps(cost + i);
-    __m128 ok = _mm_cmpge_ps(v, zero); /* false for NaN and negatives */
-    m = _mm_min_ps(m, _mm_or_ps(_mm_and_ps(ok, v), _mm_andnot_ps(ok, big)));
-  }
-  m = _mm_min_ps(m, _mm_shuffle_ps(m, m, _MM_SHUFFLE(1, 0, 3, 2)));
-  m = _mm_min_ps(m, _mm_shuffle_ps(m, m, _MM_SHUFFLE(2, 3, 0, 1)));
-  b = _mm_cvtss_f32(m);
-#endif
-  for (; i < NCCL_NUM_ALGORITHMS * NCCL_NUM_PROTOCOLS; i++)
-    b = cost[i] >= 0.0f && cost[i] < b ? cost[i] : b;
-  return b;
-}
-
-/* The one apply rule, over a packed ranked list. */
-static inline __attribute__((always_inline)) int apply_hot(const struct pt_hot *h, float *cost,
-                                                          int num_algo, int num_proto,
-                                                          int num_pipe_ops, int *nchannels) {
-  if (!cost || !nchannels || num_algo <= 0 || num_proto <= 0 || !h->n) return -1;
-  /* NCCL's own best entry. An entry far above it is NCCL steering away from
-   * that choice for a reason the tuner is not told (fp8 reductions beyond 8
-   * ranks multiply every Ring entry by 1024, enqueue.cc updateCollCostTable);
-   * no real cost ratio between usable choices comes near PT_STEER_AWAY_RATIO. */
-  int na = num_algo < NCCL_NUM_ALGORITHMS ? num_algo : NCCL_NUM_ALGORITHMS;
-  int np = num_proto < NCCL_NUM_PROTOCOLS ? num_proto : NCCL_NUM_PROTOCOLS;
-  float best = FLT_MAX;
-  if (na == NCCL_NUM_ALGORITHMS && np == NCCL_NUM_PROTOCOLS && num_proto == np) {
-    best = best_of_table(cost);
-  } else {
-    for (int a = 0; a < na; a++)
-      for (int p = 0; p < np; p++) {
-        float v = cost[a * num_proto + p];
-        best = v >= 0.0f && v < best ? v : best;
-      }
-  }
-  float limit = best > 0.0f && best < FLT_MAX ? best * (float)PT_STEER_AWAY_RATIO : FLT_MAX;
-  for (int k = 0; k < h->n; k++) {
-    if (h->algo[k] >= na || h->proto[k] >= np) continue;
-    if ((h->cond >> k & 1) &&
-        (num_pipe_ops < h->pipe_lo[k] || (h->pipe_hi[k] && num_pipe_ops > h->pipe_hi[k])))
-      continue;
-    int idx = h->algo[k] * num_proto + h->proto[k];
-    if (!(cost[idx] >= 0.0f)) continue; /* negative or NaN: NCCL disabled it */
-    if (cost[idx] > limit) continue;
-    /* NCCL takes the smallest entry >= 0 and breaks ties to the lower index:
-     * a zero at a lower index is raised a hair so it cannot steal the tie
-     * (there is a zero only when NCCL's best is 0). */
-    for (int i = 0; best == 0.0f && i < idx; i++)
-      if (cost[i] == 0.0f) cost[i] = FLT_MIN;
-    cost[idx] = 0.0f;
-    if (h->channels[k]) *nchannels = h->channels[k];
-    return k;
-  }
-  return -1;
+  const struct pt_ivset *set = t && (unsigned)mode < PT_NMODES ? pt_hot_set(t, coll) : NULL;
+  return set ? &set->iv[pt_hot_find(set, nbytes)] : NULL;
 }
 
 static void pack(const struct pt_interval *iv, struct pt_hot *h) {
@@ -727,23 +725,23 @@ int pt_table_apply(const struct pt_interval *iv, float *cost, int num_algo, int 
   struct pt_hot h;
   if (!iv) return -1;
   pack(iv, &h);
-  return apply_hot(&h, cost, num_algo, num_proto, num_pipe_ops, nchannels);
+  return pt_hot_apply(&h, cost, num_algo, num_proto, num_pipe_ops, nchannels);
 }
 
 int pt_table_apply_packed(const struct pt_hot *h, float *cost, int num_algo, int num_proto,
                           int num_pipe_ops, int *nchannels) {
-  return apply_hot(h, cost, num_algo, num_proto, num_pipe_ops, nchannels);
+  return pt_hot_apply(h, cost, num_algo, num_proto, num_pipe_ops, nchannels);
 }
 
-int pt_table_decide(const struct pt_table *t, int coll, int mode, uint64_t nbytes, float *cost,
+int pt_table_decide(const struct pt_table *t, int coll, uint64_t nbytes, float *cost,
                     int num_algo, int num_proto, int num_pipe_ops, int *nchannels,
                     const struct pt_interval **iv) {
-  const struct pt_ivset *set = set_of(t, coll, mode);
+  size_t i;
   *iv = NULL;
-  if (!set) return -1;
-  size_t i = find(set, nbytes);
-  *iv = &set->iv[i];
-  return apply_hot(&set->hot[i], cost, num_algo, num_proto, num_pipe_ops, nchannels);
+  if (!t) return -1;
+  int k = pt_hot_decide(t, coll, nbytes, cost, num_algo, num_proto, num_pipe_ops, nchannels, &i);
+  if (i != SIZE_MAX) *iv = &t->set[coll]->iv[i];
+  return k;
 }
 
 static size_t grain(int proto) {
@@ -756,23 +754,67 @@ size_t pt_chunk_round(size_t chunk, int proto) {
   return c < g ? g : c;
 }
 
-long long pt_table_chunk(const struct pt_table *t, int coll, int mode, uint64_t nbytes, int algo,
-                         int proto, int nchannels) {
-  const struct pt_interval *iv = pt_table_lookup(t, coll, mode, nbytes);
+/* The chunk an interval's decision runs (algo, proto) with: the first ranked
+ * entry with that pair is the one applied (every entry before it was
+ * unusable); behind a numPipeOps-conditioned entry, the ones that can follow
+ * must agree. 0 when it names none or NCCL chose (algo, proto) itself, -1
+ * when they disagree; *ch gets the entry's channel count (0 = NCCL's). */
+static long long chunk_of(const struct pt_interval *iv, int algo, int proto, int *ch) {
   long long found = -2;
-  if (!iv || proto < 0 || proto >= NCCL_NUM_PROTOCOLS) return -1;
-  /* Ring and Tree partitions arrive with nChannels = 1 (enqueue.cc,
-   * scheduleCollTasksToPlan), so only other algorithms can be checked. */
-  int check_ch = algo != NCCL_ALGO_RING && algo != NCCL_ALGO_TREE;
+  *ch = 0;
   for (int k = 0; k < iv->n; k++) {
     const struct pt_choice *c = &iv->c[k];
     if (c->algo != algo || c->proto != proto) continue;
-    long long v = check_ch && c->set_channels && c->set_channels != nchannels ? -1
-                  : c->chunk ? (long long)pt_chunk_round(c->chunk, proto)
-                             : 0;
-    if (found != -2 && found != v) return -1; /* which one NCCL runs depends on numPipeOps */
+    long long v = c->chunk ? (long long)pt_chunk_round(c->chunk, proto) : 0;
+    if (found != -2 && (found != v || *ch != c->set_channels)) return -1;
     found = v;
+    *ch = c->set_channels;
     if (!c->pipe_lo && !c->pipe_hi) break; /* unconditional: nothing behind it is reached */
   }
-  return found == -2 ? -1 : found;
+  return found == -2 ? 0 : found;
+}
+
+/* NCCL asks for the chunk of one channel's part of a task (enqueue.cc,
+ * scheduleCollTasksToPlan -> calcCollChunking, 2.30 and dev): nbytes is that
+ * part's bytes and nChannels 1, except for CollNet, whose call has the
+ * task's bytes and channels. A part of p bytes comes from a call of B bytes
+ * with p <= B <= p x (the channels it ran on), so every decision in that
+ * window that can run (algo, proto) must agree on the chunk; NCCL's own
+ * choice there (no such entry) counts as NCCL's chunk. */
+long long pt_table_chunk(const struct pt_table *t, int coll, uint64_t nbytes, int algo,
+                         int proto) {
+  const struct pt_ivset *set = t ? pt_hot_set(t, coll) : NULL;
+  if (!set || proto < 0 || proto >= NCCL_NUM_PROTOCOLS || !nbytes) return -1;
+  int whole = algo == NCCL_ALGO_COLLNET_DIRECT || algo == NCCL_ALGO_COLLNET_CHAIN;
+  uint64_t most = t->comm_channels ? (uint64_t)t->comm_channels : PT_MAX_CHANNELS;
+  uint64_t top = whole ? nbytes : nbytes > UINT64_MAX / most ? UINT64_MAX : nbytes * most;
+  long long agreed = -2;
+  for (size_t i = pt_hot_find(set, nbytes); i < set->n && set->iv[i].lo <= top; i++) {
+    int ch;
+    long long v = chunk_of(&set->iv[i], algo, proto, &ch);
+    uint64_t reach = whole || !ch ? top : nbytes > UINT64_MAX / (uint64_t)ch ? UINT64_MAX
+                                                                           : nbytes * (uint64_t)ch;
+    if (set->iv[i].lo > reach) continue; /* its calls of this size run on fewer channels */
+    if (v < 0 || (agreed != -2 && agreed != v)) return -1;
+    agreed = v;
+  }
+  return agreed < 0 ? -1 : agreed;
+}
+
+int pt_nccl_caps_channels(const char *v) {
+  int major = 0, minor = 0;
+  if (!v || sscanf(v, "%d.%d", &major, &minor) != 2) return 0;
+  return major > 2 || (major == 2 && minor >= 31);
+}
+
+int pt_nccl_channels_run(int ch, int nranks, int algo, int proto, uint64_t nbytes) {
+  if (ch <= 0 || algo == NCCL_ALGO_COLLNET_DIRECT || algo == NCCL_ALGO_COLLNET_CHAIN ||
+      algo == NCCL_ALGO_NVLS || algo == NCCL_ALGO_NVLS_TREE)
+    return ch;
+  uint64_t nt = proto == NCCL_PROTO_LL128 ? 640 : 512;
+  uint64_t thr = proto == NCCL_PROTO_SIMPLE ? 64 : 8;
+  if (proto == NCCL_PROTO_LL && algo == NCCL_ALGO_RING) thr *= (uint64_t)(nranks > 0 ? nranks : 1);
+  int nc = ch;
+  while (nc >= 2 && nbytes < (uint64_t)nc * nt * thr) nc--;
+  return nc;
 }

@@ -27,6 +27,10 @@
 
 enum pt_read_flags {
   PT_READ_STDIN = 1 << 0, /* "-" reads standard input (the user's own pipe) */
+  /* A text file: a NUL byte is refused with its line. Parsers that take a
+   * C string (libconfig, the workload and topology readers) would
+   * otherwise stop there and silently lose the rest of the file. */
+  PT_READ_TEXT = 1 << 1,
 };
 
 /* Reads all of path into a malloc'ed NUL-terminated buffer (*len bytes, a
@@ -40,6 +44,23 @@ int pt_file_read(const char *path, size_t max, unsigned flags, char **text, size
  * is not covered by the profile's hash, and libconfig exits the process
  * when it cannot read one: a profile or box file must be self-contained. */
 int pt_text_refuse_include(const char *text, const char *file, struct pt_error_rec *err);
+
+/* What a profile may hold, so that reading any file costs little (tens of
+ * ms and a few MB: libconfig allocates a setting per value, ~100 bytes and
+ * ~0.3 us each). A full sweep of every collective in both modes has about
+ * 10^4 tokens, a nesting depth of 6 and strings of a few hundred bytes. */
+#define PT_MAX_PROFILE_TOKENS 65536
+#define PT_MAX_PROFILE_DEPTH 32
+#define PT_MAX_PROFILE_WORD 256      /* a name or a number */
+#define PT_MAX_PROFILE_STRING 65536  /* one string literal */
+#define PT_MAX_PROFILE_STRINGS (1 << 20) /* all of them */
+
+/* Refuses, before any parsing, a profile text over those bounds: more
+ * tokens (names, numbers, strings, opening brackets) than
+ * PT_MAX_PROFILE_TOKENS, groups or lists nested deeper than
+ * PT_MAX_PROFILE_DEPTH, a longer name, number or string, or more bytes of
+ * strings in all. One linear pass; allocates nothing. */
+int pt_text_prescan(const char *text, size_t len, const char *file, struct pt_error_rec *err);
 
 /* The atomic write's flags; PT_WRITE_FORCE (pcie/profile.h) is 1 << 0. */
 enum pt_output_flags {

@@ -144,6 +144,8 @@ const char *pt_box_default_name(void);
 /* Loads a libconfig box description. On failure fills *err ("file:line:
  * what") and returns PT_EIO, PT_ESYNTAX or PT_EINVAL. */
 int pt_box_load(struct pt_box *b, const char *path, struct pt_error_rec *err);
+/* The same for a box file's text already in memory; path names it in errors. */
+int pt_box_parse(struct pt_box *b, const char *text, const char *path, struct pt_error_rec *err);
 /* A built-in name, or else a file path. */
 int pt_box_resolve(struct pt_box *b, const char *name_or_path, struct pt_error_rec *err);
 /* Checks ranges; returns 0 or PT_EINVAL with err->msg set (no file/line). */

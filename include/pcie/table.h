@@ -37,6 +37,8 @@ enum pt_iv_kind {
   PT_IV_OUTSIDE,      /* outside the measured size range */
   PT_IV_NO_DATA,      /* inside the range, but nothing usable was measured there */
   PT_IV_NCCL_FAILS,   /* NCCL's own choice fails here: every working candidate is ranked */
+  PT_IV_MODES_DIFFER, /* graph and eager rank differently: only their common prefix (maybe
+                         nothing) is kept, since regBuff differs between ranks */
 };
 
 struct pt_interval {
@@ -72,16 +74,18 @@ struct pt_ivset {
 };
 
 struct pt_table {
-  /* NULL when the profile has nothing for that collective. A mode without
-   * data of its own is compiled from the other mode's series. */
-  const struct pt_ivset *set[PT_NCOLL][PT_NMODES];
+  /* NULL when the profile has nothing for that collective. One set serves
+   * both modes: graph and eager (each compiled from its own series or,
+   * lacking one, the other mode's) merged so that regBuff, which is not the
+   * same on every rank, cannot change a decision (table.c, merge_modes). */
+  const struct pt_ivset *set[PT_NCOLL];
   size_t ninterval; /* total over all sets, for the init log line */
-  size_t nsets;     /* collective/mode tables with intervals */
+  size_t nsets;     /* collective tables with intervals */
   /* The channel policy (docs/decisions.md): comm_channels from the profile
    * (0 = unknown); chan_cap = the clamp used when it is unknown (the
    * smallest channel count measured, 0 = none). */
   int comm_channels, chan_cap;
-  struct pt_ivset storage[PT_NCOLL][PT_NMODES];
+  struct pt_ivset storage[PT_NCOLL];
 };
 
 /* A series' latency at nbytes, interpolated linearly in log(size)/log(latency)
@@ -104,14 +108,16 @@ int pt_table_build(struct pt_table *t, const struct pt_profile *p);
 int pt_profile_has_comm_rules(const struct pt_profile *p);
 void pt_table_release(struct pt_table *t);
 
-/* The interval for (coll, mode, nbytes), or NULL when the profile has no data
- * for coll or coll is out of range. */
+/* The interval for (coll, nbytes), or NULL when the profile has no data for
+ * coll or coll is out of range. mode does not matter (both modes decide from
+ * one merged list, see struct pt_table); it is checked for range only. */
 const struct pt_interval *pt_table_lookup(const struct pt_table *t, int coll, int mode,
                                           uint64_t nbytes);
 
 /* Applies an interval to NCCL's cost table (float[num_algo][num_proto]): the
- * first ranked candidate that holds for num_pipe_ops and whose entry is
- * usable (>= 0, and not over PT_STEER_AWAY_RATIO x NCCL's own best) gets 0.0,
+ * first ranked candidate that holds for num_pipe_ops (a grouped call,
+ * num_pipe_ops > 1, only for a rule with a numPipeOps range) and whose entry
+ * is usable (>= 0, and not over PT_STEER_AWAY_RATIO x NCCL's own best) gets 0.0,
  * and its set_channels (when not 0) go to *nchannels. Returns the index of
  * the applied candidate, or -1 with nothing changed. */
 int pt_table_apply(const struct pt_interval *iv, float *cost, int num_algo, int num_proto,
@@ -125,17 +131,26 @@ size_t pt_chunk_round(size_t chunk, int proto);
 
 /* The hot path: lookup and apply in one, on the packed mirrors. Returns the
  * applied rank (or -1, nothing changed); *iv gets the interval (or NULL). */
-int pt_table_decide(const struct pt_table *t, int coll, int mode, uint64_t nbytes, float *cost,
+int pt_table_decide(const struct pt_table *t, int coll, uint64_t nbytes, float *cost,
                     int num_algo, int num_proto, int num_pipe_ops, int *nchannels,
                     const struct pt_interval **iv);
 
-/* The chunk of the decision at nbytes in mode that NCCL runs as (algo, proto,
- * nchannels): the first ranked entry with that (algo, proto) is the one the
- * plugin decided (every entry before it was unusable), and it counts only when
- * it asked for nchannels (or left the count to NCCL). Returns its chunk rounded
- * down to the protocol's grain (never below it), 0 when it names none, or -1
- * when no decision of the profile matches. */
-long long pt_table_chunk(const struct pt_table *t, int coll, int mode, uint64_t nbytes, int algo,
-                         int proto, int nchannels);
+/* getChunkSize: the chunk of the decision NCCL runs as (algo, proto) for a
+ * part of nbytes bytes (one channel's part of a call, or a whole CollNet
+ * call; table.c says how NCCL asks). Every decision of calls that can have
+ * such a part must agree. Returns the chunk rounded down to the protocol's
+ * grain (never below it), 0 when that is NCCL's own, or -1 when they
+ * disagree or the profile has no data. */
+long long pt_table_chunk(const struct pt_table *t, int coll, uint64_t nbytes, int algo, int proto);
+
+/* 1 when an NCCL version string ("2.31.0", "2.32", ...) is 2.31 or later:
+ * there the tuner's channel count is only a cap under NCCL's own size
+ * heuristic (dev: src/tuning/tuning_general.cc, ncclTuningGetChannels). */
+int pt_nccl_caps_channels(const char *nccl_version);
+/* What NCCL 2.31+ runs when the tuner asks for ch channels (ch > 0) at
+ * nbytes: ch, lowered while nbytes < nc x maxThreads x threadThreshold
+ * (Simple 512 x 64, LL 512 x 8, x nranks for Ring, LL128 640 x 8), never
+ * below 1. CollNet/NVLS keep their own counts: ch. */
+int pt_nccl_channels_run(int ch, int nranks, int algo, int proto, uint64_t nbytes);
 
 #endif

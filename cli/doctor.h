@@ -1,0 +1,164 @@
+/*
+ * pcie-tune doctor's internals, shared by its files:
+ *  - doctor.c         the command: options, reading, the verdict and exit status;
+ *  - doctor_input.c   the input reader (regular files and stdin, bounded);
+ *  - doctor_gather.c  ties each NCCL line to its process and communicator;
+ *  - doctor_plugin.c  what the plugin did: loaded or not, profiles, refusals, trace;
+ *  - doctor_comm.c    what NCCL built: channels, rings, trees, transports, and
+ *                     what the user can change;
+ *  - doctor_prov.c    the profile's provenance against the job.
+ * Nothing outside cli/doctor*.c includes this.
+ */
+#ifndef PCIE_CLI_DOCTOR_H
+#define PCIE_CLI_DOCTOR_H
+
+#include <stddef.h>
+
+#include "import/ncclog.h"
+
+#define PT_NAME "PcieTuner"
+
+enum { EXIT_WORKING = 0, EXIT_NOINPUT = 1, EXIT_USAGE = 2, EXIT_NOT_LOADED = 3, EXIT_IDLE = 4,
+       EXIT_MISMATCH = 5, EXIT_DEGRADED = 6 };
+
+#define DR_NENV 16
+#define DR_NTHREAD 16
+#define DR_NGRAPH 4
+#define DR_NRING 64
+
+struct proc {
+  char host[128];
+  long pid;
+  char version[64], tuner_env[256], loaded[512], name[128], notfound[512], openerr[512];
+  char unsupported[512];
+  int abi, nosym_min, internal, ours; /* ours: our plugin said something */
+  char env[DR_NENV][2][64];           /* NCCL_* settings NCCL logged */
+  int nenv;
+  int p2p_off[8][2], np2p_off; /* GPU pairs NVML reports without P2P */
+  int head, tail;              /* this process's members (struct member.next) */
+  struct {
+    long tid;
+    int mem;
+  } cur[DR_NTHREAD]; /* the communicator each thread is initialising */
+  int ncur;
+};
+
+enum mstate { M_SILENT, M_PROFILE, M_REFUSED };
+
+/* What the plugin said at one communicator's init. */
+struct outcome {
+  enum mstate state;
+  char path[512], name[128], hash[32], reason[640];
+  const char *cls;
+  int warn, intervals;
+};
+
+struct graph {
+  int pattern, nchannels;
+  double bw_intra, bw_inter;
+  char type_intra[8], type_inter[8];
+};
+
+/* One connection NCCL set up, as the sending rank logged it. */
+struct link {
+  int peer, via; /* via: index into struct doctor.via */
+};
+
+/* One rank of one communicator, in one process. */
+struct member {
+  int proc, next;
+  long tid;
+  char ptr[32], commid[32];
+  int rank, nranks, nnodes, cudadev;
+  long long busid; /* -1: not in the log */
+  int comm_line;   /* NCCL's "comm %p rank" line seen */
+  struct outcome out;
+  int plugged;     /* out came from a plugin line */
+  int coll_ch, p2p_ch, p2p_per_peer; /* -1: not in the log */
+  char trees[256];
+  struct graph graph[DR_NGRAPH];
+  int ngraph, fallback_pattern; /* fallback_pattern: -1 none */
+  char *rings[DR_NRING];        /* rank 0's "Channel xx/yy : ..." rank lists */
+  int nrings, ring_total;
+  struct link *links;
+  size_t nlinks;
+};
+
+/* A plugin init line, tied to its member once the whole log is read. */
+struct plug {
+  int proc, next;
+  long tid;
+  char commid[32];
+  int nranks, nnodes;
+  struct outcome out;
+};
+
+struct decision {
+  char coll[24], mode[8], choice[48], why[48];
+  unsigned long long bytes;
+  int ch;
+  unsigned long count;
+};
+
+struct doctor {
+  struct proc *procs;
+  size_t nproc;
+  struct member *mem;
+  size_t nmem;
+  struct plug *plugs;
+  size_t nplug;
+  struct decision *dec;
+  size_t ndec;
+  char *via[64]; /* the distinct transports ("P2P/CUMEM", "SHM/direct/direct") */
+  int nvia;
+  int *proc_hash; /* open addressing over host:pid, index + 1 */
+  size_t hash_cap;
+  char bare_version[64];
+  unsigned long nccl_lines, trace_calls, trace_nccl;
+  int oom, too_many;
+};
+
+/* doctor_input.c: calls fn on every line of path ('-': stdin), without its
+ * end; 0, or -1 after printing why the input was refused. */
+int dr_read(const char *path, void (*fn)(void *arg, const char *line), void *arg);
+
+/* doctor_gather.c */
+void dr_take(struct doctor *d, const struct nl_line *l);
+void dr_tie(struct doctor *d); /* ties the plugin's lines, after the last line */
+void dr_free(struct doctor *d);
+
+/* Communicators: the members of each, by commId (without one, by nRanks and
+ * nNodes), sorted by rank: communicator k is order[start[k] .. start[k+1]).
+ * Returns the number of communicators, -1 out of memory. */
+struct comms {
+  size_t *order, *start, n;
+};
+int dr_comms(const struct doctor *d, struct comms *c);
+void dr_comms_free(struct comms *c);
+/* Distinct ranks among a communicator's members (never above nRanks). */
+int dr_ranks_seen(const struct doctor *d, const struct comms *c, size_t k);
+/* "gpu-a:41203 cudaDev 3 busId 0000:41:00.0" */
+void dr_where(const struct doctor *d, const struct member *m, char *buf, size_t len);
+void dr_busid(long long id, char *buf, size_t len);
+
+/* doctor_plugin.c: the processes and the plugin's library (returns how many
+ * processes loaded it); one communicator's plugin outcome per rank (returns
+ * 1 when its ranks disagree, -1 out of memory; counts it in *tuned when every
+ * rank uses the same profile); the refusals and traced decisions. */
+size_t dr_plugin_header(const struct doctor *d, int quiet);
+int dr_plugin_comm(const struct doctor *d, const struct comms *c, size_t k, int quiet, int *tuned);
+void dr_plugin_footer(struct doctor *d);
+int dr_loaded_ours(const struct proc *p);
+
+/* doctor_comm.c: what NCCL built for communicator k and what to change;
+ * returns 1 when it is degraded, 0 when not, -1 out of memory. */
+int dr_comm_report(const struct doctor *d, const struct comms *c, size_t k, int quiet);
+
+/* doctor_prov.c: compares the profile a communicator uses with the job. */
+void dr_prov_report(const struct doctor *d, const struct comms *c, size_t k);
+
+/* Copies as much of src as fits; log fields may be longer than our slots. */
+void dr_set(char *dst, size_t len, const char *src);
+#define SET(dst, src) dr_set((dst), sizeof(dst), (src))
+
+#endif

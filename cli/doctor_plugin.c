@@ -1,0 +1,288 @@
+/*
+ * What the plugin did, from NCCL's plugin lines and the plugin's own: per
+ * process whether NCCL loaded it (with which tuner ABI, or why not), per
+ * communicator the profile or refusal of every rank, and the traced
+ * decisions.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "doctor.h"
+
+/* The newest tuner ABI an NCCL release tries first (src/plugin/tuner.cc,
+ * ncclTunerPluginLoad, per tag); 0 when unknown. */
+static int newest_abi(const char *version) {
+  int maj = 0, min = 0;
+  if (sscanf(version, "%d.%d", &maj, &min) != 2 || maj != 2) return 0;
+  if (min <= 21) return min >= 19 ? 2 : 0;
+  if (min <= 23) return 3;
+  if (min <= 27) return 4;
+  if (min <= 29) return 5;
+  if (min <= 31) return 6;
+  return 7;
+}
+
+static int proc_abi(const struct proc *p) {
+  if (p->abi) return p->abi;
+  if (!p->name[0]) return 0;
+  /* NCCL <= 2.27 names no version; it tries the newest first and says which
+   * symbols were missing. */
+  if (p->nosym_min) return p->nosym_min - 1;
+  return newest_abi(p->version);
+}
+
+int dr_loaded_ours(const struct proc *p) {
+  return p->ours || !strcmp(p->name, PT_NAME) || strstr(p->loaded, "libnccl-tuner-pcie");
+}
+
+/* Why a process did not load this plugin, from what NCCL said. */
+static void why_not_loaded(const struct proc *p) {
+  if (p->unsupported[0])
+    printf("  %s:%ld: NCCL opened %s but found no tuner ABI it supports (wrong ABI: this NCCL "
+           "tries up to v%d; see README, Compatibility)\n",
+           p->host, p->pid, p->unsupported, newest_abi(p->version));
+  else if (p->name[0] && strcmp(p->name, PT_NAME))
+    printf("  %s:%ld: NCCL loaded another tuner plugin, '%s'\n", p->host, p->pid, p->name);
+  else if (p->openerr[0])
+    printf("  %s:%ld: the library failed to load: %s\n", p->host, p->pid, p->openerr);
+  else if (p->notfound[0] && strchr(p->notfound, '/'))
+    /* NCCL says "Could not find" only for ENOENT: dlerror naming the file
+     * itself with "No such file or directory" (src/plugin/plugin_open.cc,
+     * tryOpenLib, 2.26-dev; src/misc/tuner.cc, 2.24-2.25; errno in 2.21-2.23).
+     * A missing dependency names the dependency and is reported as the
+     * loader's message instead, so the path itself is absent. */
+    printf("  %s:%ld: %s does not exist as this process sees the filesystem (NCCL's dlopen "
+           "said 'No such file or directory'): is the job in a container without that mount, "
+           "or on another host than the file? Install or mount the library there, or point "
+           "NCCL_TUNER_PLUGIN at where it is inside the job\n",
+           p->host, p->pid, p->notfound);
+  else if (p->notfound[0])
+    printf("  %s:%ld: not found: NCCL tried %s (wrong name, or not in the loader's path: give "
+           "NCCL_TUNER_PLUGIN the absolute path of libnccl-tuner-pcie.so)\n",
+           p->host, p->pid, p->notfound);
+  else if (p->nosym_min)
+    printf("  %s:%ld: the library exports no tuner ABI this NCCL knows (wrong ABI)\n", p->host,
+           p->pid);
+  else if (!p->tuner_env[0])
+    printf("  %s:%ld: NCCL_TUNER_PLUGIN is not set in this process (NCCL_DEBUG_SUBSYS must "
+           "include ENV to show it; with Ray, set it in the workers' runtime_env)\n",
+           p->host, p->pid);
+  else
+    printf("  %s:%ld: NCCL_TUNER_PLUGIN=%s but NCCL said nothing more about the tuner (add TUNING "
+           "to NCCL_DEBUG_SUBSYS)\n",
+           p->host, p->pid, p->tuner_env);
+}
+
+static int same_lib(const struct proc *a, const struct proc *b) {
+  return dr_loaded_ours(a) && dr_loaded_ours(b) && !strcmp(a->loaded, b->loaded) &&
+         proc_abi(a) == proc_abi(b);
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+size_t dr_plugin_header(const struct doctor *d, int quiet) {
+  const char *version = d->bare_version;
+  size_t loaded = 0, hosts = 0;
+  for (size_t i = 0; i < d->nproc; i++) {
+    if (d->procs[i].version[0]) version = d->procs[i].version;
+    loaded += dr_loaded_ours(&d->procs[i]) != 0;
+  }
+  if (quiet) return loaded;
+  /* Distinct host names, sorted: a job may span hundreds of hosts. */
+  const char **names = malloc((d->nproc + 1) * sizeof *names);
+  if (names) {
+    for (size_t i = 0; i < d->nproc; i++) names[i] = d->procs[i].host;
+    qsort(names, d->nproc, sizeof *names, cmp_str);
+    for (size_t i = 0; i < d->nproc; i++) hosts += !i || strcmp(names[i], names[i - 1]);
+    free(names);
+  }
+  printf("NCCL %s, %zu process%s on %zu host%s\n", version[0] ? version : "version not in the log",
+         d->nproc, d->nproc == 1 ? "" : "es", hosts, hosts == 1 ? "" : "s");
+  for (size_t i = 0; i < d->nproc; i++) {
+    const struct proc *p = &d->procs[i];
+    if (p->version[0] && strcmp(p->version, version))
+      printf("  %s:%ld runs NCCL %s: the ranks mix NCCL versions\n", p->host, p->pid, p->version);
+  }
+  /* The loaded library and ABI, once per distinct pair (few distinct). */
+  struct {
+    size_t first, count;
+  } kinds[16];
+  size_t nk = 0;
+  for (size_t i = 0; i < d->nproc; i++) {
+    const struct proc *p = &d->procs[i];
+    if (!dr_loaded_ours(p)) continue;
+    size_t k = 0;
+    while (k < nk && !same_lib(&d->procs[kinds[k].first], p)) k++;
+    if (k == nk && nk < 16) kinds[nk++].first = i, kinds[k].count = 0;
+    if (k < nk) kinds[k].count++;
+  }
+  for (size_t k = 0; k < nk; k++) {
+    const struct proc *p = &d->procs[kinds[k].first];
+    char abi[32], where[600];
+    if (proc_abi(p)) snprintf(abi, sizeof abi, "v%d", proc_abi(p));
+    else snprintf(abi, sizeof abi, "version not in the log");
+    /* NCCL <= 2.27 prints no path; the variable it was given is next best. */
+    if (p->loaded[0]) SET(where, p->loaded);
+    else if (p->tuner_env[0]) snprintf(where, sizeof where, "NCCL_TUNER_PLUGIN=%.500s", p->tuner_env);
+    else SET(where, "path not in the log");
+    printf("tuner plugin loaded: %s (%s, ABI %s) in %zu of %zu processes\n", where,
+           p->name[0] ? p->name : PT_NAME, abi, kinds[k].count, d->nproc);
+  }
+  if (loaded < d->nproc) {
+    printf("tuner plugin NOT loaded in %zu of %zu processes:\n", d->nproc - loaded, d->nproc);
+    size_t shown = 0;
+    for (size_t i = 0; i < d->nproc; i++)
+      if (!dr_loaded_ours(&d->procs[i]) && shown++ < 16) why_not_loaded(&d->procs[i]);
+    if (shown > 16) printf("  ... and %zu more\n", shown - 16);
+  }
+  return loaded;
+}
+
+static int same_outcome(const struct doctor *d, const struct member *a, const struct member *b) {
+  if (a->out.state != b->out.state) return 0;
+  if (a->out.state == M_PROFILE) return !strcmp(a->out.hash, b->out.hash);
+  if (a->out.state == M_REFUSED) return !strcmp(a->out.reason, b->out.reason);
+  return dr_loaded_ours(&d->procs[a->proc]) == dr_loaded_ours(&d->procs[b->proc]);
+}
+
+static void describe(const struct doctor *d, const struct member *m, char *buf, size_t len) {
+  const struct outcome *o = &m->out;
+  if (o->state == M_PROFILE)
+    snprintf(buf, len, "profile '%s' hash %s (%s, %d intervals)", o->name, o->hash, o->path,
+             o->intervals);
+  else if (o->state == M_REFUSED)
+    snprintf(buf, len, "left to NCCL, %s%s: %s", o->cls, o->warn ? " (WARN)" : "", o->reason);
+  else if (dr_loaded_ours(&d->procs[m->proc]))
+    snprintf(buf, len, "no word from the plugin (NCCL_DEBUG_SUBSYS without INIT or TUNING?)");
+  else
+    snprintf(buf, len, "plugin not loaded in this process");
+}
+
+/* "0-3,5,7" into buf from sorted ranks (-1 unknown); a rank seen twice (the
+ * same file given twice) is one rank. Compacts r in place. */
+static void ranks_text(char *buf, size_t len, int *r, size_t n) {
+  size_t used = 0, u = 0, unknown = 0;
+  for (size_t i = 0; i < n; i++)
+    if (r[i] < 0) unknown++;
+    else if (!u || r[i] != r[u - 1]) r[u++] = r[i];
+  buf[0] = 0;
+  /* NCCL's comm lines name the rank; the plugin's alone do not. */
+  if (unknown)
+    used = (size_t)snprintf(buf, len, "? (%zu without NCCL's comm lines: NCCL_DEBUG_SUBSYS needs INIT)",
+                            unknown);
+  for (size_t i = 0; i < u && used + 1 < len;) {
+    size_t j = i;
+    while (j + 1 < u && r[j + 1] == r[j] + 1) j++;
+    if (j > i)
+      used += (size_t)snprintf(buf + used, len - used, "%s%d-%d", used ? "," : "", r[i], r[j]);
+    else
+      used += (size_t)snprintf(buf + used, len - used, "%s%d", used ? "," : "", r[i]);
+    if (used >= len) break; /* truncated; snprintf kept it terminated */
+    i = j + 1;
+  }
+}
+
+#define DR_NOUTCOME 32
+
+int dr_plugin_comm(const struct doctor *d, const struct comms *c, size_t k, int quiet, int *tuned) {
+  size_t from = c->start[k], to = c->start[k + 1], rep[DR_NOUTCOME], nrep = 0, cnt[DR_NOUTCOME];
+  const struct member *first = &d->mem[c->order[from]];
+  int seen = dr_ranks_seen(d, c, k), all_profile = 1;
+  int *ranks = malloc((to - from) * sizeof *ranks);
+  if (!ranks) return -1;
+  /* Distinct outcomes (a handful); members are sorted by rank. */
+  for (size_t i = from; i < to; i++) {
+    const struct member *m = &d->mem[c->order[i]];
+    size_t r = 0;
+    while (r < nrep && !same_outcome(d, &d->mem[c->order[rep[r]]], m)) r++;
+    if (r == nrep && nrep < DR_NOUTCOME) rep[nrep] = i, cnt[nrep++] = 0;
+    if (r < nrep) cnt[r]++;
+    all_profile &= m->out.state == M_PROFILE;
+  }
+  if (!quiet) {
+    printf("\ncommunicator %s: nRanks %d nNodes %d, %d rank%s in the log\n",
+           first->commid[0] ? first->commid : "(no commId in the log)", first->nranks,
+           first->nnodes, seen, seen == 1 ? "" : "s");
+    for (size_t r = 0; r < nrep; r++) {
+      size_t n = 0;
+      for (size_t i = from; i < to; i++)
+        if (same_outcome(d, &d->mem[c->order[rep[r]]], &d->mem[c->order[i]]))
+          ranks[n++] = d->mem[c->order[i]].rank;
+      char rt[256], what[1200];
+      ranks_text(rt, sizeof rt, ranks, n);
+      describe(d, &d->mem[c->order[rep[r]]], what, sizeof what);
+      printf("  rank%s %s: %s\n", strpbrk(rt, ",-?") ? "s" : "", rt, what);
+    }
+    if (first->nranks > 0 && seen < first->nranks)
+      printf("  (only %d of %d ranks in these logs: pass every rank's file)\n", seen, first->nranks);
+  }
+  if (nrep > 1) {
+    /* Name the ranks that differ from the most common outcome. */
+    size_t major = 0;
+    for (size_t r = 1; r < nrep; r++)
+      if (cnt[r] > cnt[major]) major = r;
+    fprintf(stderr,
+            "pcie-tune doctor: ERROR: the ranks of communicator %s (nRanks %d) disagree: NCCL "
+            "needs the same decision on every rank; give every rank the same profile and "
+            "environment\n",
+            first->commid[0] ? first->commid : "?", first->nranks);
+    size_t named = 0;
+    for (size_t i = from; i < to; i++) {
+      const struct member *m = &d->mem[c->order[i]];
+      if (same_outcome(d, &d->mem[c->order[rep[major]]], m)) continue;
+      char where[256], what[1200];
+      if (named++ == 8) {
+        fprintf(stderr, "  ... and more\n");
+        break;
+      }
+      dr_where(d, m, where, sizeof where);
+      describe(d, m, what, sizeof what);
+      if (m->rank >= 0)
+        fprintf(stderr, "  rank %d (%s) differs: %s\n", m->rank, where, what);
+      else
+        fprintf(stderr, "  a rank of %s (rank not in the log) differs: %s\n", where, what);
+    }
+  }
+  free(ranks);
+  if (all_profile && nrep == 1) (*tuned)++;
+  return nrep > 1;
+}
+
+static int cmp_dec(const void *a, const void *b) {
+  const struct decision *x = a, *y = b;
+  int c = strcmp(x->coll, y->coll);
+  if (!c) c = strcmp(x->mode, y->mode);
+  if (!c) c = x->bytes < y->bytes ? -1 : x->bytes > y->bytes;
+  if (!c) c = strcmp(x->choice, y->choice);
+  return c;
+}
+
+void dr_plugin_footer(struct doctor *d) {
+  int refused = 0;
+  for (size_t i = 0; i < d->nmem; i++) refused += d->mem[i].out.state == M_REFUSED;
+  if (refused) {
+    printf("\nrefusals (the plugin left these communicators to NCCL):\n");
+    for (size_t i = 0; i < d->nmem; i++) {
+      const struct member *m = &d->mem[i];
+      if (m->out.state != M_REFUSED) continue;
+      printf("  %s:%ld rank %d nRanks %d: [%s] %s\n", d->procs[m->proc].host, d->procs[m->proc].pid,
+             m->rank, m->nranks, m->out.cls, m->out.reason);
+    }
+  }
+  if (!d->ndec) return;
+  qsort(d->dec, d->ndec, sizeof *d->dec, cmp_dec);
+  printf("\ndecisions traced (PCIE_TUNER_TRACE=1), calls summed over ranks:\n");
+  printf("  %-14s %-5s %12s  %-22s %8s  %s\n", "collective", "mode", "bytes", "choice", "calls",
+         "why");
+  for (size_t i = 0; i < d->ndec; i++) {
+    const struct decision *x = &d->dec[i];
+    char ch[64];
+    if (x->choice[0]) snprintf(ch, sizeof ch, "%s %d ch", x->choice, x->ch);
+    else snprintf(ch, sizeof ch, "NCCL's own");
+    printf("  %-14s %-5s %12llu  %-22s %8lu  %s\n", x->coll, x->mode, x->bytes, ch, x->count, x->why);
+  }
+  printf("  %lu of %lu traced calls left to NCCL\n", d->trace_nccl, d->trace_calls);
+}
