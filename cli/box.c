@@ -25,12 +25,13 @@ static const char usage[] =
     "\n"
     "The second writes a box file whose hardware comes from an NCCL topology\n"
     "dump (run a job once with NCCL_TOPO_DUMP_FILE=TOPO.xml). The box's truth\n"
-    "(how it really behaves) is taken from a built-in box until you measure.\n"
+    "(how it really behaves) is the physical model computed from that hardware\n"
+    "with the parameters fitted on the published tables (docs/sim.md).\n"
     "\n"
     "  --from-topo TOPO   NCCL topology XML to read\n"
     "  --out FILE         box file to write ('-' for stdout)\n"
     "  --name NAME        the box's name (default: TOPO's file name)\n"
-    "  --based-on BOX     built-in box whose truth to use (default: gen5-8x-p2p,\n"
+    "  --based-on BOX     built-in box whose noise to use (default: gen5-8x-p2p,\n"
     "                     or gen4-4x-shm with --no-p2p)\n"
     "  --no-p2p           the driver does not allow GPU peer-to-peer (consumer cards)\n"
     "  --force            overwrite FILE\n";
@@ -94,7 +95,8 @@ static char *render_box(const char *desc, const char *name, const char *based_on
   if (!f) return NULL;
   fprintf(f, "# Box file written by pcie-tune box --from-topo (docs/sim.md).\n");
   fprintf(f, "# The hardware is NCCL's topology dump (desc); NCCL's view is derived from it.\n");
-  fprintf(f, "# The truth (how the box really behaves) is %s's until you measure.\n", based_on);
+  fprintf(f, "# The truth (how the box really behaves) is the physical model computed from\n"
+             "# this hardware (no truth group); the noise is %s's.\n", based_on);
   fputs("name = \"", f);
   put_escaped(f, name);
   fputs("\";\ndesc = \"", f);

@@ -56,7 +56,23 @@ double pt_box_true_us(const struct pt_box *b, int coll, int mode, int algo, int 
    * runs on fewer channels than asked for (enqueue.cc scheduleCollTasksToPlan). */
   int ch = pt_box_running_channels(b, coll, proto, channels, nbytes);
   int n = b->nranks;
-  double wire = fmin(ch * t->chan_bw[proto], t->link_bw[proto]);
+  double per_ch = t->chan_bw[proto];
+  /* A channel drives bandwidth with the threads NCCL gives it, and NCCL
+   * sizes them for its own channel count at this size, whatever count a
+   * tuner asks for (topoGetAlgoInfo: threads halve while the message is
+   * below channels x threads x NCCL's thread threshold). The smooth form of
+   * that rule is used, bytes / (own channels x threshold) threads, so that
+   * latency stays monotone between NCCL's power-of-two steps. */
+  if (t->warp_exp > 0) {
+    double full = pt_nccl_max_threads(&b->nccl, algo, proto);
+    double thr = proto == NCCL_PROTO_SIMPLE ? 64 : 8;
+    if (algo == NCCL_ALGO_RING && proto == NCCL_PROTO_LL) thr *= n;
+    double want = (double)nbytes / (pt_nccl_channels(&b->nccl, algo, proto, (size_t)nbytes) * thr);
+    if (algo == NCCL_ALGO_TREE) want = full; /* Tree runs every thread */
+    if (want < 96) want = 96;
+    if (want < full) per_ch *= pow(want / full, t->warp_exp);
+  }
+  double wire = fmin(ch * per_ch, t->link_bw[proto]);
   /* Host staging copies every wire byte once more, in series with the link. */
   if (t->transport == PT_XPORT_SHM && t->host_bw > 0) wire = 1.0 / (1.0 / wire + 1.0 / t->host_bw);
   double bw = wire * t->eff[proto];

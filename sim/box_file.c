@@ -219,8 +219,9 @@ static int parse_dev(struct ctx *c, const config_setting_t *g, struct pt_hw *hw,
 }
 
 static int parse_env(struct ctx *c, const config_setting_t *g, struct pt_hw *hw) {
-  static const char *const keys[] = {"NCCL_P2P_LEVEL", "NCCL_PROTO", "NCCL_ALGO", "NCCL_MIN_NCHANNELS",
-                                     "NCCL_MAX_NCHANNELS", NULL};
+  static const char *const keys[] = {"NCCL_P2P_LEVEL",     "NCCL_PROTO",        "NCCL_ALGO",
+                                     "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_P2P_DISABLE",
+                                     "NCCL_SHM_DISABLE",   NULL};
   int rc;
   if (!config_setting_is_group(g)) return fail(c, g, PT_EINVAL, "'env' must be a group { ... }");
   if ((rc = only_keys(c, g, keys)) || (rc = get_str(c, g, "NCCL_P2P_LEVEL", hw->p2p_level, sizeof hw->p2p_level, 0)) ||
@@ -232,6 +233,13 @@ static int parse_env(struct ctx *c, const config_setting_t *g, struct pt_hw *hw)
     return rc;
   if (config_setting_get_member(g, "NCCL_MAX_NCHANNELS") &&
       (rc = get_int(c, g, "NCCL_MAX_NCHANNELS", 1, 64, &hw->max_nchannels)))
+    return rc;
+  /* NCCL reads both with strtol: 1 disables, anything else leaves it on. */
+  if (config_setting_get_member(g, "NCCL_P2P_DISABLE") &&
+      (rc = get_int(c, g, "NCCL_P2P_DISABLE", 0, 1, &hw->p2p_disable)))
+    return rc;
+  if (config_setting_get_member(g, "NCCL_SHM_DISABLE") &&
+      (rc = get_int(c, g, "NCCL_SHM_DISABLE", 0, 1, &hw->shm_disable)))
     return rc;
   return 0;
 }
@@ -337,8 +345,9 @@ static int get_bytes(struct ctx *c, const config_setting_t *g, const char *key, 
 }
 
 static int parse_anchor(struct ctx *c, const config_setting_t *g, struct pt_box_anchor *a) {
-  static const char *const keys[] = {"collective", "mode", "bytes",  "latency", "source",
-                                     "algo",       "proto", "channels", NULL};
+  static const char *const keys[] = {"collective", "mode",     "bytes",         "latency", "source",
+                                     "algo",       "proto",    "channels",      "curve",   "comm_channels",
+                                     NULL};
   int rc, st;
   const config_setting_t *s;
   memset(a, 0, sizeof *a);
@@ -355,14 +364,21 @@ static int parse_anchor(struct ctx *c, const config_setting_t *g, struct pt_box_
   if ((rc = get_bytes(c, g, "bytes", &a->nbytes))) return rc;
   c->inherited = 0; /* anchor fields are never inherited */
   if ((rc = get_num(c, g, "latency", 0.001, 1e9, &a->lat_us)) ||
-      (rc = get_str(c, g, "source", a->source, sizeof a->source, 1)))
+      (rc = get_str(c, g, "source", a->source, sizeof a->source, 1)) ||
+      (rc = get_str(c, g, "curve", a->curve, sizeof a->curve, 0)))
+    return rc;
+  /* The communicator the row was measured on (another NCCL version's, or
+   * NCCL_GRAPH_FILE's), when it is not the box's own. */
+  if (config_setting_get_member(g, "comm_channels") &&
+      (rc = get_int(c, g, "comm_channels", 1, PT_MAX_CHANNELS, &a->comm_channels)))
     return rc;
   if (config_setting_get_member(g, "algo")) {
     if ((rc = get_name(c, g, "algo", pt_algo_parse, &a->algo)) ||
         (rc = get_name(c, g, "proto", pt_proto_parse, &a->proto)))
       return rc;
+    /* channels = 0: NCCL's own count for the forced algorithm and protocol. */
     a->channels = 1;
-    return get_int(c, g, "channels", 1, PT_MAX_CHANNELS, &a->channels);
+    return get_int(c, g, "channels", 0, PT_MAX_CHANNELS, &a->channels);
   }
   if (config_setting_get_member(g, "proto") || config_setting_get_member(g, "channels"))
     return fail(c, g, PT_EINVAL, "'proto' and 'channels' need 'algo' (without it the anchor is NCCL's default)");
@@ -426,7 +442,8 @@ static int one_fault(struct ctx *c, const config_setting_t *g, void *out) {
 
 static int parse_box(struct ctx *c, const config_setting_t *root, struct pt_box *b) {
   static const char *const keys[] = {"based_on", "name",  "desc",    "nranks", "nnodes",  "hardware",
-                                     "truth",    "nccl",  "noise",   "anchors", "faults", NULL};
+                                     "truth",    "nccl",  "noise",   "anchors", "faults", "nccl_version",
+                                     NULL};
   const config_setting_t *s;
   int rc;
   memset(b, 0, sizeof *b);
@@ -453,8 +470,16 @@ static int parse_box(struct ctx *c, const config_setting_t *root, struct pt_box 
   if (hws || !typed) c->inherited = 1;
   rc = get_int(c, root, "nranks", 2, 1024, &b->nranks);
   c->inherited = inherited;
-  if (rc || (rc = get_int(c, root, "nnodes", 1, 1, &b->nnodes)) || (rc = parse_truth(c, root, &b->truth)))
+  /* Without a truth group, a box with hardware gets the physical truth
+   * computed from it (below, once NCCL's view is derived). */
+  const config_setting_t *truth = config_setting_get_member(root, "truth");
+  int phys = !truth && (hws || (c->inherited && b->phys));
+  if (rc || (rc = get_int(c, root, "nnodes", 1, 1, &b->nnodes)) ||
+      (rc = get_str(c, root, "nccl_version", b->nccl_version, sizeof b->nccl_version, 0)) ||
+      (!phys && (rc = parse_truth(c, root, &b->truth))))
     return rc;
+  if (truth) b->phys = 0;
+  if (!b->nccl_version[0]) snprintf(b->nccl_version, sizeof b->nccl_version, "2.30");
   if (hws && b->nranks != b->hw.ngpus)
     return fail(c, config_setting_get_member(root, "nranks"), PT_EINVAL,
                 "nranks = %d, but the hardware has %d GPUs", b->nranks, b->hw.ngpus);
@@ -466,6 +491,7 @@ static int parse_box(struct ctx *c, const config_setting_t *root, struct pt_box 
                   b->nranks, b->name, b->hw.ngpus);
     struct pt_error_rec e;
     if ((rc = pt_box_derive(b, &e))) return fail(c, hws ? hws : root, rc, "%s", e.msg);
+    if (phys) pt_box_truth_from_hw(b, pt_phys_fitted());
   } else if (typed) {
     if ((rc = parse_nccl(c, root, &b->nccl))) return rc;
     b->view_source = PT_VIEW_TYPED;

@@ -1,15 +1,15 @@
 /*
- * The built-in simulated boxes, each calibrated against published
- * measurements (test/data/real). Every anchor below names its source; the
- * calibration test (test/test_sim_box.c) holds each box to its anchors within
- * 15 %, the held-out ones included. How the parameters were fitted, and which
- * published rows were left out and why, is in docs/sim.md.
- *
- * A box is hardware (.hw) plus its truth. NCCL's view is never typed here:
- * it is derived from the hardware by NCCL's own search (sim/nccl_derive.c)
- * the first time a built-in box is asked for, and each box's hardware is one
+ * The built-in simulated boxes. A box is hardware (.hw), noise and the
+ * published rows of the table it stands for (test/data/real, the same rows
+ * as that table's box file). Neither its truth nor NCCL's view is typed
+ * here: the first time a built-in box is asked for, NCCL's view is derived
+ * from the hardware by NCCL's own search (sim/nccl_derive.c) and its truth
+ * computed from the hardware by the physical model with the global
+ * parameters fitted on every table (sim/phys.c). Each box's hardware is one
  * of the topologies in test/data/nccl-real, so its NCCL default is checked
- * against NCCL's code (test/test_sim_derive.c).
+ * against NCCL's code (test/test_sim_derive.c); test/test_sim_box.c reports
+ * each box's error on its rows, and test/test_sim_loo.c the error of its
+ * table when the parameters are fitted without it (docs/sim.md).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -25,13 +25,9 @@
 #define SIMPLE NCCL_PROTO_SIMPLE
 #define AR PT_ALLREDUCE
 #define EAGER PT_MODE_EAGER
-/* An anchor on NCCL's default choice, and one on a named candidate. */
-#define DEF(bytes, us, src) {AR, EAGER, bytes, -1, -1, 0, us, src, 0, 0}
-#define CAND(bytes, a, p, c, us, src) {AR, EAGER, bytes, a, p, c, us, src, 0, 0}
-/* Held out of the fit: the model's out-of-sample error. */
-#define HDEF(bytes, us, src) {AR, EAGER, bytes, -1, -1, 0, us, src, 0, 1}
-/* A candidate measured on a communicator of comm channels (NCCL_GRAPH_FILE). */
-#define CANDC(bytes, a, p, c, comm, us, src, held) {AR, EAGER, bytes, a, p, c, us, src, comm, held}
+/* Held out: a table outside the fit (no NCCL version stated): NCCL's
+ * default, eager or timed inside a CUDA graph. */
+#define HDEF(bytes, us, src) {AR, EAGER, bytes, -1, -1, 0, us, src, 0, 1, ""}
 
 /* Hardware: GPUs with a Gen5 or Gen4 x16 link under a switch (>= 0) or a
  * CPU socket (CPU(i)). */
@@ -47,8 +43,7 @@
 #define F_LL128 "rtxpro6000-4x8x-default-vs-LL128tuner-voipmonitor-turin.txt"
 #define F_V100 "v100sxm2-4x-nccl-vs-oneshot-cudagraph-sglangV100-pr2.txt"
 #define GRAPH PT_MODE_GRAPH
-/* NCCL's default timed inside a CUDA graph. */
-#define GDEF(bytes, us, src, held) {AR, GRAPH, bytes, -1, -1, 0, us, src, 0, held}
+#define GDEF(bytes, us, src) {AR, GRAPH, bytes, -1, -1, 0, us, src, 0, 1, ""}
 
 static struct pt_box builtin[] = {
     {
@@ -56,18 +51,6 @@ static struct pt_box builtin[] = {
         .desc = "8x RTX PRO 6000 class, PCIe Gen5 x16 behind switches, one CPU socket, P2P",
         .nranks = 8,
         .nnodes = 1,
-        .truth =
-            {
-                .launch_us = {4.5, 1.5},
-                .base_us = {6.0, 8.0, 8.0},
-                .hop_us = {{1.05, 2.0, 3.3}, {0.95, 1.8, 3.0}},
-                .chan_us = 0.3,
-                .chan_bw = {15.0, 14.0, 11.0},
-                .link_bw = {55.0, 50.0, 48.0},
-                .eff = {0.5, 0.9375, 1.0},
-                .overlap = {3.0, 2.5, 2.0},
-                .transport = PT_XPORT_P2P,
-            },
         /* Threadripper (one AMD socket), two Gen5 switches of 4 GPUs on
          * separate root complexes, NCCL_P2P_LEVEL=SYS as in the wrx90 source
          * (test/data/nccl-real/sm120-gen5-8x-2switch-1socket.P2P_LEVEL_SYS.txt):
@@ -80,26 +63,24 @@ static struct pt_box builtin[] = {
         .noise_sigma = 0.02,
         .outlier_prob = 0.03,
         .outlier_scale = 0.5,
-        .nanchors = 14,
+        .nanchors = 10,
         .anchors =
             {
-                DEF(256, 24.6, F_LUKE),
-                DEF(1024, 24.1, F_LUKE),
-                DEF(8192, 24.2, F_LUKE),
-                DEF(32768, 24.5, F_LUKE),
-                DEF(65536, 24.1, F_LUKE),
-                DEF(262144, 28.0, F_LUKE),
-                /* algbw 12.33 / 21.94 / 25.24 / 26.25 GB/s */
-                DEF(1048576, 85.0, F_WRX90),
-                DEF(4194304, 191.2, F_WRX90),
-                DEF(16777216, 664.7, F_WRX90),
-                DEF(268435456, 10226.1, F_WRX90),
-                /* Held out: the wrx90 rows not used above (group A; 64 MB
-                 * and 1 GB from algbw 26.07 and 26.54 GB/s). */
-                HDEF(16384, 18.66, F_WRX90),
-                HDEF(262144, 25.09, F_WRX90),
-                HDEF(67108864, 2574.2, F_WRX90),
-                HDEF(1073741824, 40457.5, F_WRX90),
+                /* The rows of this table's box file in test/data/real
+                 * (channels 0: NCCL's own count; comm: the communicator the
+                 * row ran on, NCCL 2.28.3's or NCCL_GRAPH_FILE's). */
+                {AR, EAGER, 16384, -1, -1, 0, 18.66, F_WRX90, 0, 0, ""},
+                {AR, EAGER, 65536, -1, -1, 0, 18.13, F_WRX90, 0, 0, ""},
+                {AR, EAGER, 262144, -1, -1, 0, 25.09, F_WRX90, 0, 0, ""},
+                {AR, EAGER, 1048576, -1, -1, 0, 81.08, F_WRX90, 0, 0, ""},
+                {AR, EAGER, 4194304, -1, -1, 0, 182.49, F_WRX90, 0, 0, ""},
+                {AR, EAGER, 16777216, -1, -1, 0, 664.71, F_WRX90, 0, 0, ""},
+                /* Held out: NCCL on luke's Max-Q box (three switches, one
+                 * socket; NCCL version not stated). */
+                HDEF(8192, 24.2, F_LUKE),
+                HDEF(32768, 24.5, F_LUKE),
+                HDEF(65536, 24.1, F_LUKE),
+                HDEF(262144, 28.0, F_LUKE),
             },
     },
     {
@@ -108,18 +89,6 @@ static struct pt_box builtin[] = {
                 "inter-socket link, falls back to 1 slow channel and picks Simple from 4 KB",
         .nranks = 8,
         .nnodes = 1,
-        .truth =
-            {
-                .launch_us = {4.5, 1.5},
-                .base_us = {6.0, 8.0, 8.0},
-                .hop_us = {{1.1, 2.2, 2.8}, {1.0, 2.0, 2.5}},
-                .chan_us = 0.3,
-                .chan_bw = {9.4, 9.0, 4.55},
-                .link_bw = {40.0, 40.0, 40.0},
-                .eff = {0.5, 0.9375, 1.0},
-                .overlap = {2.5, 2.0, 2.0},
-                .transport = PT_XPORT_P2P,
-            },
         /* Two AMD sockets, 4 GPUs direct on each, NCCL_P2P_LEVEL=SYS (the
          * source's recipe): no ring fits through the 16 GB/s inter-socket
          * link at Blackwell's slowest search speed (18 GB/s), so NCCL falls
@@ -136,19 +105,17 @@ static struct pt_box builtin[] = {
         .nanchors = 8,
         .anchors =
             {
-                /* Every row of the table is used: nothing is held out.
-                 * "Without XML": NCCL 2.28.3's Simple, which the source says
-                 * ran on 2 channels at 32 KB (as 2.30's default does) and,
-                 * with that version's 4-channel communicator, on 4 above. */
-                DEF(32768, 48.16, F_XML),
-                CANDC(65536, RING, SIMPLE, 4, 4, 48.69, F_XML, 0),
-                CANDC(131072, RING, SIMPLE, 4, 4, 51.56, F_XML, 0),
-                CANDC(262144, RING, SIMPLE, 4, 4, 56.48, F_XML, 0),
-                /* "With XML": NCCL_GRAPH_FILE gives 4 channels and LL. */
-                CANDC(32768, RING, LL, 4, 4, 26.20, F_XML, 0),
-                CANDC(65536, RING, LL, 4, 4, 25.59, F_XML, 0),
-                CANDC(131072, RING, LL, 4, 4, 32.09, F_XML, 0),
-                CANDC(262144, RING, LL, 4, 4, 37.26, F_XML, 0),
+                /* The rows of this table's box file in test/data/real
+                 * (channels 0: NCCL's own count; comm: the communicator the
+                 * row ran on, NCCL 2.28.3's or NCCL_GRAPH_FILE's). */
+                {AR, EAGER, 32768, RING, SIMPLE, 0, 48.16, F_XML, 4, 0, ""},
+                {AR, EAGER, 65536, RING, SIMPLE, 0, 48.69, F_XML, 4, 0, ""},
+                {AR, EAGER, 131072, RING, SIMPLE, 0, 51.56, F_XML, 4, 0, ""},
+                {AR, EAGER, 262144, RING, SIMPLE, 0, 56.48, F_XML, 4, 0, ""},
+                {AR, EAGER, 32768, RING, LL, 0, 26.20, F_XML, 4, 0, "graph XML"},
+                {AR, EAGER, 65536, RING, LL, 0, 25.59, F_XML, 4, 0, "graph XML"},
+                {AR, EAGER, 131072, RING, LL, 0, 32.09, F_XML, 4, 0, "graph XML"},
+                {AR, EAGER, 262144, RING, LL, 0, 37.26, F_XML, 4, 0, "graph XML"},
             },
     },
     {
@@ -156,19 +123,6 @@ static struct pt_box builtin[] = {
         .desc = "4x RTX 4090, PCIe Gen4, no P2P: host-staged (SHM) transport",
         .nranks = 4,
         .nnodes = 1,
-        .truth =
-            {
-                .launch_us = {4.5, 2.0},
-                .base_us = {6.0, 8.0, 8.0},
-                .hop_us = {{1.5, 4.4, 8.2}, {1.4, 4.0, 7.5}},
-                .chan_us = 0.3,
-                .chan_bw = {10.8, 8.0, 6.0},
-                .link_bw = {19.3, 19.3, 19.3},
-                .eff = {0.5, 0.9375, 1.0},
-                .overlap = {3.0, 1.5, 1.0},
-                .transport = PT_XPORT_SHM,
-                .host_bw = 2.97,
-            },
         /* Four Gen4 GPUs direct on one socket, no P2P (consumer driver).
          * The source does not name the CPU; this box assumes Intel, where
          * NCCL derives 1 x 20 GB/s and 2 channels
@@ -179,26 +133,24 @@ static struct pt_box builtin[] = {
         .noise_sigma = 0.03,
         .outlier_prob = 0.03,
         .outlier_scale = 0.5,
-        .nanchors = 14,
+        .nanchors = 12,
         .anchors =
             {
-                /* Published with NCCL 2.19 (NGC 24.01), whose choice above
-                 * 32 KB differs from 2.30's: those rows are the candidate
-                 * that run used, on its 4-channel communicator. */
-                DEF(8, 18.90, F_4090X4),
-                DEF(4096, 20.61, F_4090X4),
-                DEF(16384, 31.99, F_4090X4),
-                CANDC(65536, RING, LL, 4, 4, 81.19, F_4090X4, 0),
-                CANDC(131072, RING, SIMPLE, 4, 4, 125.5, F_4090X4, 0),
-                CANDC(262144, RING, SIMPLE, 4, 4, 211.5, F_4090X4, 0),
-                CANDC(1048576, RING, SIMPLE, 4, 4, 642.4, F_4090X4, 0),
-                CANDC(4194304, RING, SIMPLE, 4, 4, 2474.5, F_4090X4, 0),
-                CANDC(16777216, RING, SIMPLE, 4, 4, 9782.3, F_4090X4, 0),
-                CANDC(268435456, RING, SIMPLE, 4, 4, 156396.0, F_4090X4, 0),
-                HDEF(2048, 20.43, F_4090X4),
-                CANDC(32768, RING, LL, 2, 4, 44.12, F_4090X4, 1),
-                CANDC(524288, RING, SIMPLE, 4, 4, 347.4, F_4090X4, 1),
-                CANDC(8388608, RING, SIMPLE, 4, 4, 4883.4, F_4090X4, 1),
+                /* The rows of this table's box file in test/data/real
+                 * (channels 0: NCCL's own count; comm: the communicator the
+                 * row ran on, NCCL 2.28.3's or NCCL_GRAPH_FILE's). */
+                {AR, EAGER, 8192, -1, -1, 0, 23.52, F_4090X4, 0, 0, ""},
+                {AR, EAGER, 16384, -1, -1, 0, 31.99, F_4090X4, 0, 0, ""},
+                {AR, EAGER, 32768, RING, LL, 2, 44.12, F_4090X4, 4, 0, ""},
+                {AR, EAGER, 65536, RING, LL, 4, 81.19, F_4090X4, 4, 0, ""},
+                {AR, EAGER, 131072, RING, SIMPLE, 4, 125.5, F_4090X4, 4, 0, ""},
+                {AR, EAGER, 262144, RING, SIMPLE, 4, 211.5, F_4090X4, 4, 0, ""},
+                {AR, EAGER, 524288, RING, SIMPLE, 4, 347.4, F_4090X4, 4, 0, ""},
+                {AR, EAGER, 1048576, RING, SIMPLE, 4, 642.4, F_4090X4, 4, 0, ""},
+                {AR, EAGER, 2097152, RING, SIMPLE, 4, 1251.1, F_4090X4, 4, 0, ""},
+                {AR, EAGER, 4194304, RING, SIMPLE, 4, 2474.5, F_4090X4, 4, 0, ""},
+                {AR, EAGER, 8388608, RING, SIMPLE, 4, 4883.4, F_4090X4, 4, 0, ""},
+                {AR, EAGER, 16777216, RING, SIMPLE, 4, 9782.3, F_4090X4, 4, 0, ""},
             },
     },
     {
@@ -206,19 +158,6 @@ static struct pt_box builtin[] = {
         .desc = "2x RTX 4090 consumer box, stock driver (no P2P): SHM transport",
         .nranks = 2,
         .nnodes = 1,
-        .truth =
-            {
-                .launch_us = {4.5, 2.0},
-                .base_us = {3.0, 8.0, 8.0},
-                .hop_us = {{0.85, 4.4, 8.8}, {0.75, 4.0, 8.0}},
-                .chan_us = 0.3,
-                .chan_bw = {7.7, 7.0, 6.0},
-                .link_bw = {20.7, 20.7, 20.7},
-                .eff = {0.5, 0.9375, 1.0},
-                .overlap = {3.0, 1.5, 1.0},
-                .transport = PT_XPORT_SHM,
-                .host_bw = 2.3,
-            },
         /* Two Gen4 GPUs direct on one (assumed Intel) socket, no P2P:
          * 1 x 20 GB/s, 2 channels (sm89-gen4-2x-direct-1socket-intel.noP2P.txt). */
         .has_hw = 1,
@@ -230,20 +169,22 @@ static struct pt_box builtin[] = {
         .nanchors = 13,
         .anchors =
             {
-                /* NCCL 2.19 as above: from 64 KB the candidate that ran. */
-                DEF(8, 8.97, F_4090X2),
-                DEF(4096, 12.01, F_4090X2),
-                DEF(16384, 23.67, F_4090X2),
-                CANDC(65536, RING, SIMPLE, 4, 4, 60.23, F_4090X2, 0),
-                CANDC(262144, RING, SIMPLE, 4, 4, 163.4, F_4090X2, 0),
-                CANDC(1048576, RING, SIMPLE, 4, 4, 538.5, F_4090X2, 0),
-                CANDC(4194304, RING, SIMPLE, 4, 4, 2022.1, F_4090X2, 0),
-                CANDC(67108864, RING, SIMPLE, 4, 4, 30690.0, F_4090X2, 0),
-                CANDC(268435456, RING, SIMPLE, 4, 4, 120583.0, F_4090X2, 0),
-                HDEF(2048, 10.94, F_4090X2),
-                CANDC(32768, RING, LL, 4, 4, 40.18, F_4090X2, 1),
-                CANDC(524288, RING, SIMPLE, 4, 4, 280.1, F_4090X2, 1),
-                CANDC(8388608, RING, SIMPLE, 4, 4, 4077.0, F_4090X2, 1),
+                /* The rows of this table's box file in test/data/real
+                 * (channels 0: NCCL's own count; comm: the communicator the
+                 * row ran on, NCCL 2.28.3's or NCCL_GRAPH_FILE's). */
+                {AR, EAGER, 8192, -1, -1, 0, 16.82, F_4090X2, 0, 0, ""},
+                {AR, EAGER, 16384, -1, -1, 0, 23.67, F_4090X2, 0, 0, ""},
+                {AR, EAGER, 32768, RING, LL, 4, 40.18, F_4090X2, 4, 0, ""},
+                {AR, EAGER, 65536, RING, SIMPLE, 4, 60.23, F_4090X2, 4, 0, ""},
+                {AR, EAGER, 131072, RING, SIMPLE, 4, 97.90, F_4090X2, 4, 0, ""},
+                {AR, EAGER, 262144, RING, SIMPLE, 4, 163.4, F_4090X2, 4, 0, ""},
+                {AR, EAGER, 524288, RING, SIMPLE, 4, 280.1, F_4090X2, 4, 0, ""},
+                {AR, EAGER, 1048576, RING, SIMPLE, 4, 538.5, F_4090X2, 4, 0, ""},
+                {AR, EAGER, 2097152, RING, SIMPLE, 4, 1025.7, F_4090X2, 4, 0, ""},
+                {AR, EAGER, 4194304, RING, SIMPLE, 4, 2022.1, F_4090X2, 4, 0, ""},
+                {AR, EAGER, 8388608, RING, SIMPLE, 4, 4077.0, F_4090X2, 4, 0, ""},
+                {AR, EAGER, 16777216, RING, SIMPLE, 4, 8137.9, F_4090X2, 4, 0, ""},
+                {AR, EAGER, 33554432, RING, SIMPLE, 4, 15190.0, F_4090X2, 4, 0, ""},
             },
     },
     {
@@ -252,18 +193,6 @@ static struct pt_box builtin[] = {
                 "NCCL_PROTO=LL,LL128,Simple",
         .nranks = 8,
         .nnodes = 1,
-        .truth =
-            {
-                .launch_us = {4.0, 1.5},
-                .base_us = {5.5, 8.0, 8.0},
-                .hop_us = {{0.9, 2.2, 3.3}, {0.8, 2.0, 3.0}},
-                .chan_us = 0.3,
-                .chan_bw = {12.0, 12.0, 13.0},
-                .link_bw = {28.0, 44.9, 46.0},
-                .eff = {0.5, 0.9375, 1.0},
-                .overlap = {3.0, 1.0, 1.0},
-                .transport = PT_XPORT_P2P,
-            },
         /* The dual-socket box of the misdetect entry with LL128 opted in:
          * NCCL's fallback view (1 x 0.1 GB/s, 2 channels) with LL128 on
          * (sm120-gen5-8x-direct-2socket.P2P_LEVEL_SYS.PROTO_LL_LL128_Simple.txt). */
@@ -275,26 +204,26 @@ static struct pt_box builtin[] = {
         .noise_sigma = 0.02,
         .outlier_prob = 0.03,
         .outlier_scale = 0.5,
-        .nanchors = 10,
+        .nanchors = 14,
         .anchors =
             {
-                /* busbw -> time = bytes * 2(n-1)/n / busbw. Baseline rows
-                 * where NCCL's default is LL either way; Plugin rows where
-                 * NCCL itself picks LL128 once it is opted in. */
-                /* NCCL 2.28.3 on a 4-channel communicator: its default ran
-                 * LL up to 512 KB, the plugin's LL128 at 1-2 MB. */
-                CANDC(65536, RING, LL, 2, 4, 23.12, F_LL128, 0),
-                CANDC(262144, RING, LL, 4, 4, 49.01, F_LL128, 0),
-                CANDC(524288, RING, LL, 4, 4, 70.25, F_LL128, 0),
-                CANDC(1048576, RING, LL128, 4, 4, 86.07, F_LL128, 0),
-                CANDC(2097152, RING, LL128, 4, 4, 128.0, F_LL128, 0),
-                CANDC(524288, RING, LL128, 4, 4, 63.58, F_LL128, 0),
-                CANDC(4194304, RING, SIMPLE, 4, 4, 219.4, F_LL128, 0),
-                CANDC(16777216, RING, SIMPLE, 4, 4, 726.9, F_LL128, 0),
-                /* Held out: the plugin column where it runs what the
-                 * baseline ran (LL), 64 and 256 KB (busbw 4.91, 8.99). */
-                CANDC(65536, RING, LL, 2, 4, 23.36, F_LL128, 1),
-                CANDC(262144, RING, LL, 4, 4, 51.03, F_LL128, 1),
+                /* The rows of this table's box file in test/data/real
+                 * (channels 0: NCCL's own count; comm: the communicator the
+                 * row ran on, NCCL 2.28.3's or NCCL_GRAPH_FILE's). */
+                {AR, EAGER, 65536, RING, LL, 0, 23.12, F_LL128, 4, 0, ""},
+                {AR, EAGER, 262144, RING, LL, 0, 49.01, F_LL128, 4, 0, ""},
+                {AR, EAGER, 524288, RING, LL, 0, 70.25, F_LL128, 4, 0, ""},
+                {AR, EAGER, 1048576, RING, LL, 0, 111.42, F_LL128, 4, 0, ""},
+                {AR, EAGER, 2097152, RING, LL, 0, 192.15, F_LL128, 4, 0, ""},
+                {AR, EAGER, 4194304, RING, SIMPLE, 0, 219.37, F_LL128, 4, 0, ""},
+                {AR, EAGER, 16777216, RING, SIMPLE, 0, 726.92, F_LL128, 4, 0, ""},
+                {AR, EAGER, 65536, RING, LL, 0, 23.36, F_LL128, 4, 0, "plugin"},
+                {AR, EAGER, 262144, RING, LL, 0, 51.03, F_LL128, 4, 0, "plugin"},
+                {AR, EAGER, 524288, RING, LL128, 0, 63.58, F_LL128, 4, 0, "plugin"},
+                {AR, EAGER, 1048576, RING, LL128, 0, 86.07, F_LL128, 4, 0, "plugin"},
+                {AR, EAGER, 2097152, RING, LL128, 0, 128.01, F_LL128, 4, 0, "plugin"},
+                {AR, EAGER, 4194304, RING, SIMPLE, 0, 220.16, F_LL128, 4, 0, "plugin"},
+                {AR, EAGER, 16777216, RING, SIMPLE, 0, 730.53, F_LL128, 4, 0, "plugin"},
             },
     },
     {
@@ -303,21 +232,6 @@ static struct pt_box builtin[] = {
                 "calibrated on in-graph (CUDA graph) timings",
         .nranks = 4,
         .nnodes = 1,
-        .truth =
-            {
-                /* Only graph-mode data exists for this box: the eager
-                 * launch is the graph one plus the 3 us the other boxes
-                 * assume, not a measured figure. */
-                .launch_us = {7.0, 4.0},
-                .base_us = {8.1, 8.0, 8.0},
-                .hop_us = {{1.3, 2.5, 3.3}, {1.2, 2.3, 3.0}},
-                .chan_us = 0.3,
-                .chan_bw = {5.0, 4.6, 4.3},
-                .link_bw = {11.0, 11.0, 11.0},
-                .eff = {0.5, 0.9375, 1.0},
-                .overlap = {3.0, 2.0, 2.0},
-                .transport = PT_XPORT_P2P,
-            },
         /* Each GPU on its own downstream port of the PLX (all pairs PXB),
          * an Intel Skylake host: 1 x 12 GB/s, 2 channels
          * (test/data/nccl-real/sm70-gen3-4x-plx.txt). */
@@ -332,13 +246,13 @@ static struct pt_box builtin[] = {
         .nanchors = 6,
         .anchors =
             {
-                /* All six rows were used to fit: nothing is held out. */
-                GDEF(4096, 19.4, F_V100, 0),
-                GDEF(8192, 20.3, F_V100, 0),
-                GDEF(16384, 22.3, F_V100, 0),
-                GDEF(32768, 24.2, F_V100, 0),
-                GDEF(131072, 51.8, F_V100, 0),
-                GDEF(393216, 83.5, F_V100, 0),
+                /* Held out: the table states no NCCL version. */
+                GDEF(4096, 19.4, F_V100),
+                GDEF(8192, 20.3, F_V100),
+                GDEF(16384, 22.3, F_V100),
+                GDEF(32768, 24.2, F_V100),
+                GDEF(131072, 51.8, F_V100),
+                GDEF(393216, 83.5, F_V100),
             },
     },
 };
@@ -347,7 +261,7 @@ size_t pt_box_builtin_count(void) { return sizeof builtin / sizeof builtin[0]; }
 
 static pthread_once_t derived_once = PTHREAD_ONCE_INIT;
 
-/* Derives every built-in box's NCCL view once. A failure is a bug in this
+/* Derives every built-in box's NCCL view and computes its truth once. A failure is a bug in this
  * file (the hardware above is fixed), caught by every test. */
 static void derive_builtins(void) {
   for (size_t i = 0; i < pt_box_builtin_count(); i++) {
@@ -356,6 +270,8 @@ static void derive_builtins(void) {
       fprintf(stderr, "built-in box %s: %s\n", builtin[i].name, e.msg);
       abort();
     }
+    pt_box_truth_from_hw(&builtin[i], pt_phys_fitted());
+    snprintf(builtin[i].nccl_version, sizeof builtin[i].nccl_version, "2.30");
   }
 }
 

@@ -153,11 +153,26 @@ int pt_nccl_derive(const struct pt_hw *hw, struct pt_nccl_view *v, char *err, si
     snprintf(err, errlen, "NCCL_P2P_LEVEL='%s' (expected LOC, PIX, PXB, PHB, SYS or 0..5)", hw->p2p_level);
     return -1;
   }
+  /* paths.cc ncclGetLevel: NCCL_P2P_DISABLE=1 is read first and means LOC. */
+  if (hw->p2p_disable) level = NG_PATH_LOC;
   if (!(s = calloc(1, sizeof *s))) {
     snprintf(err, errlen, "out of memory");
     return -1;
   }
   if (ng_build(s, hw, level, err, errlen)) goto out;
+  /* paths.cc ncclTopoComputePaths marks a pair that neither P2P nor SHM can
+   * connect as PATH_NET, and ncclTopoTrimSystem then splits the GPUs into
+   * network domains: NCCL runs such a job as several nodes over its network
+   * transport, which this single-node model does not cover. */
+  if (hw->shm_disable && s->shm_pairs) {
+    snprintf(err, errlen,
+             "NCCL_SHM_DISABLE=1 with %d GPU pair(s) lacking P2P: NCCL splits the GPUs into network domains "
+             "(graph/paths.cc ncclTopoTrimSystem) and runs multi-node over its network transport; "
+             "not modelled (drop NCCL_SHM_DISABLE or allow P2P)",
+             s->shm_pairs / 2 > 0 ? s->shm_pairs / 2 : 1);
+    goto out;
+  }
+  v->shm_pairs = s->shm_pairs;
   memset(&ring, 0, sizeof ring);
   ring.pattern = NG_PATTERN_RING;
   ring.min_channels = 1;

@@ -65,6 +65,7 @@ struct ng_system {
   float max_bw, total_bw;
   int cc_min, cc_max;
   int vendor; /* of the first CPU, as ncclTopoCpuType */
+  int shm_pairs; /* ordered GPU pairs without P2P (routed through the CPU: SHM) */
 };
 
 /* Builds the graph of hw and every path, GPU-to-GPU ones routed through the

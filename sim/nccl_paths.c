@@ -178,10 +178,12 @@ int ng_build(struct ng_system *s, const struct pt_hw *hw, int p2p_level, char *e
   /* ncclTopoCheckP2p: P2P only up to p2p_level, and only where the driver
    * allows it; otherwise the traffic is diverted through the CPU local to the
    * receiving GPU (ncclTopoComputePaths). */
+  s->shm_pairs = 0;
   for (int g = 0; g < s->ngpus; g++)
     for (int p = 0; p < s->ngpus; p++) {
       if (p == g) continue;
       int p2p = s->path[s->gpu[p]][s->gpu[g]].type <= p2p_level && hw->p2p;
+      s->shm_pairs += !p2p;
       if (!p2p && detour(s, s->gpu[p], local_cpu(s, s->gpu[g]), s->gpu[g])) {
         snprintf(err, errlen, "the topology is too deep (more than %d hops between GPUs)", NG_MAX_HOPS);
         return -1;

@@ -43,7 +43,9 @@ START_TEST(from_topo_writes_a_box_nccl_would_recognise) {
   free(out), free(err);
   ck_assert_int_eq(pt_box_load(&b, box, &e), 0);
   ck_assert_int_eq(b.hw.p2p, 0);
-  ck_assert_int_eq(b.truth.transport, PT_XPORT_SHM); /* --no-p2p takes the SHM box's truth */
+  /* --no-p2p: the physical truth of the hardware, host-staged. */
+  ck_assert_int_eq(b.truth.transport, PT_XPORT_SHM);
+  ck_assert_int_eq(b.phys, 1);
   /* box FILE prints NCCL's choice: Simple from 4 KB on this box
    * (test/data/nccl-real/sm120-gen5-8x-direct-2socket.noP2P.txt). */
   ck_assert_int_eq(run(&out, &err, "box %s%s", box, ""), 0);

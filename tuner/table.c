@@ -120,9 +120,13 @@ static double needed_gain(const struct seg *g, const struct pt_candidate *c) {
  * NCCL runs one of them (it switches once, where its model says so), so its
  * latency there lies between their lines, not on the straight line from one
  * end to the other, which misses the switch. */
+static int measured_at_both(const struct seg *g, const struct pt_candidate *c) {
+  return c->points[g->a].state == PT_PT_OK && c->points[g->b].state == PT_PT_OK;
+}
+
 static void identify(struct seg *g) {
   const struct pt_series *s = g->s;
-  int at_a = 0, at_b = 0, spans = 1;
+  int at_a = 0, at_b = 0, spans = 1, pinned = 0;
   size_t close[2] = {SIZE_MAX, SIZE_MAX - 1}; /* the closest match at each end */
   double off[2] = {INFINITY, INFINITY};
   g->known = 0;
@@ -145,6 +149,17 @@ static void identify(struct seg *g) {
         close[e] = k;
       }
     }
+    pinned |= g->nccl[k] == 3 && measured_at_both(g, c);
+  }
+  for (size_t k = 0; k < s->ncand; k++) {
+    const struct pt_candidate *c = &s->cand[k];
+    /* A candidate measured at both ends that matches NCCL at both pins
+     * NCCL's choice; one that matches at one end only and was not measured
+     * at the other (an adaptive sweep drops it there) is then no evidence of
+     * a switch. Left in, it made the segment unidentified, and a candidate
+     * 30 % faster at one end was refused for not beating NCCL at the other
+     * (gen5-8x-dual-misdetect with NCCL_MIN_NCHANNELS=8, eager, 256 KiB). */
+    if (pinned && g->nccl[k] != 3 && !measured_at_both(g, c)) g->nccl[k] = 0;
     if (!g->nccl[k]) continue;
     at_a |= g->nccl[k] & 1;
     at_b |= g->nccl[k] >> 1 & 1;
@@ -153,7 +168,7 @@ static void identify(struct seg *g) {
      * far where the gap spans the turn from latency- to bandwidth-bound (a
      * 4 KiB..64 KiB gap put ring/LL/2 13 % too high at 32 KiB, and the
      * plugin then preferred a slower ring/LL/1 over NCCL's choice). */
-    spans &= c->points[g->a].state == PT_PT_OK && c->points[g->b].state == PT_PT_OK;
+    spans &= measured_at_both(g, c);
     g->ya[k] = c->points[g->a].lat_us;
     g->yb[k] = c->points[g->b].lat_us;
   }

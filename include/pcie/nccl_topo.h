@@ -57,6 +57,8 @@ struct pt_hw {
   char algo[64];       /* NCCL_ALGO ("" = unset) */
   int min_nchannels;   /* NCCL_MIN_NCHANNELS (0 = unset): more communicator channels */
   int max_nchannels;   /* NCCL_MAX_NCHANNELS (0 = unset) */
+  int p2p_disable;     /* NCCL_P2P_DISABLE=1: as NCCL_P2P_LEVEL=LOC, and it wins over it */
+  int shm_disable;     /* NCCL_SHM_DISABLE=1: refused where a GPU pair lacks P2P */
 };
 
 /* One graph search result (struct ncclTopoGraph's fields that matter here). */
@@ -74,6 +76,7 @@ struct pt_nccl_view {
   int comm_channels; /* comm->nChannels */
   int cc_min, cc_max;
   struct pt_nccl_params params; /* the cost model's inputs */
+  int shm_pairs; /* ordered GPU pairs NCCL connects without P2P (SHM through the CPU) */
 };
 
 /* "LOC", "PIX", "PXB", "PHB", "SYS", ... for a path type. */

@@ -22,7 +22,7 @@
 #include "pcie/nccl_topo.h"
 #include "pcie/profile.h"
 
-#define PT_BOX_MAX_ANCHORS 24
+#define PT_BOX_MAX_ANCHORS 32
 #define PT_BOX_MAX_FAULTS 8
 
 enum pt_transport {
@@ -35,7 +35,8 @@ enum pt_transport {
  *   t = launch[mode] + base[p] + (ch-1)*chan_us + (L^q + X^q)^(1/q),  q = overlap[p]
  *   L = steps(coll, algo, n) * hop[algo][p]
  *   X = traffic(coll, algo, n) * bytes / bw
- *   bw = eff[p] * wire,  wire = min(ch * chan_bw[p], link_bw[p])
+ *   bw = eff[p] * wire,  wire = min(ch * chan_bw[p] * w^warp_exp, link_bw[p])
+ *   (w: NCCL's threads per channel for its own channel count, over the full)
  *
  * and, when transport is SHM, wire = 1 / (1/wire + 1/host_bw): the staging
  * copy through host memory is in series with the link. q >= 1 says how much
@@ -52,7 +53,34 @@ struct pt_box_truth {
   double overlap[3];           /* q above, >= 1, per protocol */
   int transport;               /* enum pt_transport */
   double host_bw;              /* GB/s of the host staging copy (SHM only) */
+  /* > 0: a channel's bandwidth scales as (warps / full warps)^warp_exp,
+   * the warps NCCL launches per channel, which it computes from its own
+   * channel count for the size (enqueue.cc topoGetAlgoInfo), not from the
+   * count a tuner asks for. 0: no scaling. */
+  double warp_exp;
 };
+
+/* The physical truth (sim/phys.c, docs/sim.md "The truth"): global
+ * parameters, the same for every box, from which a box's truth is computed
+ * from its hardware. Latencies in us, bandwidths in GB/s. */
+enum { PT_PHYS_SW = 0, PT_PHYS_RC = 1, PT_PHYS_SYS = 2, PT_PHYS_SHM = 3 };
+struct pt_phys {
+  double base_us[3];  /* per protocol: fixed cost of one collective */
+  double step_us[3];  /* per protocol: GPU-side cost of one pipeline step */
+  double hop_us[4];   /* per step, per element crossed: PCIe switch, root complex
+                         (a path through the CPU), socket interconnect, host
+                         memory staging (SHM) */
+  double chan_bw[3];  /* per protocol: wire GB/s one channel with NCCL's full
+                         warps drives */
+  double pcie_eff;    /* fraction of a PCIe link's raw rate GPU writes reach */
+  double sys_bw;      /* GB/s of GPU peer traffic across sockets */
+  double shm_bw;      /* GB/s of the host staging copy (SHM) */
+  double chan_us;     /* latency per running channel beyond the first */
+  double overlap[3];  /* per protocol: q of the truth's formula */
+  double launch_us[PT_NMODES];
+  double warp_exp;    /* a channel's bandwidth scales as (warps / full warps)^warp_exp */
+};
+#define PT_PHYS_NPARAM 23
 
 /* A published measurement the box is calibrated against. algo < 0 means
  * "NCCL's default choice"; otherwise the latency of that candidate.
@@ -67,6 +95,7 @@ struct pt_box_anchor {
   char source[160]; /* data file (test/data/real) or reference it comes from */
   int comm_channels;
   int held_out;
+  char curve[32]; /* which published curve ("" = NCCL's default; else a forced one) */
 };
 
 /* Where a box's NCCL view comes from. */
@@ -93,6 +122,8 @@ struct pt_box {
   int has_hw;                 /* 1: hw holds the box's hardware */
   struct pt_hw hw;
   struct pt_nccl_view derived; /* the full derivation when view_source is derived */
+  char nccl_version[64]; /* the NCCL whose view the box and its anchors model ("2.30") */
+  int phys;              /* 1: truth computed from hw by the physical model */
   /* Measurement noise: each sample is truth * exp(N(0, sigma)); with
    * probability outlier_prob it is further multiplied by 1 + U(0,1) *
    * outlier_scale (a preempted or late rank). */
@@ -125,6 +156,49 @@ int pt_box_derive(struct pt_box *b, struct pt_error_rec *err);
 /* "derived from hardware (ring 2 x 24.0 GB/s PHB, 4 channels)" or "typed by
  * hand (override)": for provenance and show. */
 void pt_box_view_label(const struct pt_box *b, char *buf, size_t len);
+
+/* ---- the physical truth (sim/phys.c, sim/phys_fit.c) ---- */
+/* The global parameters fitted on every table in the .box.cfg files of test/data/real
+ * (test_sim_loo refits them and checks these are the fit's). */
+const struct pt_phys *pt_phys_fitted(void);
+/* The physical starting point of that fit, and its prior. */
+const struct pt_phys *pt_phys_prior(void);
+/* Parameters as a vector of PT_PHYS_NPARAM positive numbers, and back. */
+void pt_phys_to_vec(const struct pt_phys *p, double *v);
+void pt_phys_from_vec(struct pt_phys *p, const double *v);
+const char *pt_phys_param_name(int i);
+/* Computes b->truth from b->hw, b->derived (NCCL's view: which pairs use
+ * P2P) and ph; sets b->phys. b's view must be derived. */
+void pt_box_truth_from_hw(struct pt_box *b, const struct pt_phys *ph);
+/* The model's latency for an anchor: NCCL's default on the box's view, or
+ * the named candidate (channels 0: NCCL's own count), on the anchor's
+ * communicator when it names one (comm_channels). */
+double pt_box_anchor_us(const struct pt_box *b, const struct pt_box_anchor *a);
+/* Fits the parameters whose bit is set in mask (bit i: parameter i of the
+ * vector) on the anchors of boxes[i] for every i != skip (skip -1: all),
+ * each table weighted equally, with a weak prior towards start; the others
+ * keep start's values. boxes[i] must have hardware; their truth is
+ * recomputed from the result. Returns the final objective.
+ * PT_PHYS_FIT_P2P: what P2P tables determine (all but the host-memory hop
+ * and bandwidth, Simple's overlap, which is NCCL's additive 1, and the
+ * launch costs, which these eager tables cannot tell from the fixed
+ * costs); PT_PHYS_FIT_SHM: the host-memory hop and bandwidth. */
+#define PT_PHYS_FIT_SHM ((1ul << 9) | (1ul << 15))
+#define PT_PHYS_FIT_P2P ((((1ul << 19) - 1) | (1ul << 22)) & ~PT_PHYS_FIT_SHM)
+double pt_phys_fit(struct pt_box *boxes, size_t nboxes, long skip, unsigned long mask,
+                   const struct pt_phys *start, struct pt_phys *out);
+
+/* The model's error on one published curve of a box: |ln(model/published)|
+ * over its anchors with lo <= bytes <= hi. */
+struct pt_curve_err {
+  char curve[32]; /* "" = NCCL's default */
+  int n;
+  double median, p90; /* p90: nearest rank */
+};
+/* One entry per curve of b's anchors, in the order first seen; returns the
+ * count (at most max). */
+size_t pt_box_curve_errors(const struct pt_box *b, uint64_t lo, uint64_t hi, struct pt_curve_err *out,
+                           size_t max);
 
 /* ---- the truth (sim/box.c) ---- */
 /* True latency in us of (algo, proto, channels) without noise, or -1 when the

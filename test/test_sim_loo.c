@@ -1,0 +1,183 @@
+/* Leave-one-out over the published tables (issue 20 §1, docs/sim.md "The
+ * truth"). Every table in test/data/real with a box file (its hardware in
+ * the documented keys, its NCCL version, its rows) is predicted by the
+ * physical truth fitted on all the others: *.box.cfg are the P2P tables,
+ * *.shm.cfg the host-staged ones, whose sources state neither the PCIe
+ * generation, nor the CPU, nor the NCCL version (docs/sim.md says why they
+ * are out of the target). Target per table, at 8 KiB-2 MiB, for NCCL's
+ * default curve and every forced curve: median |ln(sim/real)| <= 0.15 and
+ * 90th percentile <= 0.35. A curve that misses it must not get worse than
+ * the figure docs/sim.md states for it. Prints those figures, and checks
+ * that the parameters compiled into sim/phys.c are what the fit on every
+ * table gives. */
+#include <check.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pcie/sim_box.h"
+#include "support/pt_test.h"
+
+#define MAX_TABLES 16
+#define LO (8u << 10)
+#define HI (2u << 20)
+#define TARGET_MEDIAN 0.15
+#define TARGET_P90 0.35
+
+/* Curves that miss the target today, with the figures docs/sim.md quotes:
+ * a regression guard, not a target (docs/sim.md says why they miss). */
+static const struct {
+  const char *table, *curve;
+  double median, p90;
+} misses[] = {
+    {"rtxpro6000-4x8x-default-vs-LL128tuner-voipmonitor-turin.4x.box.cfg", "plugin", 0.154, 0.235},
+    {"rtxpro6000-8x-ring-rootcomplexA-vs-B-voipmonitor-wrx90.box.cfg", "", 0.199, 0.309},
+    {"rtx4090-2x-default-kalavai-docker.shm.cfg", "", 0.243, 0.375},
+    {"rtx4090-4x-default-kalavai-docker.shm.cfg", "", 0.241, 0.399},
+};
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+struct tables {
+  struct pt_box box[MAX_TABLES];
+  char *name[MAX_TABLES];
+  size_t n;
+};
+
+/* Every test/data/real file ending in suffix, sorted by name. */
+static void load(struct tables *t, const char *suffix) {
+  char dir[1024];
+  size_t sl = strlen(suffix);
+  snprintf(dir, sizeof dir, "%s/test/data/real", pt_test_srcdir());
+  DIR *d = opendir(dir);
+  ck_assert_ptr_nonnull(d);
+  t->n = 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    size_t l = strlen(e->d_name);
+    if (l > sl && !strcmp(e->d_name + l - sl, suffix) && t->n < MAX_TABLES) t->name[t->n++] = strdup(e->d_name);
+  }
+  closedir(d);
+  qsort(t->name, t->n, sizeof *t->name, cmp_str);
+  for (size_t i = 0; i < t->n; i++) {
+    char path[1400];
+    struct pt_error_rec err;
+    snprintf(path, sizeof path, "%s/%s", dir, t->name[i]);
+    ck_assert_msg(pt_box_load(&t->box[i], path, &err) == 0, "%s:%d: %s", err.file, err.line, err.msg);
+    ck_assert_msg(t->box[i].phys, "%s: a table's box takes the physical truth (no truth group)", t->name[i]);
+    ck_assert_msg(t->box[i].nanchors >= 4, "%s: %zu rows", t->name[i], t->box[i].nanchors);
+  }
+}
+
+static void release(struct tables *t) {
+  for (size_t i = 0; i < t->n; i++) free(t->name[i]);
+}
+
+static void print_params(const char *what, const struct pt_phys *p) {
+  double v[PT_PHYS_NPARAM];
+  pt_phys_to_vec(p, v);
+  printf("%s:", what);
+  for (int i = 0; i < PT_PHYS_NPARAM; i++) printf(" %s=%.6g", pt_phys_param_name(i), v[i]);
+  printf("\n");
+  fflush(stdout);
+}
+
+/* Prints one table's curves; returns the number that regress (miss the
+ * target beyond their recorded figure, or miss it without one). */
+static int report(const char *tag, const char *name, const struct pt_box *b, int judge) {
+  struct pt_curve_err ce[8];
+  size_t nc = pt_box_curve_errors(b, LO, HI, ce, 8);
+  int bad = nc == 0;
+  if (getenv("PT_LOO_ROWS"))
+    for (size_t i = 0; i < b->nanchors; i++) {
+      const struct pt_box_anchor *a = &b->anchors[i];
+      double us = pt_box_anchor_us(b, a);
+      printf("  %s %-10s %9llu B  published %8.2f us  model %8.2f us  ln %+.3f\n", tag,
+             a->curve[0] ? a->curve : "default", (unsigned long long)a->nbytes, a->lat_us, us,
+             log(us / a->lat_us));
+    }
+  for (size_t k = 0; k < nc; k++) {
+    int good = ce[k].median <= TARGET_MEDIAN && ce[k].p90 <= TARGET_P90, recorded = 0;
+    for (size_t m = 0; m < sizeof misses / sizeof *misses && !good; m++)
+      if (!strcmp(misses[m].table, name) && !strcmp(misses[m].curve, ce[k].curve)) {
+        recorded = 1;
+        if (judge && (ce[k].median > misses[m].median || ce[k].p90 > misses[m].p90)) bad++;
+      }
+    if (judge && !good && !recorded) bad++;
+    printf("%-9s %-66s %-12s rows %2d median %.3f p90 %.3f%s\n", tag, name,
+           ce[k].curve[0] ? ce[k].curve : "NCCL default", ce[k].n, ce[k].median, ce[k].p90,
+           good ? "" : "  misses the target");
+  }
+  fflush(stdout);
+  return bad;
+}
+
+/* The compiled parameters' recipe: P2P parameters on the P2P tables, then
+ * the host-memory ones on the SHM tables. */
+static void fit_all(struct tables *p2p, struct tables *shm, struct pt_phys *out) {
+  struct pt_phys stage1;
+  pt_phys_fit(p2p->box, p2p->n, -1, PT_PHYS_FIT_P2P, pt_phys_prior(), &stage1);
+  pt_phys_fit(shm->box, shm->n, -1, PT_PHYS_FIT_SHM, &stage1, out);
+  for (size_t i = 0; i < p2p->n; i++) pt_box_truth_from_hw(&p2p->box[i], out);
+}
+
+START_TEST(leave_one_out_meets_the_target) {
+  static struct tables p2p, shm;
+  load(&p2p, ".box.cfg");
+  load(&shm, ".shm.cfg");
+  ck_assert_uint_ge(p2p.n, 4);
+  int bad = 0;
+  for (size_t i = 0; i < p2p.n; i++) {
+    struct pt_phys fit;
+    pt_phys_fit(p2p.box, p2p.n, (long)i, PT_PHYS_FIT_P2P, pt_phys_prior(), &fit);
+    if (getenv("PT_LOO_ROWS")) print_params("  fit", &fit);
+    bad += report("loo", p2p.name[i], &p2p.box[i], 1);
+  }
+  /* The SHM tables: their own parameters fitted on the other SHM table,
+   * the rest from every P2P table. */
+  struct pt_phys stage1;
+  pt_phys_fit(p2p.box, p2p.n, -1, PT_PHYS_FIT_P2P, pt_phys_prior(), &stage1);
+  for (size_t i = 0; i < shm.n; i++) {
+    struct pt_phys fit;
+    pt_phys_fit(shm.box, shm.n, (long)i, PT_PHYS_FIT_SHM, &stage1, &fit);
+    bad += report("loo", shm.name[i], &shm.box[i], 1);
+  }
+  struct pt_phys all;
+  fit_all(&p2p, &shm, &all);
+  for (size_t i = 0; i < p2p.n; i++) report("in-sample", p2p.name[i], &p2p.box[i], 0);
+  for (size_t i = 0; i < shm.n; i++) report("in-sample", shm.name[i], &shm.box[i], 0);
+  ck_assert_msg(!bad, "%d curve(s) regress against the leave-one-out target or their recorded figure", bad);
+  release(&p2p);
+  release(&shm);
+}
+END_TEST
+
+START_TEST(compiled_parameters_are_the_fit_on_every_table) {
+  static struct tables p2p, shm;
+  load(&p2p, ".box.cfg");
+  load(&shm, ".shm.cfg");
+  struct pt_phys fit;
+  fit_all(&p2p, &shm, &fit);
+  print_params("prior", pt_phys_prior());
+  print_params("fit", &fit);
+  double v[PT_PHYS_NPARAM], w[PT_PHYS_NPARAM];
+  pt_phys_to_vec(&fit, v);
+  pt_phys_to_vec(pt_phys_fitted(), w);
+  for (int i = 0; i < PT_PHYS_NPARAM; i++)
+    ck_assert_msg(fabs(log(v[i] / w[i])) < 0.01, "%s: fit %.4g, compiled %.4g (update sim/phys.c)",
+                  pt_phys_param_name(i), v[i], w[i]);
+  release(&p2p);
+  release(&shm);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("sim_loo");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, leave_one_out_meets_the_target);
+  tcase_add_test(tc, compiled_parameters_are_the_fit_on_every_table);
+  suite_add_tcase(s, tc);
+  return pt_test_main(s);
+}
