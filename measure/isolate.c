@@ -123,6 +123,8 @@ static int same_info(const struct pt_backend_info *a, const struct pt_backend_in
          !strcmp(a->name, b->name) && !strcmp(a->target, b->target);
 }
 
+static int wait_readable(const struct iso *w, int64_t deadline);
+
 /* Starts a worker and waits for its HELLO. */
 static int spawn(struct iso *w, struct pt_error_rec *err) {
   int sv[2], status = 0, rc;
@@ -147,6 +149,11 @@ static int spawn(struct iso *w, struct pt_error_rec *err) {
   w->fd = sv[0];
   w->st.spawned++;
   w->st.pid = pid;
+  /* NCCL's initialisation can take minutes: Ctrl-C must not wait for it. */
+  if (wait_readable(w, pt_proto_now_ms() + w->start_ms)) {
+    stop_worker(w, 0, NULL);
+    return iso_err(err, PT_EIO, "interrupted while the worker started");
+  }
   rc = pt_proto_read(w->fd, pt_proto_now_ms() + w->start_ms, w->buf, sizeof w->buf, &f, why, sizeof why);
   if (rc == 0 && f.type == PT_MSG_FAIL) {
     int code;
@@ -279,9 +286,15 @@ static int iso_measure(void *self, const struct pt_measure_req *req, double *sam
                        struct pt_measure_res *res, struct pt_error_rec *err) {
   struct iso *w = self;
   int rc = measure_once(w, req, samples, res, err, 0);
-  if (rc == 1) { /* timed out once: a fresh worker gets one more try */
+  /* A timeout or a crash gets one more try in a fresh worker: either can
+   * be the machine's once (a driver hiccup, a peer's teardown), and a
+   * crash kills the candidate at every size. */
+  if (rc == 1 || (rc == 0 && res->state == PT_PT_CRASH)) {
     w->st.retries++;
+    if (rc == 0) w->st.crashes--; /* counted again if it crashes again */
     rc = measure_once(w, req, samples, res, err, 1);
+    if (rc == 0 && res->state == PT_PT_CRASH && strlen(res->detail) < sizeof res->detail - 40)
+      strcat(res->detail, " (twice, a fresh worker each time)");
   }
   if (rc == 0 && res->state == PT_PT_OK) remember(w, req->nbytes, samples, req->reps);
   return rc;
@@ -300,6 +313,11 @@ static int measure_once(struct iso *w, const struct pt_measure_req *req, double 
   if (req->reps < 1 || req->reps > PT_SWEEP_MAX_REPS)
     return iso_err(err, PT_EINVAL, "request for %u repetitions", req->reps);
   int rc = send_req(w, req, err);
+  if (rc && w->stop && *w->stop) { /* Ctrl-C while a fresh worker started */
+    res->state = PT_PT_MISSING;
+    snprintf(res->detail, sizeof res->detail, "interrupted");
+    return 0;
+  }
   if (rc) return rc;
   int64_t window = window_ms(w, req->nbytes), deadline = pt_proto_now_ms() + window;
   for (;;) {

@@ -131,6 +131,11 @@ struct pt_provenance {
   char *tool, *backend, *nccl_version, *date, *mode; /* mode: graph|eager|both */
   char *note;                                        /* free text, optional */
   char *extra;  /* optional: verbatim libconfig group body written as provenance.extra */
+  /* The measurement's buffers (docs/gpu.md, "Buffers"): "cudaMalloc" or
+   * "ncclMemAlloc"; NULL = not recorded. */
+  char *buffers;
+  int has_graph_register; /* graph_register below is recorded */
+  int graph_register;     /* NCCL_GRAPH_REGISTER's effective value when measured */
 };
 
 struct pt_profile {
