@@ -4,6 +4,7 @@
  * candidate have a value there), and a workload profile is never worse on
  * its workload than the default grid's. */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,6 +115,94 @@ START_TEST(a_workload_profile_is_never_worse_than_the_default_grid) {
 }
 END_TEST
 
+static char *show(const char *args) {
+  char *out = NULL, *err = NULL;
+  int rc = pt_test_cli_run(dir, 60, &out, &err, "show %s", args);
+  ck_assert_msg(rc == 0, "show %s: exit %d: %s", args, rc, err);
+  free(err);
+  return out;
+}
+
+/* A row whose first choice is NCCL's own (within the margin) says so,
+ * not "1.00x" under a header that promises a gain. NCCL ran ring/ll/1 at
+ * 1 KiB and ring/simple/1 at 4 KiB; the plugin pins each near its end. */
+START_TEST(rows_that_pin_nccls_choice_say_so) {
+  free(pt_test_write(dir, "pin.cfg",
+                     "version = 1;\nname = \"pin\";\n"
+                     "provenance = { tool = \"hand\"; backend = \"sim\"; nccl_version = \"2.28.9\"; date = \"2026-12-01\"; "
+                     "mode = \"graph\"; };\ncommunicator = { channels = 2; };\n"
+                     "allreduce = { graph = { sizes = [ 1024L, 4096L ]; nccl_default = ( 10.0, 20.0 );\n"
+                     "  candidates = ( { algo = \"ring\"; proto = \"ll\"; channels = 1; latency = ( 10.0, 30.0 ); },\n"
+                     "    { algo = \"ring\"; proto = \"simple\"; channels = 1; latency = ( 15.0, 20.0 ); } ); }; };\n"));
+  char *out = show("pin.cfg --bytes");
+  ck_assert_msg(strstr(out, "ring/ll/1") && strstr(out, "= NCCL's  measured; pins the choice NCCL makes here"),
+                "%s", out);
+  ck_assert_msg(!strstr(out, "1.00x"), "%s", out);
+  free(out);
+}
+END_TEST
+
+/* Every figure of show is either measured at a size inside its row or
+ * marked "~" as interpolated, and a "~" row holds no measured size. */
+START_TEST(interpolated_figures_are_marked) {
+  cli("profile --backend sim --box gen5-8x-p2p --quiet --out grid.cfg");
+  struct pt_profile *p = load("grid.cfg");
+  const struct pt_series *s = p->series[PT_ALLREDUCE][PT_MODE_GRAPH];
+  char *out = show("grid.cfg --bytes"), *save = NULL;
+  int marked = 0, plain = 0;
+  for (char *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    unsigned long long lo, hi;
+    char choice[64];
+    if (sscanf(line, " %llu B %llu B %63s", &lo, &hi, choice) != 3 || choice[0] == '(' || !strstr(line, "measured"))
+      continue;
+    int inside = 0;
+    for (size_t i = 0; i < s->nsizes; i++) inside |= s->sizes[i] >= lo && s->sizes[i] <= hi;
+    int tilde = strchr(line, '~') != NULL;
+    ck_assert_msg(tilde == !inside, "%s: %s measured size inside, %s", line, inside ? "a" : "no",
+                  tilde ? "marked ~" : "not marked");
+    marked += tilde;
+    plain += !tilde;
+  }
+  ck_assert_msg(marked && plain, "%d marked, %d plain rows", marked, plain);
+  free(out);
+  out = show("grid.cfg");
+  ck_assert_ptr_nonnull(strstr(out, "~ marks a row with none"));
+  free(out);
+  unload(p);
+}
+END_TEST
+
+/* Where a candidate is faster at one measured end of a range that is left
+ * to NCCL, show says so instead of "no candidate beats its default", and
+ * what it says is true of the profile. */
+START_TEST(show_says_why_a_gain_is_left_to_nccl) {
+  free(pt_test_write(dir, "verify.txt", verify));
+  cli("profile --backend sim --box gen5-8x-p2p --quiet --sizes 8,16K,2M --workload verify.txt --out wl.cfg");
+  struct pt_profile *p = load("wl.cfg");
+  const struct pt_series *s = p->series[PT_ALLREDUCE][PT_MODE_GRAPH];
+  char *out = show("wl.cfg --bytes"), *at = strstr(out, "NCCL: ring/"), a[16], pr[16];
+  int ch;
+  unsigned long long n;
+  double gain;
+  ck_assert_msg(at != NULL, "%s", out);
+  ck_assert_int_eq(sscanf(at, "NCCL: %15[^/]/%15[^/]/%d is %lfx faster at %llu B but nothing is at", a, pr, &ch,
+                          &gain, &n), 5);
+  size_t k = 0;
+  while (k < s->nsizes && s->sizes[k] != n) k++;
+  ck_assert_uint_lt(k, s->nsizes);
+  int found = 0;
+  for (size_t c = 0; c < s->ncand; c++)
+    if (s->cand[c].algo == pt_algo_parse(a) && s->cand[c].proto == pt_proto_parse(pr) && s->cand[c].channels == ch) {
+      double real = s->nccl_default[k].lat_us / s->cand[c].points[k].lat_us;
+      ck_assert_msg(fabs(real - gain) < 0.006 && real > 1 + pt_profile_margin(p), "says %.2fx, is %.3fx", gain, real);
+      found = 1;
+    }
+  ck_assert(found);
+  free(out);
+  unload(p);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("measure_sizes");
   TCase *tc = tcase_create("core");
@@ -121,6 +210,9 @@ int main(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, every_listed_size_is_measured);
   tcase_add_test(tc, a_workload_profile_is_never_worse_than_the_default_grid);
+  tcase_add_test(tc, rows_that_pin_nccls_choice_say_so);
+  tcase_add_test(tc, interpolated_figures_are_marked);
+  tcase_add_test(tc, show_says_why_a_gain_is_left_to_nccl);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }
