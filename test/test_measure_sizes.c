@@ -168,6 +168,19 @@ START_TEST(interpolated_figures_are_marked) {
   out = show("grid.cfg");
   ck_assert_ptr_nonnull(strstr(out, "~ marks a row with none"));
   free(out);
+  /* The chart's speed-up: a dot at every measured size, dashed between. */
+  free(show("grid.cfg --svg g.svg"));
+  char path[1200], *svg = NULL;
+  size_t len = 0, dots = 0;
+  snprintf(path, sizeof path, "%s/g.svg", dir);
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_gt(getdelim(&svg, &len, 0, f), 0);
+  fclose(f);
+  for (const char *c = svg; (c = strstr(c, "class=\"measured-speedup\"")); c++) dots++;
+  ck_assert_uint_eq(dots, s->nsizes);
+  ck_assert_ptr_nonnull(strstr(svg, "NCCL / chosen, interpolated"));
+  free(svg);
   unload(p);
 }
 END_TEST
