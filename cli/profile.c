@@ -732,7 +732,7 @@ static int explore(struct opts *o, const char *args) {
   struct items l = {items, 0};
   struct pt_profile prof[1 + PT_MAX_CHANNELS];
   int minv[1 + PT_MAX_CHANNELS];
-  double total[1 + PT_MAX_CHANNELS], base = 0;
+  double total[1 + PT_MAX_CHANNELS], dflt[1 + PT_MAX_CHANNELS], base = 0;
   struct pt_error_rec e;
   char why[256];
   size_t n = 0;
@@ -774,25 +774,32 @@ static int explore(struct opts *o, const char *args) {
     if ((status = run(o, args, 0, k, &prof[n]))) goto out;
     status = 1;
     minv[n] = k;
-    if ((!n && pt_explore_total(&prof[0], mode, items, l.n, 1, &base, why, sizeof why)) ||
+    /* Each run's NCCL default too: what the variable alone does, without
+     * the plugin, so the plugin is credited only with its own share. */
+    if (pt_explore_total(&prof[n], mode, items, l.n, 1, &dflt[n], why, sizeof why) ||
         pt_explore_total(&prof[n], mode, items, l.n, 0, &total[n], why, sizeof why)) {
       fprintf(stderr, "pcie-tune profile: cannot judge the run with %s%.0d on the workload: %s\n",
               k ? "NCCL_MIN_NCHANNELS=" : "NCCL's own channel count", k, why);
       goto out;
     }
+    if (!n) base = dflt[0];
     n++;
   }
   size_t w = pt_explore_pick(total, n, pt_profile_margin(&prof[0]));
   fprintf(sum, "channel exploration, %s mode, on %s (%zu line%s):\n", mode == PT_MODE_GRAPH ? "graph" : "eager",
           o->workload ? o->workload : "the verify step (tokens 1,4,8,16,32,64,128 x 14336 B)", l.n,
           l.n == 1 ? "" : "s");
-  fprintf(sum, "  %-20s %8s %14s %10s\n", "NCCL_MIN_NCHANNELS", "channels", "workload us", "vs default");
-  fprintf(sum, "  %-20s %8d %14.2f %9.3fx  NCCL's default\n", "unset", prof[0].comm_channels, base, 1.0);
+  fprintf(sum, "  %-20s %8s %14s %10s %13s\n", "NCCL_MIN_NCHANNELS", "channels", "workload us", "vs default",
+          "plugin's share");
+  fprintf(sum, "  %-20s %8d %14.2f %9.3fx %13s  NCCL's default\n", "unset", prof[0].comm_channels, base, 1.0, "-");
   for (size_t i = 0; i < n; i++) {
     char kv[16];
     snprintf(kv, sizeof kv, "%d", minv[i]);
-    fprintf(sum, "  %-20s %8d %14.2f %9.3fx  tuned%s\n", minv[i] ? kv : "unset", prof[i].comm_channels, total[i],
-            base / total[i], i == w ? "  <- chosen" : "");
+    if (i)
+      fprintf(sum, "  %-20s %8d %14.2f %9.3fx %13s  NCCL's default at %d channels, no plugin\n", kv,
+              prof[i].comm_channels, dflt[i], base / dflt[i], "-", prof[i].comm_channels);
+    fprintf(sum, "  %-20s %8d %14.2f %9.3fx %12.3fx  tuned%s\n", minv[i] ? kv : "unset", prof[i].comm_channels,
+            total[i], base / total[i], dflt[i] / total[i], i == w ? "  <- chosen" : "");
   }
   if ((status = pt_profile_write(&prof[w], o->out, o->force ? PT_WRITE_FORCE : 0, &e))) {
     print_error(&e);
@@ -800,7 +807,9 @@ static int explore(struct opts *o, const char *args) {
     goto out;
   }
   if (minv[w])
-    fprintf(sum, "run the job with (the plugin refuses the profile otherwise):\nexport NCCL_MIN_NCHANNELS=%d\n", minv[w]);
+    fprintf(sum, "of the %.2fx, NCCL_MIN_NCHANNELS=%d alone gives %.2fx and the plugin %.2fx on top\n"
+                 "run the job with (the plugin refuses the profile otherwise):\nexport NCCL_MIN_NCHANNELS=%d\n",
+            base / total[w], minv[w], base / dflt[w], dflt[w] / total[w], minv[w]);
   else
     fprintf(sum, "more channels gain no more than %.0f%%: keep NCCL's own count (leave NCCL_MIN_NCHANNELS unset)\n",
             pt_profile_margin(&prof[0]) * 100);
