@@ -128,6 +128,24 @@ START_TEST(sim_picks_the_count_the_box_rewards) {
   free(p);
   free(out);
   free(err);
+  /* simulate applies the job's NCCL_MIN_NCHANNELS to the box's derived
+   * view, as explore did: the recommendation can be rehearsed, and gives
+   * the plugin's share over NCCL's default at that count. */
+  char kv[16];
+  snprintf(kv, sizeof kv, "%d", want);
+  setenv("NCCL_MIN_NCHANNELS", kv, 1);
+  rc = run(&out, &err, "simulate p.cfg --box gen5-8x-dual-misdetect --json");
+  unsetenv("NCCL_MIN_NCHANNELS");
+  ck_assert_msg(rc == 0, "simulate: exit %d: %s", rc, err);
+  char nch[64];
+  snprintf(nch, sizeof nch, "\"nccl\": {\"algo\": \"ring\", \"proto\": \"simple\", \"channels\": %d,", comm);
+  ck_assert_msg(strstr(out, nch), "NCCL's view kept its own count:\n%s", out);
+  const char *tot = strstr(out, "\"total\"");
+  ck_assert_msg(tot && strstr(tot, "\"speedup\": "), "%s", out);
+  double sp = atof(strstr(tot, "\"speedup\": ") + strlen("\"speedup\": "));
+  ck_assert_msg(fabs(sp - share) < 0.1 * share, "simulate %.3fx, explore's plugin share %.3fx", sp, share);
+  free(out);
+  free(err);
   /* show tells the user the variable the profile needs. */
   rc = run(&out, &err, "show p.cfg");
   ck_assert_msg(rc == 0, "show: exit %d: %s", rc, err);
