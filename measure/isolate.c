@@ -26,6 +26,11 @@
 
 #define MAX_SIZES 128
 
+/* How long a killed worker's ranks get to leave: their GPU contexts live
+ * until they are gone, and in exclusive compute mode the next worker
+ * cannot open a GPU a dying rank still holds. */
+#define LINGER_MS 30000
+
 struct iso {
   char **argv; /* exe, "worker", args..., NULL */
   int64_t timeout_ms, start_ms;
@@ -39,6 +44,7 @@ struct iso {
   volatile sig_atomic_t *stop;
   pid_t parent; /* the profiler, as its workers see it */
   pid_t pid;    /* 0: no worker */
+  pid_t lingering; /* a process of the last worker's group outlived LINGER_MS; 0 = none */
   int fd;    /* -1: no worker */
   int have_info;
   struct pt_backend_info info;
@@ -90,6 +96,13 @@ static void stop_worker(struct iso *w, int grace_ms, int *status) {
   while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR) {
   }
   if (status) *status = st;
+  /* The ranks (the worker's children, in its group) die with it, but not
+   * at once: wait until the group is empty, so the next worker finds the
+   * GPUs free. The group's id stays reserved while it has a member. */
+  int64_t linger_end = pt_proto_now_ms() + LINGER_MS;
+  while (kill(-w->pid, 0) == 0 && pt_proto_now_ms() < linger_end)
+    nanosleep(&(struct timespec){0, 5 * 1000 * 1000}, NULL);
+  w->lingering = kill(-w->pid, 0) == 0 ? w->pid : 0;
   w->pid = 0;
   w->st.pid = 0;
 }
@@ -132,6 +145,9 @@ static int spawn(struct iso *w, struct pt_error_rec *err) {
   struct pt_frame f;
   struct pt_backend_info bi;
   char *prov = NULL;
+  /* Said when this worker cannot start: the last one's ranks may be why. */
+  const char *held = w->lingering ? "; processes of the previous, killed worker were still alive after 30 s "
+                                    "and may hold the GPUs (exclusive compute mode)" : "";
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
     return iso_err(err, PT_EIO, "cannot create the worker socket (%s)", strerror(errno));
   fflush(NULL); /* nothing buffered twice */
@@ -159,7 +175,7 @@ static int spawn(struct iso *w, struct pt_error_rec *err) {
     int code;
     if (pt_proto_dec_fail(&f, &code, msg, sizeof msg, why, sizeof why) == 0) {
       stop_worker(w, GRACE_MS, NULL);
-      return iso_err(err, PT_EIO, "%s", msg);
+      return iso_err(err, PT_EIO, "%s%s", msg, held);
     }
     rc = PT_PROTO_BAD;
   } else if (rc == 0) {
@@ -168,7 +184,7 @@ static int spawn(struct iso *w, struct pt_error_rec *err) {
   if (rc == PT_PROTO_EOF) {
     stop_worker(w, GRACE_MS, &status);
     describe(status, detail, sizeof detail);
-    return iso_err(err, PT_EIO, "%s before it was ready (%s)", detail, w->argv[0]);
+    return iso_err(err, PT_EIO, "%s before it was ready (%s)%s", detail, w->argv[0], held);
   }
   if (rc == PT_PROTO_TIMEOUT) {
     stop_worker(w, 0, NULL);
