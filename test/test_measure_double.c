@@ -149,7 +149,10 @@ START_TEST(both_modes_both_process_models_warmup_0) {
     ck_assert_msg(strstr(text, m ? "process_model = \"single-process\"" : "process_model = \"process-per-gpu\""),
                   "%s", text);
     /* NCCL connects at the first collective: read after it. */
-    ck_assert_msg(strstr(text, "transports = [ \"0>1 SHM/direct/direct\""), "transports missing: %s", text);
+    const char *tr = strstr(text, "transports = [ \""), *end = tr ? strchr(tr, ']') : NULL;
+    ck_assert_msg(tr && end, "no transports recorded");
+    char *t01 = strstr(tr, "\"0>1 SHM/direct/direct\""), *t10 = strstr(tr, "\"1>0 SHM/direct/direct\"");
+    ck_assert_msg(t01 && t10 && t01 < end && t10 < end, "transports missing: %.200s", tr);
     ck_assert_msg(strstr(text, "libnccl-double-cudart-nccl.so"), "library missing");
     free(text);
   }
