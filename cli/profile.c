@@ -665,7 +665,15 @@ static int run(struct opts *o, const char *args, int resume, int min_ch, struct 
     goto out;
   }
   if ((rc = save(&r, !sw.stopped, flags, &e))) {
-    print_error(&e);
+    /* One rank: NCCL copies without choosing an algorithm and never asks
+     * a tuner (enqueue.cc), so no candidate could be forced. */
+    if (r.bi.nranks == 1 && !strcmp(o->backend, "nccl"))
+      fprintf(stderr, "pcie-tune profile: nothing to write for one GPU: NCCL never asks a tuner on a one-rank "
+                      "communicator, so every candidate came back unsupported; profile two GPUs or more "
+                      "(e.g. --gpus 0-1)\n");
+    else
+      print_error(&e);
+    if (interrupted) status = 128 + (int)interrupted;
     goto out;
   }
   if (sw.stopped && !strcmp(o->out, "-")) {
