@@ -216,6 +216,34 @@ START_TEST(show_says_why_a_gain_is_left_to_nccl) {
 }
 END_TEST
 
+/* provenance.buffers and graph_register load, and a bad value is an
+ * error with its file and line. */
+START_TEST(buffers_keys_are_validated) {
+  static const char head[] = "version = 1;\nname = \"b\";\n"
+                             "provenance = { tool = \"t\"; backend = \"nccl\"; nccl_version = \"2.28.9\"; "
+                             "date = \"2026-12-01\"; mode = \"graph\";\n  buffers = \"%s\"; graph_register = %s; };\n"
+                             "allreduce = { graph = { sizes = [ 1024L ]; nccl_default = ( 10.0 );\n"
+                             "  candidates = ( { algo = \"ring\"; proto = \"ll\"; channels = 1; latency = ( 9.0 ); } ); }; };\n";
+  char text[1024], *out = NULL, *err = NULL;
+  snprintf(text, sizeof text, head, "ncclMemAlloc", "0");
+  free(pt_test_write(dir, "ok.cfg", text));
+  struct pt_profile *p = load("ok.cfg");
+  ck_assert_str_eq(p->prov.buffers, "ncclMemAlloc");
+  ck_assert(p->prov.has_graph_register && p->prov.graph_register == 0);
+  unload(p);
+  snprintf(text, sizeof text, head, "managed", "1");
+  free(pt_test_write(dir, "bad.cfg", text));
+  ck_assert_int_eq(pt_test_cli_run(dir, 60, &out, &err, "check bad.cfg"), 1);
+  ck_assert_msg(strstr(err, "bad.cfg:4: provenance.buffers must be \"cudaMalloc\" or \"ncclMemAlloc\""), "%s", err);
+  free(out), free(err);
+  snprintf(text, sizeof text, head, "cudaMalloc", "-1");
+  free(pt_test_write(dir, "neg.cfg", text));
+  ck_assert_int_eq(pt_test_cli_run(dir, 60, &out, &err, "check neg.cfg"), 1);
+  ck_assert_msg(strstr(err, "graph_register must be in 0.."), "%s", err);
+  free(out), free(err);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("measure_sizes");
   TCase *tc = tcase_create("core");
@@ -226,6 +254,7 @@ int main(void) {
   tcase_add_test(tc, rows_that_pin_nccls_choice_say_so);
   tcase_add_test(tc, interpolated_figures_are_marked);
   tcase_add_test(tc, show_says_why_a_gain_is_left_to_nccl);
+  tcase_add_test(tc, buffers_keys_are_validated);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }
