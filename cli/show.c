@@ -108,16 +108,12 @@ static const char *why_nccl(const struct pt_interval *iv, const struct pt_series
   if (!s) return "NCCL: no rule applies here";
   if (iv->kind == PT_IV_OUTSIDE) return "NCCL: outside the measured sizes";
   if (iv->kind != PT_IV_NO_GAIN) return "NCCL: nothing usable measured here";
-  size_t a = 0, b = s->nsizes - 1;
-  for (size_t i = 0; i < s->nsizes; i++) {
-    if (s->sizes[i] <= iv->lo) a = i;
-    if (s->sizes[i] >= iv->hi && i < b) b = i;
-  }
+  /* The measured segment the range starts in: the last measured size at
+   * or below it and the next one. */
+  size_t a = 0;
   for (size_t i = 0; i < s->nsizes; i++)
-    if (s->sizes[i] >= iv->hi) {
-      b = i;
-      break;
-    }
+    if (s->sizes[i] <= iv->lo) a = i;
+  size_t b = a + 1 < s->nsizes ? a + 1 : a;
   double ga, gb;
   const struct pt_candidate *ca = best_at(s, a, &ga), *cb = best_at(s, b, &gb);
   int fast_a = ca && ga > 1 + margin, fast_b = cb && gb > 1 + margin;
@@ -127,17 +123,16 @@ static const char *why_nccl(const struct pt_interval *iv, const struct pt_series
   size_str(at, sizeof at, s->sizes[fast_a ? a : b], bytes);
   size_str(other, sizeof other, s->sizes[fast_a ? b : a], bytes);
   snprintf(buf, len,
-           "NCCL: %s/%s/%d is %.2fx faster at %s but nothing is at %s by the margin; in between, NCCL's "
-           "own choice is not known well enough (what it ran at both sizes) to beat it",
+           "NCCL: %s/%s/%d is %.2fx faster at %s but nothing is at %s by the margin; in between NCCL keeps "
+           "its choice: a candidate must beat it at both ends, or match what NCCL ran at both",
            pt_algo_name(c->algo), pt_proto_name(c->proto), c->channels, fast_a ? ga : gb, at, other);
   return buf;
 }
 
-/* The figures of a row [lo, hi] with first choice c: measured ones, at the
- * measured sizes inside the row (latency and NCCL's at the first, the
- * speed-up's range over all), or, when no size inside was measured, the
- * interpolated ones the table gives (*interp = 1). Returns how many
- * measured sizes the row holds. */
+/* The measured figures of a row [lo, hi] with first choice c, at the
+ * measured sizes inside it: latency and NCCL's at the first, the speed-up's
+ * range over all. Returns how many there are; with none the outputs are
+ * left as they were (the table's interpolated figures). */
 static size_t row_figures(const struct pt_series *s, uint64_t lo, uint64_t hi, const struct pt_choice *c,
                           double *lat, double *def, double *smin, double *smax) {
   const struct pt_candidate *cd = NULL;

@@ -343,14 +343,12 @@ out:
  * collective, not at init: one untimed all-reduce with NCCL's own choice,
  * so that its log names the transports before the provenance is read. */
 static void connect_peers(struct rank *k, struct pt_measure_res *res) {
-  int rc = 1;
   NC("ncclGroupStart", k->api->GroupStart());
   NC("ncclAllReduce (connecting)", k->api->AllReduce(k->bar, k->bar, 64, PT_NCCL_FLOAT32, PT_NCCL_SUM, k->comm, k->st));
   NC("ncclGroupEnd", k->api->GroupEnd());
   CU("cudaStreamSynchronize", k->api->StreamSynchronize(k->st));
-  rc = 0;
 out:
-  (void)rc;
+  return;
 }
 
 static void beat(struct rank *k, unsigned rep) {

@@ -301,13 +301,14 @@ static int measure_once(struct iso *w, const struct pt_measure_req *req, double 
 static int iso_measure(void *self, const struct pt_measure_req *req, double *samples,
                        struct pt_measure_res *res, struct pt_error_rec *err) {
   struct iso *w = self;
+  unsigned crashes = w->st.crashes;
   int rc = measure_once(w, req, samples, res, err, 0);
   /* A timeout or a crash gets one more try in a fresh worker: either can
    * be the machine's once (a driver hiccup, a peer's teardown), and a
    * crash kills the candidate at every size. */
   if (rc == 1 || (rc == 0 && res->state == PT_PT_CRASH)) {
     w->st.retries++;
-    if (rc == 0) w->st.crashes--; /* counted again if it crashes again */
+    w->st.crashes = crashes; /* counted once, if it crashes again */
     rc = measure_once(w, req, samples, res, err, 1);
     if (rc == 0 && res->state == PT_PT_CRASH && strlen(res->detail) < sizeof res->detail - 40)
       strcat(res->detail, " (twice, a fresh worker each time)");
