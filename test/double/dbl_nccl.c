@@ -216,8 +216,8 @@ static int decide(const struct pt_nccl_comm_s *c, size_t nbytes, int capturing, 
   float table[7][3];
   int nch = 0, algo, proto;
   pt_box_nccl_table(&e->box, PT_ALLREDUCE, nbytes, table);
-  /* One rank: NCCL copies (or does nothing) without choosing an
-   * algorithm, so it never asks the tuner (enqueue.cc, nRanks == 1). */
+  /* One rank: NCCL copies without choosing an algorithm, so it never asks
+   * the tuner (NCCL 2.28 enqueue.cc: nRanks == 1 goes to ncclLaunchOneRank). */
   if (tuner && c->tctx && c->n > 1)
     tuner->getCollInfo(c->tctx, ncclFuncAllReduce, nbytes, 1, (float **)table, 7, 3, capturing, &nch);
   if (pt_nccl_select(table, &algo, &proto)) return -1;
