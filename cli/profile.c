@@ -31,7 +31,7 @@
 static const char usage_text[] =
     "usage: pcie-tune profile --backend nccl --gpus LIST --out FILE [options]\n"
     "       pcie-tune profile --backend sim --box NAME|FILE --out FILE [options]\n"
-    "       pcie-tune profile --resume --out FILE [--budget N] [--quiet]\n"
+    "       pcie-tune profile --resume --out FILE [--budget N] [--timeout S] [--quiet]\n"
     "\n"
     "Measures NCCL's default and every candidate (algo, proto, channels) at each\n"
     "message size and writes a profile (docs/profile-format.md).\n"
@@ -46,6 +46,8 @@ static const char usage_text[] =
     "  --plugin PATH          nccl: the tuner plugin NCCL loads; default next to pcie-tune\n"
     "  --process-model M      nccl: per-gpu (a process per GPU, as vLLM/torch) or single; per-gpu\n"
     "  --in-place             nccl: all-reduce in place (default: out of place, as most engines)\n"
+    "  --buffers B            nccl: cudaMalloc (torch's caching allocator, the engines' default)\n"
+    "                         or ncclMemAlloc (an NCCL memory pool); cudaMalloc (docs/gpu.md)\n"
     "  --timeout SECONDS      base deadline per measurement and between heartbeats, scaled\n"
     "                         up with size (docs/gpu.md); a hang is retried once; 60\n"
     "  --box NAME|FILE        sim: a built-in box name or a box file (docs/sim.md)\n"
@@ -86,10 +88,12 @@ struct opts {
   const char *backend, *box, *out, *name, *gpus, *nccl_lib, *plugin, *cudart_lib;
   int single;   /* --process-model single */
   int in_place; /* --in-place */
+  int nccl_mem; /* --buffers ncclMemAlloc */
   const char *inject[MAX_INJECT];
   size_t ninject;
   int isolate;
   unsigned long long ops, warmup, warmup_ms, timeout_s, checkpoint_s;
+  int timeout_given; /* --timeout was on the command line (--resume may change it) */
   uint64_t min_bytes, max_bytes;
   uint64_t sizes[PT_SWEEP_MAX_SIZES]; /* --sizes LIST and --workload, merged */
   size_t nsizes;
@@ -227,6 +231,7 @@ static int parse(int argc, char **argv, struct opts *o) {
     } else if (!strcmp(a, "--timeout")) {
       NEED_ARG
       if (parse_ull(v, 1, 86400, &o->timeout_s)) return bad("bad --timeout '%s' (seconds, 1..86400)", v);
+      o->timeout_given = 1;
     } else if (!strcmp(a, "--checkpoint")) {
       NEED_ARG
       if (parse_ull(v, 0, 86400, &o->checkpoint_s)) return bad("bad --checkpoint '%s' (seconds, 0..86400)", v);
@@ -238,6 +243,10 @@ static int parse(int argc, char **argv, struct opts *o) {
       *(a[2] == 'n' ? &o->nccl_lib : a[2] == 'p' ? &o->plugin : &o->cudart_lib) = v;
     } else if (!strcmp(a, "--in-place")) {
       o->in_place = 1;
+    } else if (!strcmp(a, "--buffers")) {
+      NEED_ARG
+      if (strcmp(v, "cudaMalloc") && strcmp(v, "ncclMemAlloc")) return bad("bad --buffers '%s' (cudaMalloc or ncclMemAlloc)", v);
+      o->nccl_mem = !strcmp(v, "ncclMemAlloc");
     } else if (!strcmp(a, "--process-model")) {
       NEED_ARG
       if (strcmp(v, "per-gpu") && strcmp(v, "single")) return bad("bad --process-model '%s' (per-gpu or single)", v);
@@ -356,6 +365,7 @@ static int canonical(const struct opts *o, char *buf, size_t len) {
     if (o->cudart_lib) rec_add(&r, " --cudart-lib %s", o->cudart_lib);
     if (o->plugin) rec_add(&r, " --plugin %s", o->plugin);
     if (o->in_place) rec_add(&r, " --in-place");
+    if (o->nccl_mem) rec_add(&r, " --buffers ncclMemAlloc");
     rec_add(&r, " --warmup-ms %llu", o->warmup_ms);
   } else {
     rec_add(&r, " --box %s --seed %llu", o->box, o->seed);
@@ -442,6 +452,7 @@ static int open_backend(const struct opts *o, int min_ch, struct pt_backend *be)
     no.plugin = o->plugin;
     no.single = o->single;
     no.in_place = o->in_place;
+    no.nccl_mem = o->nccl_mem;
     no.stop = &interrupted;
     rc = pt_backend_nccl_open(be, &no, &e);
   } else {
@@ -481,6 +492,10 @@ static int open_backend(const struct opts *o, int min_ch, struct pt_backend *be)
     rc = pt_backend_isolated_open(be, &io, &e);
   }
   if (!rc) return 0;
+  if (interrupted) { /* Ctrl-C while the first worker started: nothing measured */
+    fprintf(stderr, "pcie-tune profile: interrupted while the worker started; nothing measured\n");
+    return 128 + (int)interrupted;
+  }
   print_error(&e);
   return rc == PT_EINVAL ? 2 : 1;
 }
@@ -520,6 +535,15 @@ static int save(const struct run_state *r, int complete, unsigned flags, struct 
       free(prof.prov.extra);
       prof.prov.extra = joined;
     }
+  }
+  /* What the job must match (docs/gpu.md, "Buffers"): the allocator, and
+   * whether NCCL registered buffers under capture (NCCL_GRAPH_REGISTER,
+   * 1 unless set: NCCL_PARAM(GraphRegister) in NCCL 2.28's enqueue.cc). */
+  if (!rc && !strcmp(r->o->backend, "nccl")) {
+    const char *gr = getenv("NCCL_GRAPH_REGISTER");
+    prof.prov.graph_register = gr && *gr ? atoi(gr) : 1;
+    prof.prov.has_graph_register = 1;
+    if (!(prof.prov.buffers = strdup(r->o->nccl_mem ? "ncclMemAlloc" : "cudaMalloc"))) rc = PT_ENOMEM;
   }
   /* A simulated box's view does not come from this process's environment
    * (sweepfile.c): record the variable its derivation was given. */
@@ -571,6 +595,13 @@ static int run(struct opts *o, const char *args, int resume, int min_ch, struct 
   struct pt_error_rec e;
   struct run_state r = {.o = o, .args = args, .sw = &sw, .be = &be, .keep = keep, .min_ch = min_ch};
   int status, rc;
+  /* Before the first worker starts (NCCL's init can take minutes): Ctrl-C
+   * stops the profiler at any time, and its workers with it. */
+  struct sigaction sa, old_int, old_term;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
   if ((status = open_backend(o, min_ch, &be))) goto out;
   status = 1;
   be.info(be.self, &r.bi);
@@ -616,16 +647,9 @@ static int run(struct opts *o, const char *args, int resume, int min_ch, struct 
     print_error(&e);
     goto out;
   }
-  struct sigaction sa, old_int, old_term;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
   /* Workers (nccl, or sim --isolate) have a deadline per measurement. */
   double deadline = o->isolate || strcmp(o->backend, "sim") ? (double)o->timeout_s : 0;
   rc = pt_sweep_run(&sw, pt_progress_wrap(&r.pg, &be, deadline), &e);
-  sigaction(SIGINT, &old_int, NULL);
-  sigaction(SIGTERM, &old_term, NULL);
   pt_progress_end(&r.pg);
   if (rc) {
     print_error(&e);
@@ -641,7 +665,15 @@ static int run(struct opts *o, const char *args, int resume, int min_ch, struct 
     goto out;
   }
   if ((rc = save(&r, !sw.stopped, flags, &e))) {
-    print_error(&e);
+    /* One rank: NCCL copies without choosing an algorithm and never asks
+     * a tuner (enqueue.cc), so no candidate could be forced. */
+    if (r.bi.nranks == 1 && !strcmp(o->backend, "nccl"))
+      fprintf(stderr, "pcie-tune profile: nothing to write for one GPU: NCCL never asks a tuner on a one-rank "
+                      "communicator, so every candidate came back unsupported; profile two GPUs or more "
+                      "(e.g. --gpus 0-1)\n");
+    else
+      print_error(&e);
+    if (interrupted) status = 128 + (int)interrupted;
     goto out;
   }
   if (sw.stopped && !strcmp(o->out, "-")) {
@@ -676,6 +708,8 @@ static int run(struct opts *o, const char *args, int resume, int min_ch, struct 
 out:
   pt_sweep_release(&sw);
   if (be.close) be.close(be.self);
+  sigaction(SIGINT, &old_int, NULL);
+  sigaction(SIGTERM, &old_term, NULL);
   return status;
 }
 
@@ -706,7 +740,7 @@ static int explore(struct opts *o, const char *args) {
   struct items l = {items, 0};
   struct pt_profile prof[1 + PT_MAX_CHANNELS];
   int minv[1 + PT_MAX_CHANNELS];
-  double total[1 + PT_MAX_CHANNELS], base = 0;
+  double total[1 + PT_MAX_CHANNELS], dflt[1 + PT_MAX_CHANNELS], base = 0;
   struct pt_error_rec e;
   char why[256];
   size_t n = 0;
@@ -748,25 +782,32 @@ static int explore(struct opts *o, const char *args) {
     if ((status = run(o, args, 0, k, &prof[n]))) goto out;
     status = 1;
     minv[n] = k;
-    if ((!n && pt_explore_total(&prof[0], mode, items, l.n, 1, &base, why, sizeof why)) ||
+    /* Each run's NCCL default too: what the variable alone does, without
+     * the plugin, so the plugin is credited only with its own share. */
+    if (pt_explore_total(&prof[n], mode, items, l.n, 1, &dflt[n], why, sizeof why) ||
         pt_explore_total(&prof[n], mode, items, l.n, 0, &total[n], why, sizeof why)) {
       fprintf(stderr, "pcie-tune profile: cannot judge the run with %s%.0d on the workload: %s\n",
               k ? "NCCL_MIN_NCHANNELS=" : "NCCL's own channel count", k, why);
       goto out;
     }
+    if (!n) base = dflt[0];
     n++;
   }
   size_t w = pt_explore_pick(total, n, pt_profile_margin(&prof[0]));
   fprintf(sum, "channel exploration, %s mode, on %s (%zu line%s):\n", mode == PT_MODE_GRAPH ? "graph" : "eager",
           o->workload ? o->workload : "the verify step (tokens 1,4,8,16,32,64,128 x 14336 B)", l.n,
           l.n == 1 ? "" : "s");
-  fprintf(sum, "  %-20s %8s %14s %10s\n", "NCCL_MIN_NCHANNELS", "channels", "workload us", "vs default");
-  fprintf(sum, "  %-20s %8d %14.2f %9.3fx  NCCL's default\n", "unset", prof[0].comm_channels, base, 1.0);
+  fprintf(sum, "  %-20s %8s %14s %10s %13s\n", "NCCL_MIN_NCHANNELS", "channels", "workload us", "vs default",
+          "plugin's share");
+  fprintf(sum, "  %-20s %8d %14.2f %9.3fx %13s  NCCL's default\n", "unset", prof[0].comm_channels, base, 1.0, "-");
   for (size_t i = 0; i < n; i++) {
     char kv[16];
     snprintf(kv, sizeof kv, "%d", minv[i]);
-    fprintf(sum, "  %-20s %8d %14.2f %9.3fx  tuned%s\n", minv[i] ? kv : "unset", prof[i].comm_channels, total[i],
-            base / total[i], i == w ? "  <- chosen" : "");
+    if (i)
+      fprintf(sum, "  %-20s %8d %14.2f %9.3fx %13s  NCCL's default at %d channels, no plugin\n", kv,
+              prof[i].comm_channels, dflt[i], base / dflt[i], "-", prof[i].comm_channels);
+    fprintf(sum, "  %-20s %8d %14.2f %9.3fx %12.3fx  tuned%s\n", minv[i] ? kv : "unset", prof[i].comm_channels,
+            total[i], base / total[i], dflt[i] / total[i], i == w ? "  <- chosen" : "");
   }
   if ((status = pt_profile_write(&prof[w], o->out, o->force ? PT_WRITE_FORCE : 0, &e))) {
     print_error(&e);
@@ -774,7 +815,9 @@ static int explore(struct opts *o, const char *args) {
     goto out;
   }
   if (minv[w])
-    fprintf(sum, "run the job with (the plugin refuses the profile otherwise):\nexport NCCL_MIN_NCHANNELS=%d\n", minv[w]);
+    fprintf(sum, "of the %.2fx, NCCL_MIN_NCHANNELS=%d alone gives %.2fx and the plugin %.2fx on top\n"
+                 "run the job with (the plugin refuses the profile otherwise):\nexport NCCL_MIN_NCHANNELS=%d\n",
+            base / total[w], minv[w], base / dflt[w], dflt[w] / total[w], minv[w]);
   else
     fprintf(sum, "more channels gain no more than %.0f%%: keep NCCL's own count (leave NCCL_MIN_NCHANNELS unset)\n",
             pt_profile_margin(&prof[0]) * 100);
@@ -803,13 +846,16 @@ int cmd_profile(int argc, char **argv) {
     char stored[sizeof fs.args]; /* the resumed options point into it */
     given = o;
     if (given.nexplore) return bad("--explore-channels cannot be resumed yet; run it again from the start");
-    /* Everything but --out, --budget and --quiet comes from the file. */
+    /* Everything but --out, --budget, --timeout and --quiet comes from the
+     * file: a sweep whose points hung may be continued with a longer
+     * deadline. */
     if (given.backend || given.box || given.gpus || given.full || given.force || given.name || given.nccl_lib ||
         given.plugin || given.cudart_lib)
-      return bad("--resume takes the sweep's options from %s; give only --out, --budget, --quiet", o.out);
+      return bad("--resume takes the sweep's options from %s; give only --out, --budget, --timeout, --quiet", o.out);
     for (int i = 1; i < argc; i++)
       if (strcmp(argv[i], "--resume") && strcmp(argv[i], "--out") && strcmp(argv[i], "--budget") &&
-          strcmp(argv[i], "--quiet") && (i == 1 || (strcmp(argv[i - 1], "--out") && strcmp(argv[i - 1], "--budget"))))
+          strcmp(argv[i], "--timeout") && strcmp(argv[i], "--quiet") &&
+          (i == 1 || (strcmp(argv[i - 1], "--out") && strcmp(argv[i - 1], "--budget") && strcmp(argv[i - 1], "--timeout"))))
         return bad("--resume takes the sweep's options from the file; '%s' is not allowed", argv[i]);
     if (!strcmp(o.out, "-")) return bad("--resume needs the profile file the sweep wrote, not '-'");
     /* Before measuring: the file will be replaced (include/pcie/files.h). */
@@ -835,6 +881,13 @@ int cmd_profile(int argc, char **argv) {
     o.budget = given.budget;
     o.quiet = given.quiet;
     snprintf(args, sizeof args, "%s", fs.args);
+    if (given.timeout_given) {
+      if (strcmp(o.backend, "nccl") && !o.isolate)
+        return bad("--timeout applies to sweeps in workers (--backend nccl, or sim --isolate); %s has none", o.out);
+      /* The record keeps the new deadline for the next --resume too. */
+      o.timeout_s = given.timeout_s;
+      if (canonical(&o, args, sizeof args)) return bad("the options do not fit in the resume record");
+    }
     return run(&o, args, 1, 0, NULL);
   }
   if (!o.backend) return bad("missing --backend (nccl or sim)");
@@ -845,8 +898,8 @@ int cmd_profile(int argc, char **argv) {
     if (!o.gpus) return bad("missing --gpus LIST for the nccl backend (e.g. --gpus 0-7)");
     if (o.box || o.isolate || o.ninject) return bad("--box, --isolate and --inject are for --backend sim");
   } else if (!strcmp(o.backend, "sim")) {
-    if (o.nccl_lib || o.plugin || o.cudart_lib || o.single || o.in_place)
-      return bad("--nccl-lib, --cudart-lib, --plugin, --process-model and --in-place are for --backend nccl");
+    if (o.nccl_lib || o.plugin || o.cudart_lib || o.single || o.in_place || o.nccl_mem)
+      return bad("--nccl-lib, --cudart-lib, --plugin, --process-model, --in-place and --buffers are for --backend nccl");
     if (!o.box) return bad("missing --box NAME|FILE for the sim backend");
     if (o.gpus) return bad("--gpus is for --backend nccl");
     if (o.ninject && !o.isolate) return bad("--inject needs --isolate (faults happen in workers)");

@@ -5,11 +5,14 @@
  * measurements are slow (ten seconds since the last line), so a log of a
  * GPU sweep shows what is running without a line per point.
  */
+#include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "measure/isolate.h"
 #include "progress.h"
 
 #define SLOW_LINE_S 10.0
@@ -98,6 +101,52 @@ static void announce(struct pt_progress *p, const struct pt_measure_req *q) {
   }
 }
 
+/* Without a terminal, a long measurement still shows: a line every
+ * min(10 s, half the deadline) until it ends, from a thread that only
+ * waits meanwhile (the main thread is blocked in the measurement). */
+struct ticker {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int done;
+  double every_s, start;
+  const struct pt_progress *p;
+};
+
+static void *tick(void *arg) {
+  struct ticker *t = arg;
+  struct timespec at;
+  pthread_mutex_lock(&t->mu);
+  clock_gettime(CLOCK_REALTIME, &at);
+  while (!t->done) {
+    at.tv_sec += (time_t)t->every_s;
+    at.tv_nsec += (long)((t->every_s - (double)(time_t)t->every_s) * 1e9);
+    if (at.tv_nsec >= 1000000000L) at.tv_sec++, at.tv_nsec -= 1000000000L;
+    while (!t->done && pthread_cond_timedwait(&t->cv, &t->mu, &at) != ETIMEDOUT) {
+    }
+    const char *deadline = strstr(t->p->point, ", deadline");
+    int len = deadline ? (int)(deadline - t->p->point) : (int)strlen(t->p->point);
+    if (!t->done)
+      fprintf(stderr, "profile: %3.0f%% still %.*s (%.0f s so far)\n", 100 * t->p->fraction, len, t->p->point,
+              now_s() - t->start);
+  }
+  pthread_mutex_unlock(&t->mu);
+  return NULL;
+}
+
+/* What came of a point that failed: said at once, naming it, so a log
+ * never shows the next candidate's line as if it were the one that hung. */
+static void outcome(const struct pt_progress *p, const struct pt_measure_res *res, unsigned retried) {
+  const char *what = p->point + strlen("measuring ");
+  const char *deadline = strstr(what, ", deadline");
+  int len = deadline ? (int)(deadline - what) : (int)strlen(what);
+  if (res->state != PT_PT_HANG && res->state != PT_PT_CRASH && res->state != PT_PT_WRONG && !retried) return;
+  if (p->tty) fputs("\r\033[K", stderr);
+  if (res->state == PT_PT_OK)
+    fprintf(stderr, "profile: %.*s: failed once, measured in a fresh worker\n", len, what);
+  else
+    fprintf(stderr, "profile: %.*s: %s: %s\n", len, what, pt_point_state_name(res->state), res->detail);
+}
+
 static int info(void *self, struct pt_backend_info *out) {
   struct pt_progress *p = self;
   return p->inner->info(p->inner->self, out);
@@ -106,8 +155,28 @@ static int info(void *self, struct pt_backend_info *out) {
 static int measure(void *self, const struct pt_measure_req *req, double *samples, struct pt_measure_res *res,
                    struct pt_error_rec *err) {
   struct pt_progress *p = self;
-  if (!p->quiet) announce(p, req);
-  return p->inner->measure(p->inner->self, req, samples, res, err);
+  struct pt_isolate_stats before, after;
+  struct ticker t = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 10.0, now_s(), p};
+  pthread_t th;
+  if (p->quiet) return p->inner->measure(p->inner->self, req, samples, res, err);
+  announce(p, req);
+  int isolated = pt_isolate_stats(p->inner, &before) == 0;
+  if (p->deadline_s > 0 && p->deadline_s / 2 < t.every_s) t.every_s = p->deadline_s / 2;
+  int ticking = !p->tty && p->deadline_s > 0 && pthread_create(&th, NULL, tick, &t) == 0;
+  int rc = p->inner->measure(p->inner->self, req, samples, res, err);
+  if (ticking) {
+    pthread_mutex_lock(&t.mu);
+    t.done = 1;
+    pthread_cond_signal(&t.cv);
+    pthread_mutex_unlock(&t.mu);
+    pthread_join(th, NULL);
+  }
+  if (rc == 0 && res->state != PT_PT_MISSING) {
+    unsigned retried = isolated && pt_isolate_stats(p->inner, &after) == 0 ? after.retries - before.retries : 0;
+    outcome(p, res, retried);
+    p->last_line = now_s();
+  }
+  return rc;
 }
 
 const struct pt_backend *pt_progress_wrap(struct pt_progress *p, const struct pt_backend *be,

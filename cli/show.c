@@ -96,14 +96,77 @@ static void runs_str(char *buf, size_t len, const struct pt_profile *p, const st
   else snprintf(buf, len, "%s%d-%d", le, a, b);
 }
 
-static const char *why_nccl(const struct pt_interval *iv, int measured) {
-  if (!measured) return "NCCL: no rule applies here";
-  switch (iv->kind) {
-  case PT_IV_OUTSIDE: return "NCCL: outside the measured sizes";
-  case PT_IV_NO_GAIN: return "NCCL: no candidate beats its default by the margin";
-  case PT_IV_MODES_DIFFER: return "NCCL: graph and eager measurements disagree (regBuff differs per rank)";
-  default: return "NCCL: nothing usable measured here";
+/* The candidate of s with the largest gain over NCCL's default at size
+ * index i (OK points only); its gain in *gain, or NULL. */
+static const struct pt_candidate *best_at(const struct pt_series *s, size_t i, double *gain) {
+  const struct pt_candidate *best = NULL;
+  *gain = 0;
+  if (!s->nccl_default || s->nccl_default[i].state != PT_PT_OK) return NULL;
+  for (size_t k = 0; k < s->ncand; k++) {
+    const struct pt_point *q = &s->cand[k].points[i];
+    if (q->state == PT_PT_OK && q->lat_us > 0 && s->nccl_default[i].lat_us / q->lat_us > *gain) {
+      *gain = s->nccl_default[i].lat_us / q->lat_us;
+      best = &s->cand[k];
+    }
   }
+  return best;
+}
+
+/* Why [lo, hi] is left to NCCL, as it happened. "No gain" has two causes
+ * the table does not tell apart: nothing beats NCCL at the measured sizes
+ * around the range, or something does at one of them but not at the other,
+ * and the compiler could not tell what NCCL runs in between (tuner/table.c,
+ * identify), so it keeps NCCL's choice. */
+static const char *why_nccl(const struct pt_interval *iv, const struct pt_series *s, double margin, char *buf,
+                            size_t len, int bytes) {
+  if (!s) return "NCCL: no rule applies here";
+  if (iv->kind == PT_IV_OUTSIDE) return "NCCL: outside the measured sizes";
+  if (iv->kind == PT_IV_MODES_DIFFER)
+    return "NCCL: graph and eager measurements disagree (regBuff differs per rank)";
+  if (iv->kind != PT_IV_NO_GAIN) return "NCCL: nothing usable measured here";
+  /* The measured segment the range starts in: the last measured size at
+   * or below it and the next one. */
+  size_t a = 0;
+  for (size_t i = 0; i < s->nsizes; i++)
+    if (s->sizes[i] <= iv->lo) a = i;
+  size_t b = a + 1 < s->nsizes ? a + 1 : a;
+  double ga, gb;
+  const struct pt_candidate *ca = best_at(s, a, &ga), *cb = best_at(s, b, &gb);
+  int fast_a = ca && ga > 1 + margin, fast_b = cb && gb > 1 + margin;
+  if (fast_a == fast_b && !(fast_a && a == b)) return "NCCL: no candidate beats its default by the margin";
+  const struct pt_candidate *c = fast_a ? ca : cb;
+  char at[48], other[48];
+  size_str(at, sizeof at, s->sizes[fast_a ? a : b], bytes);
+  size_str(other, sizeof other, s->sizes[fast_a ? b : a], bytes);
+  snprintf(buf, len,
+           "NCCL: %s/%s/%d is %.2fx faster at %s but nothing is at %s by the margin; in between NCCL keeps "
+           "its choice: a candidate must beat it at both ends, or match what NCCL ran at both",
+           pt_algo_name(c->algo), pt_proto_name(c->proto), c->channels, fast_a ? ga : gb, at, other);
+  return buf;
+}
+
+/* The measured figures of a row [lo, hi] with first choice c, at the
+ * measured sizes inside it: latency and NCCL's at the first, the speed-up's
+ * range over all. Returns how many there are; with none the outputs are
+ * left as they were (the table's interpolated figures). */
+static size_t row_figures(const struct pt_series *s, uint64_t lo, uint64_t hi, const struct pt_choice *c,
+                          double *lat, double *def, double *smin, double *smax) {
+  const struct pt_candidate *cd = NULL;
+  size_t n = 0;
+  for (size_t k = 0; s && k < s->ncand && !cd; k++)
+    if (s->cand[k].algo == c->algo && s->cand[k].proto == c->proto && s->cand[k].channels == c->channels)
+      cd = &s->cand[k];
+  for (size_t i = 0; cd && s->nccl_default && i < s->nsizes; i++) {
+    const struct pt_point *q = &cd->points[i], *d = &s->nccl_default[i];
+    if (s->sizes[i] < lo || s->sizes[i] > hi || q->state != PT_PT_OK || d->state != PT_PT_OK || q->lat_us <= 0)
+      continue;
+    double sp = d->lat_us / q->lat_us;
+    if (!n) *lat = q->lat_us, *def = d->lat_us, *smin = *smax = sp;
+    *smin = fmin(*smin, sp);
+    *smax = fmax(*smax, sp);
+    n++;
+  }
+  return n;
 }
 
 /* Two intervals share a summary row when their first choice (or their
@@ -212,6 +275,8 @@ static void print_text(const struct pt_profile *p, const struct pt_table *t,
   else if (s)
     printf("warning: no nccl_default in this series: candidates are ranked without knowing "
            "where NCCL's own choice is faster\n");
+  printf("figures are measured at the sizes inside a row; ~ marks a row with none, whose figures are\n"
+         "interpolated between measured sizes (simulate --box gives the truth there)\n");
   printf("%14s %14s  %-24s %6s %11s %11s %13s  %s\n", "from", "to", "choice", "runs", "latency",
          "NCCL", "speedup", "why / fallbacks");
   for (size_t i = 0; i < set->n;) {
@@ -230,29 +295,40 @@ static void print_text(const struct pt_profile *p, const struct pt_table *t,
     size_str(hi, sizeof hi, set->iv[j - 1].hi, bytes);
     if (!iv->n) {
       printf("%14s %14s  %-24s %6s %11s %11s %13s  %s\n", lo, hi, "(NCCL decides)", "-", "-", "-",
-             "-", why_nccl(iv, s != NULL));
+             "-", why_nccl(iv, s, pt_profile_margin(p), why, sizeof why, bytes));
       i = j;
       continue;
     }
     choice_name(ch, sizeof ch, &iv->c[0]);
     runs_str(run, sizeof run, p, t, &iv->c[0], iv->lo, set->iv[j - 1].hi, nranks);
     printf("%14s %14s  %-24s %6s", lo, hi, ch, run);
-    if (iv->c[0].lat_us > 0) printf(" %8.1f \u00b5s", iv->c[0].lat_us);
+    double lat = iv->c[0].lat_us, def = iv->default_us;
+    size_t nmeas = iv->c[0].from_rule ? 0 : row_figures(s, iv->lo, set->iv[j - 1].hi, &iv->c[0], &lat, &def,
+                                                        &smin, &smax);
+    const char *mark = nmeas || iv->c[0].from_rule ? " " : "~";
+    if (lat > 0) printf(" %s%7.1f \u00b5s", mark, lat);
     else printf(" %11s", "-");
-    if (iv->default_us > 0) printf(" %8.1f \u00b5s", iv->default_us);
+    if (def > 0) printf(" %s%7.1f \u00b5s", mark, def);
     else printf(" %11s", "-");
-    /* Never a speed-up below 1x: a measured choice beats NCCL's default by
-     * construction; a rule that may not is labelled as such. */
-    if (smax >= 1.0 && smin >= 1.0 && smax - smin < 0.005) printf(" %12.2fx", smin);
-    else if (smax >= 1.0 && smin >= 1.0) {
-      char r[32];
-      snprintf(r, sizeof r, "%.2f-%.2fx", smin, smax);
-      printf(" %13s", r);
-    } else printf(" %13s", iv->c[0].from_rule && smin < 1.0 ? "rule" : "-");
-    snprintf(why, sizeof why, "%s",
+    /* A measured choice within the margin of NCCL's default pins the
+     * choice NCCL makes there (it could switch inside the range to a
+     * slower one it also runs; interpolated, it may even look slower than
+     * NCCL's interpolated line, which is no figure NCCL ran): said so, not "1.00x" under a header that
+     * promises a gain. Never a speed-up below 1x: a rule that may not beat
+     * NCCL is labelled as such. */
+    int pins = !iv->c[0].from_rule && iv->kind != PT_IV_NCCL_FAILS && smax > 0 &&
+               smax < 1.0 + pt_profile_margin(p);
+    char r[40];
+    if (pins) snprintf(r, sizeof r, "= NCCL's");
+    else if (smax >= 1.0 && smin >= 1.0 && smax - smin < 0.005) snprintf(r, sizeof r, "%s%.2fx", mark, smin);
+    else if (smax >= 1.0 && smin >= 1.0) snprintf(r, sizeof r, "%s%.2f-%.2fx", mark, smin, smax);
+    else snprintf(r, sizeof r, "%s", iv->c[0].from_rule && smin < 1.0 ? "rule" : "-");
+    printf(" %13s", r);
+    snprintf(why, sizeof why, "%s%s",
              iv->c[0].from_rule                ? "rule"
              : iv->kind == PT_IV_NCCL_FAILS ? "measured; NCCL's own choice fails here"
-                                            : "measured");
+                                            : "measured",
+             pins ? "; pins the choice NCCL makes here" : "");
     if (iv->c[0].pipe_lo || iv->c[0].pipe_hi) {
       size_t w = strlen(why);
       if (iv->c[0].pipe_lo == iv->c[0].pipe_hi)

@@ -151,6 +151,44 @@ static void json_choice(const struct pt_sim_choice *c) {
 
 static double us_of(const struct pt_sim_choice *c) { return c->us > 0 ? c->us : 0; }
 
+/* The job's NCCL_* variables shape NCCL's view of a box derived from
+ * hardware, as they shape the real NCCL's (and as profile's
+ * --explore-channels derives its runs): rehearsing what explore
+ * recommends needs export NCCL_MIN_NCHANNELS=k to reach the view.
+ * Returns 0, or 2 after saying why a value cannot be applied. */
+static int job_env(struct pt_box *box, const char *boxname) {
+  static const char *const names[] = {"NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_P2P_LEVEL", "NCCL_PROTO",
+                                      "NCCL_ALGO"};
+  struct pt_error_rec e;
+  int any = 0;
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+    const char *v = getenv(names[i]);
+    if (!v || !*v) continue;
+    if (!box->has_hw) {
+      fprintf(stderr, "pcie-tune simulate: warning: %s=%s is not applied: box '%s' has an NCCL view typed by hand "
+                      "(docs/sim.md)\n", names[i], v, boxname);
+      continue;
+    }
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (i < 2 && (*end || n < 1 || n > 64)) {
+      fprintf(stderr, "pcie-tune simulate: %s=%s: expected a channel count 1..64\n", names[i], v);
+      return 2;
+    }
+    if (i == 0) box->hw.min_nchannels = (int)n;
+    else if (i == 1) box->hw.max_nchannels = (int)n;
+    else if (i == 2) snprintf(box->hw.p2p_level, sizeof box->hw.p2p_level, "%s", v);
+    else if (i == 3) snprintf(box->hw.proto, sizeof box->hw.proto, "%s", v);
+    else snprintf(box->hw.algo, sizeof box->hw.algo, "%s", v);
+    any = 1;
+  }
+  if (any && pt_box_derive(box, &e)) {
+    fprintf(stderr, "pcie-tune simulate: box '%s' with the job's NCCL_* variables: %s\n", boxname, e.msg);
+    return 2;
+  }
+  return 0;
+}
+
 int cmd_simulate(int argc, char **argv) {
   const char *profile = NULL, *boxname = NULL, *workload = NULL, *plugin = NULL, *tokens = "1,4,8,16,32,64,128";
   uint64_t bpt = 14336, calls = 123;
@@ -223,6 +261,7 @@ int cmd_simulate(int argc, char **argv) {
     fprintf(stderr, "pcie-tune simulate: %s\n", buf);
     return 1;
   }
+  if (job_env(&box, boxname)) return 2;
   /* Fail here with the loader's own message rather than a silent no-op
    * plugin: the plugin leaves NCCL alone when its profile is invalid. */
   struct pt_profile chk;

@@ -12,7 +12,8 @@
  *    across sizes an adaptive sweep did not measure, and breaks only where a
  *    measurement failed; dots mark what was measured.
  *  - The speed-up of the chosen envelope over NCCL's default has a panel of
- *    its own, on a linear scale.
+ *    its own, on a linear scale: dots (with their figure) at the measured
+ *    sizes, a dashed line between them where it is interpolated.
  *  - The legend lists only what was drawn.
  * Plain text, no dependency; written to a temporary file and renamed, so a
  * reader never sees half a chart.
@@ -267,7 +268,7 @@ static void decision_strip(FILE *f, const struct xaxis *x, const struct pt_ivset
 
 /* What the legend may list; each flag set only when something was drawn. */
 struct drawn {
-  int envelope, speedup, nccl, proto[3], tree, channels[17], band;
+  int envelope, speedup, nccl, proto[3], tree, channels[17], band, measured;
 };
 
 static void legend(FILE *f, const struct drawn *d) {
@@ -302,7 +303,11 @@ static void legend(FILE *f, const struct drawn *d) {
   }
   if (d->speedup) {
     y = T2 + 4;
-    ITEM("stroke=\"#000\" stroke-width=\"2\"", "NCCL time / chosen time");
+    ITEM("stroke=\"#000\" stroke-width=\"1.5\" stroke-dasharray=\"5 3\"", "NCCL / chosen, interpolated");
+    if (d->measured) {
+      fprintf(f, "<circle cx=\"%d\" cy=\"%d\" r=\"3\" fill=\"#000\"/>\n", R + 30, y);
+      fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"11\">at a measured size</text>\n", R + 52, y + 4);
+    }
   }
 #undef ITEM
 }
@@ -398,7 +403,21 @@ static void write_chart(FILE *f, const char *title, const struct pt_series *s, c
               yy + 4, v);
     }
   for (int k = 0; k <= SAMPLES; k++) ysp[k] = sp[k] > 0 ? B2 - (B2 - T2) * (sp[k] - s0) / (s1 - s0) : -1;
-  polyline_samples(f, xs, ysp, "stroke=\"#000\" stroke-width=\"2\"");
+  /* Only the measured sizes carry a measured speed-up: a dot each, with
+   * its figure; the dashed line between them is interpolated (the truth
+   * there can differ by far: simulate --box tells). */
+  polyline_samples(f, xs, ysp, "stroke=\"#000\" stroke-width=\"1.5\" stroke-dasharray=\"5 3\"");
+  for (size_t i = 0; s && i < s->nsizes; i++) {
+    double chosen, nccl, n = (double)s->sizes[i];
+    at_size(s, set, n, &chosen, &nccl);
+    if (chosen <= 0 || nccl <= 0) continue;
+    double v = nccl / chosen, yy = B2 - (B2 - T2) * (v - s0) / (s1 - s0);
+    fprintf(f, "<circle class=\"measured-speedup\" cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"#000\"/>\n", px(&x, n), yy);
+    if (v >= 1.005)
+      fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"middle\">%.2f\u00d7</text>\n", px(&x, n),
+              yy - 6, v);
+    d.measured = 1;
+  }
   fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#444\"/>\n", L, T2, R - L,
           B2 - T2);
   fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"12\">speedup over NCCL's default (above the red line: "

@@ -30,12 +30,13 @@ static const char usage_text[] =
     "                        [--plugin PATH] [--nccl-lib PATH] [--cudart-lib PATH]\n"
     "                        [--process-model per-gpu|single] [--scratch DIR]\n"
     "                        [--placement out-of-place|in-place] [--warmup-ms MS]\n"
+    "                        [--buffers cudaMalloc|ncclMemAlloc]\n"
     "Started by 'pcie-tune profile'; speaks a binary protocol on stdin/stdout.\n"
     "FAULT (tests only): crash|abort|hang|wrong|exit|garbage:ALGO/PROTO/CHANNELS[@MINBYTES]\n";
 
 struct wopts {
   const char *backend, *box, *gpus, *plugin, *nccl_lib, *cudart_lib, *scratch;
-  int single, in_place;
+  int single, in_place, nccl_mem;
   unsigned long long seed;
   unsigned ops, warmup, warmup_ms;
   struct pt_fault faults[PT_MAX_FAULTS];
@@ -93,6 +94,11 @@ static int parse(int argc, char **argv, struct wopts *o, char *msg, size_t len) 
         return uerr(msg, len, "bad --placement '%s' (out-of-place or in-place)", v);
       o->in_place = !strcmp(v, "in-place");
     }
+    else if (!strcmp(a, "--buffers")) {
+      if (strcmp(v, "cudaMalloc") && strcmp(v, "ncclMemAlloc"))
+        return uerr(msg, len, "bad --buffers '%s' (cudaMalloc or ncclMemAlloc)", v);
+      o->nccl_mem = !strcmp(v, "ncclMemAlloc");
+    }
     else if (!strcmp(a, "--process-model")) {
       if (strcmp(v, "per-gpu") && strcmp(v, "single"))
         return uerr(msg, len, "bad --process-model '%s' (per-gpu or single)", v);
@@ -138,7 +144,7 @@ static int open_backend(const struct wopts *o, struct pt_backend *b, char **prov
     return (*prov = pt_strdup("")) ? 0 : PT_ENOMEM;
   }
   struct pt_gpu_opts g = {.plugin = o->plugin, .nccl_lib = o->nccl_lib, .cudart_lib = o->cudart_lib,
-                          .scratch = o->scratch, .single = o->single, .in_place = o->in_place, .warmup_ms = o->warmup_ms, .beat_fd = out, .ops = o->ops,
+                          .scratch = o->scratch, .single = o->single, .in_place = o->in_place, .nccl_mem = o->nccl_mem, .warmup_ms = o->warmup_ms, .beat_fd = out, .ops = o->ops,
                           .warmup = o->warmup};
   if ((g.ngpus = pt_nccl_parse_gpus(o->gpus, g.gpus, PT_GPU_MAX)) < 0) {
     snprintf(e->file, sizeof e->file, "--gpus");

@@ -71,7 +71,7 @@ int pt_backend_nccl_open(struct pt_backend *b, const struct pt_nccl_opts *o,
                          struct pt_error_rec *err) {
   int gpus[PT_GPU_MAX];
   char ops[16], warmup[16], warmup_ms[16], scratch[400];
-  const char *args[24];
+  const char *args[32];
   size_t k = 0;
   memset(b, 0, sizeof *b);
   snprintf(err->file, sizeof err->file, "nccl backend"); /* printed after "pcie-tune profile: " */
@@ -112,6 +112,8 @@ int pt_backend_nccl_open(struct pt_backend *b, const struct pt_nccl_opts *o,
   args[k++] = warmup_ms;
   args[k++] = "--placement";
   args[k++] = o->in_place ? "in-place" : "out-of-place";
+  args[k++] = "--buffers";
+  args[k++] = o->nccl_mem ? "ncclMemAlloc" : "cudaMalloc";
   args[k++] = "--process-model";
   args[k++] = o->single ? "single" : "per-gpu";
   int rc = make_scratch(scratch, sizeof scratch, err);

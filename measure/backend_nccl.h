@@ -19,6 +19,7 @@ struct pt_nccl_opts {
   const char *cudart_lib; /* NULL = beside libnccl, then the loader's path */
   int single;             /* 1: one worker process drives every GPU from a thread each */
   int in_place;           /* 1: all-reduce in place */
+  int nccl_mem;           /* 1: buffers from ncclMemAlloc; 0: cudaMalloc, as torch's allocator */
   unsigned ops;           /* all-reduces per timed launch / captured graph */
   unsigned warmup;        /* untimed launches after the first one */
   unsigned warmup_ms;     /* then untimed replays for this much GPU time; 100 */

@@ -37,7 +37,7 @@ struct symtab {
 static const struct symtab cuda_syms[] = {
     C(GetErrorString), C(DriverGetVersion), C(RuntimeGetVersion), C(GetDeviceCount), C(SetDevice),
     C(DeviceGetAttribute), C(DeviceGetPCIBusId), C(DeviceCanAccessPeer), C(Malloc), C(Free),
-    C(Memcpy), C(MemsetAsync), C(StreamCreateWithFlags), C(StreamDestroy), C(StreamSynchronize),
+    C(Memcpy), C(MemcpyAsync), C(MemsetAsync), C(StreamCreateWithFlags), C(StreamDestroy), C(StreamSynchronize),
     C(EventCreate), C(EventDestroy), C(EventRecord), C(EventSynchronize), C(EventElapsedTime),
     C(StreamBeginCapture), C(StreamEndCapture), C(GraphInstantiateWithFlags), C(GraphUpload),
     C(GraphLaunch), C(GraphDestroy), C(GraphExecDestroy)};

@@ -37,6 +37,7 @@ struct pt_gpu_api {
   pt_cuerr (*Malloc)(void **p, size_t n);
   pt_cuerr (*Free)(void *p);
   pt_cuerr (*Memcpy)(void *dst, const void *src, size_t n, int kind);
+  pt_cuerr (*MemcpyAsync)(void *dst, const void *src, size_t n, int kind, pt_cu_stream s);
   pt_cuerr (*MemsetAsync)(void *dst, int v, size_t n, pt_cu_stream s);
   pt_cuerr (*StreamCreateWithFlags)(pt_cu_stream *s, unsigned flags);
   pt_cuerr (*StreamDestroy)(pt_cu_stream s);

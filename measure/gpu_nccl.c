@@ -180,8 +180,10 @@ static int gpu_measure(void *self, const struct pt_measure_req *req, double *sam
     return 0;
   }
   /* One process: the plugin's forced choice is process-wide, so rank 0
-   * sets it before any rank runs, and only rank 0 reads the counters
-   * (they count every rank's decisions). */
+   * sets it before any rank runs. Every rank reads the counters (they
+   * count every rank's decisions, its own among them): a rank that went on
+   * to replay while rank 0 found the candidate disabled would wait for
+   * rank 0 in the collective forever. */
   if (g->single) {
     struct pt_rank_cmd f = {.type = PT_RK_CMD_FORCE, .req = *req};
     if (tell(g, 0, &f) || hear(g, 0, why, sizeof why)) goto died0;
@@ -192,7 +194,7 @@ static int gpu_measure(void *self, const struct pt_measure_req *req, double *sam
   }
   for (int r = 0; r < g->n; r++) {
     cmd.do_force = !g->single;
-    cmd.do_verdict = !g->single || r == 0;
+    cmd.do_verdict = 1;
     if (tell(g, r, &cmd)) {
       describe_rank(g, r, why, sizeof why);
       goto crashed;
@@ -365,7 +367,7 @@ static int setup_env(struct gpu *g, const char *scratch, struct pt_error_rec *er
    * INFO lines go to files of ours (never to the protocol). */
   if (setenv("NCCL_TUNER_PLUGIN", g->plugin, 1) || setenv("PCIE_TUNER_PROFILE", g->profdir, 1) ||
       setenv("NCCL_DEBUG", "INFO", 1) || setenv("NCCL_DEBUG_FILE", logfile, 1) ||
-      setenv("NCCL_DEBUG_SUBSYS", "INIT,ENV,TUNING", 1))
+      setenv("NCCL_DEBUG_SUBSYS", "INIT,ENV", 1))
     return gerr(err, PT_ENOMEM, "cannot set the environment");
   return 0;
 }
@@ -456,6 +458,21 @@ static int start_all(struct gpu *g, char *rank0, size_t len, struct pt_error_rec
   return 0;
 }
 
+/* The first collective connects the peers (connect_peers in gpu_rank.c);
+ * a failure there is the environment's: nothing was forced. */
+static int connect_all(struct gpu *g, struct pt_error_rec *err) {
+  struct pt_rank_cmd c = {.type = PT_RK_CMD_CONNECT};
+  char why[400];
+  for (int r = 0; r < g->n; r++)
+    if (tell(g, r, &c)) return gerr(err, PT_EIO, "rank %d (GPU %d) is gone during start-up", r, g->dev[r]);
+  for (int r = 0; r < g->n; r++) {
+    if (hear(g, r, why, sizeof why)) return gerr(err, PT_EIO, "%s during the first all-reduce", why);
+    if (g->msg.type == PT_RK_FAIL) return gerr(err, PT_EIO, "%s", g->msg.text);
+    if (g->msg.res.state != PT_PT_OK) return gerr(err, PT_EIO, "the first all-reduce failed: %s", g->msg.res.detail);
+  }
+  return 0;
+}
+
 int pt_gpu_open(struct pt_backend *b, const struct pt_gpu_opts *o, char **prov, struct pt_error_rec *err) {
   char why[600], *text = NULL, *env_text = NULL, *rank0 = NULL;
   size_t textlen = 0, envlen = 0;
@@ -484,9 +501,14 @@ int pt_gpu_open(struct pt_backend *b, const struct pt_gpu_opts *o, char **prov, 
     goto fail;
   }
   for (int r = 0; r < g->n; r++)
-    g->cfg[r] = (struct pt_rank_cfg){&g->api, g->plugin, g->dev, r, g->n, g->ops, g->warmup, o->in_place, o->warmup_ms};
+    g->cfg[r] = (struct pt_rank_cfg){&g->api, g->plugin, g->dev, r, g->n, g->ops, g->warmup, o->in_place, o->nccl_mem,
+                                     o->warmup_ms};
+  if (o->nccl_mem && !(g->api.MemAlloc && g->api.MemFree)) {
+    gerr(err, PT_EIO, "--buffers ncclMemAlloc: %s has no ncclMemAlloc (NCCL 2.19 or later has it)", g->api.nccl_path);
+    goto fail;
+  }
   if (!(rank0 = calloc(1, sizeof g->msg.text))) goto nomem;
-  if ((rc = start_all(g, rank0, sizeof g->msg.text, err))) goto fail;
+  if ((rc = start_all(g, rank0, sizeof g->msg.text, err)) || (rc = connect_all(g, err))) goto fail;
   read_logs(g);
   int version = 0;
   g->api.GetVersion(&version);

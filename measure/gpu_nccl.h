@@ -38,6 +38,7 @@ struct pt_gpu_opts {
                              directory, removed by whoever made it; NULL = own */
   int single;             /* 1: one process, a thread per GPU */
   int in_place;           /* 1: all-reduce in place (default out of place) */
+  int nccl_mem;           /* 1: buffers from ncclMemAlloc (default cudaMalloc) */
   int beat_fd;            /* where heartbeat frames go (the worker's protocol); -1 none */
   unsigned ops;           /* collectives per timed launch / graph, 1..1000 */
   unsigned warmup;        /* untimed launches after the first, 0..1000 */

@@ -25,7 +25,7 @@ struct rank {
   pt_nccl_comm comm;
   pt_cu_stream st;
   pt_cu_event ev0, ev1;
-  float *send, *recv, *host;
+  float *send, *recv, *host, *bar; /* bar: the one float of the aligning all-reduce */
   size_t cap, host_cap, filled_count; /* bytes per direction; count the inputs hold */
   unsigned filled_nout;
   void *plugin;
@@ -120,20 +120,25 @@ static int open_rank(struct rank *k, pt_nccl_uid uid) {
   if ((e = a->StreamCreateWithFlags(&k->st, PT_CU_STREAM_NON_BLOCKING)) || (e = a->EventCreate(&k->ev0)) ||
       (e = a->EventCreate(&k->ev1)))
     return envfail(k, "cannot create a stream and events: %s", a->GetErrorString(e));
+  if ((e = a->Malloc((void **)&k->bar, 256)))
+    return envfail(k, "cannot allocate the aligning buffer: %s", a->GetErrorString(e));
   rc = 0;
   return rc;
 }
 
-/* Buffers come from ncclMemAlloc when NCCL has it (registered as a cuMem
- * allocator's would be), else cudaMalloc. */
+/* Buffers as the engine's (docs/gpu.md, "Buffers"): cudaMalloc by default,
+ * as torch's caching allocator without expandable segments, which NCCL
+ * does not register under graph capture; ncclMemAlloc (cuMem, registered)
+ * when asked, as an engine's NCCL memory pool. The backend checked that
+ * NCCL has ncclMemAlloc before asking for it. */
 static int alloc(struct rank *k, float **p, size_t n) {
-  if (k->api->MemAlloc && k->api->MemFree) return k->api->MemAlloc((void **)p, n) == ncclSuccess ? 0 : -1;
+  if (k->c->nccl_mem) return k->api->MemAlloc((void **)p, n) == ncclSuccess ? 0 : -1;
   return k->api->Malloc((void **)p, n) ? -1 : 0;
 }
 
 static void release(struct rank *k, float *p) {
   if (!p) return;
-  if (k->api->MemAlloc && k->api->MemFree) k->api->MemFree(p);
+  if (k->c->nccl_mem) k->api->MemFree(p);
   else k->api->Free(p);
 }
 
@@ -145,6 +150,7 @@ static void close_rank(struct rank *k, int poisoned) {
   if (!poisoned) {
     release(k, k->send);
     release(k, k->recv);
+    if (k->bar) a->Free(k->bar);
     if (k->ev0) a->EventDestroy(k->ev0);
     if (k->ev1) a->EventDestroy(k->ev1);
     if (k->st) a->StreamDestroy(k->st);
@@ -178,7 +184,10 @@ static int ensure(struct rank *k, size_t count, unsigned nout) {
   if (k->filled_count != count || k->filled_nout != nout) {
     for (unsigned j = 0; j < nout; j++) {
       pt_pattern_fill_op(k->host, count, k->c->rank, j);
-      ENV("cudaMemcpy of the inputs", a->Memcpy(k->send + (size_t)j * count, k->host, bytes, PT_CU_H2D));
+      /* On the measuring stream: a legacy-stream copy is not ordered with
+       * a non-blocking stream (CUDA's stream semantics). */
+      ENV("cudaMemcpyAsync of the inputs", a->MemcpyAsync(k->send + (size_t)j * count, k->host, bytes, PT_CU_H2D, k->st));
+      ENV("cudaStreamSynchronize", a->StreamSynchronize(k->st));
     }
     k->filled_count = count;
     k->filled_nout = nout;
@@ -282,7 +291,8 @@ static int check(struct rank *k, size_t count, unsigned nout, const char *when, 
   float got, want;
   int rc = 1;
   for (unsigned j = 0; j < nout; j++) {
-    CU("cudaMemcpy", k->api->Memcpy(k->host, k->recv + (size_t)j * count, count * sizeof(float), PT_CU_D2H));
+    CU("cudaMemcpyAsync", k->api->MemcpyAsync(k->host, k->recv + (size_t)j * count, count * sizeof(float), PT_CU_D2H, k->st));
+    CU("cudaStreamSynchronize", k->api->StreamSynchronize(k->st));
     if (pt_pattern_check_op(k->host, count, k->c->nranks, j, &bad, &got, &want)) {
       outcome(res, PT_PT_WRONG, "%s: GPU %d output of op %u element %zu is %g, want %g", when, k->dev, j, bad,
               (double)got, (double)want);
@@ -301,12 +311,44 @@ out:
  * error is the environment's. */
 static int nan_fill(struct rank *k, size_t bytes) {
   int rc = -1;
-  if (k->c->in_place) ENV("cudaMemcpy of the inputs", k->api->Memcpy(k->recv, k->send, bytes, PT_CU_D2D));
+  /* The restore goes on the measuring stream: a device-to-device
+   * cudaMemcpy returns before it copies, on the legacy stream, which the
+   * non-blocking measuring stream does not wait for. */
+  if (k->c->in_place)
+    ENV("cudaMemcpyAsync of the inputs", k->api->MemcpyAsync(k->recv, k->send, bytes, PT_CU_D2D, k->st));
   else ENV("cudaMemsetAsync", k->api->MemsetAsync(k->recv, 0xff, bytes, k->st));
   ENV("cudaStreamSynchronize", k->api->StreamSynchronize(k->st));
   rc = 0;
 out:
   return rc;
+}
+
+/* Aligns the ranks on the GPU just before a timed window: a one-float
+ * all-reduce on the measuring stream ends at the same moment on every GPU,
+ * however long each rank's host took to get here (checking the previous
+ * replay takes milliseconds at MiB sizes), so the start event that
+ * follows marks the same instant on every rank and no rank's window holds
+ * its peers' host work. Untimed; its value is never read. */
+static int align(struct rank *k, struct pt_measure_res *res) {
+  int rc = 1;
+  NC("ncclGroupStart", k->api->GroupStart());
+  NC("ncclAllReduce (aligning)", k->api->AllReduce(k->bar, k->bar, 1, PT_NCCL_FLOAT32, PT_NCCL_SUM, k->comm, k->st));
+  NC("ncclGroupEnd", k->api->GroupEnd());
+  rc = 0;
+out:
+  return rc;
+}
+
+/* NCCL (2.22+, NCCL_RUNTIME_CONNECT) connects the peers at the first
+ * collective, not at init: one untimed all-reduce with NCCL's own choice,
+ * so that its log names the transports before the provenance is read. */
+static void connect_peers(struct rank *k, struct pt_measure_res *res) {
+  NC("ncclGroupStart", k->api->GroupStart());
+  NC("ncclAllReduce (connecting)", k->api->AllReduce(k->bar, k->bar, 64, PT_NCCL_FLOAT32, PT_NCCL_SUM, k->comm, k->st));
+  NC("ncclGroupEnd", k->api->GroupEnd());
+  CU("cudaStreamSynchronize", k->api->StreamSynchronize(k->st));
+out:
+  return;
 }
 
 static void beat(struct rank *k, unsigned rep) {
@@ -331,6 +373,7 @@ static int warm_by_time(struct rank *k, pt_cu_exec exec, size_t count, unsigned 
   int rc = 1;
   if (k->c->in_place && (rc = nan_fill(k, bytes))) goto out;
   rc = 1;
+  if (align(k, res)) goto out;
   CU("cudaEventRecord", a->EventRecord(k->ev0, k->st));
   if (run_once(k, exec, count, nout, res)) goto out;
   CU("cudaEventRecord", a->EventRecord(k->ev1, k->st));
@@ -397,8 +440,10 @@ static int measure(struct rank *k, const struct pt_rank_cmd *cmd, double *sample
     float ms = 0;
     char when[48];
     if ((rc = nan_fill(k, bytes * nout))) goto out;
-    /* This rank's own events around its own launch: no other GPU's launch
-     * lies inside the window. */
+    /* This rank's own events around its own launch, after the ranks were
+     * aligned: no other GPU's launch and no rank's host work lies inside
+     * the window. */
+    if (align(k, res)) goto out;
     CU("cudaEventRecord", a->EventRecord(k->ev0, k->st));
     if (run_once(k, exec, count, nout, res)) goto out;
     CU("cudaEventRecord", a->EventRecord(k->ev1, k->st));
@@ -438,7 +483,7 @@ static void prov(struct rank *k, char *out, size_t len) {
   fprintf(f, "      datatype = \"float32\";\n      ops_per_launch = %u;\n      warmup = %u;\n      warmup_ms = %g;\n",
           k->c->ops, k->c->warmup, k->c->warmup_ms);
   fprintf(f, "      placement = \"%s\";\n      buffers = \"%s\";\n", k->c->in_place ? "in-place" : "out-of-place",
-          a->MemAlloc && a->MemFree ? "ncclMemAlloc" : "cudaMalloc");
+          k->c->nccl_mem ? "ncclMemAlloc" : "cudaMalloc");
   fputs("      check = \"exact integer pattern, every output of every op of every rank, every timed replay\";\n", f);
   fputs("      devices = (", f);
   for (int r = 0; r < k->c->nranks; r++) {
@@ -503,6 +548,7 @@ int pt_rank_serve(int fd, const struct pt_rank_cfg *c) {
     m->type = PT_RK_DONE;
     m->res.state = PT_PT_OK;
     if (cmd.type == PT_RK_CMD_FORCE) force(&k, &cmd.req, &m->res);
+    else if (cmd.type == PT_RK_CMD_CONNECT) connect_peers(&k, &m->res);
     else if (measure(&k, &cmd, m->samples, &m->res)) goto fail;
     if (say(&k, m)) goto out;
     /* A crash it caught itself (a CUDA error) leaves the context in an

@@ -13,7 +13,8 @@
  * replays once untimed plus --warmup more, then for --warmup-ms of GPU time
  * (the coordinator turns every rank's replay time into one count, so all
  * ranks run the same collectives), then per repetition: fills the
- * outputs with NaN, records an event, replays, records an event, waits,
+ * outputs with NaN, aligns the ranks with a one-float all-reduce on the
+ * GPU, records an event, replays, records an event, waits,
  * and checks every output of that replay exactly. Failures of the set-up
  * (device, memory, NCCL init) are the environment's and stop the sweep;
  * failures while the candidate runs are the candidate's.
@@ -25,7 +26,7 @@
 #include "pcie/sweep.h"
 
 /* coordinator -> rank */
-enum { PT_RK_CMD_UID = 1, PT_RK_CMD_FORCE = 2, PT_RK_CMD_MEASURE = 3, PT_RK_CMD_WARM = 4 };
+enum { PT_RK_CMD_UID = 1, PT_RK_CMD_FORCE = 2, PT_RK_CMD_MEASURE = 3, PT_RK_CMD_WARM = 4, PT_RK_CMD_CONNECT = 5 };
 /* rank -> coordinator */
 enum { PT_RK_UID = 1, PT_RK_READY = 2, PT_RK_BEAT = 3, PT_RK_DONE = 4, PT_RK_FAIL = 5, PT_RK_WARM = 6 };
 
@@ -56,6 +57,7 @@ struct pt_rank_cfg {
   int rank, nranks;
   unsigned ops, warmup;
   int in_place; /* 1: each op reduces its buffer in place (inputs restored before each replay) */
+  int nccl_mem; /* 1: buffers from ncclMemAlloc, 0: cudaMalloc (docs/gpu.md, "Buffers") */
   double warmup_ms; /* after the counted warm-up, replay until this much GPU time passed */
 };
 

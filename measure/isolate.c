@@ -26,6 +26,11 @@
 
 #define MAX_SIZES 128
 
+/* How long a killed worker's ranks get to leave: their GPU contexts live
+ * until they are gone, and in exclusive compute mode the next worker
+ * cannot open a GPU a dying rank still holds. */
+#define LINGER_MS 30000
+
 struct iso {
   char **argv; /* exe, "worker", args..., NULL */
   int64_t timeout_ms, start_ms;
@@ -39,6 +44,7 @@ struct iso {
   volatile sig_atomic_t *stop;
   pid_t parent; /* the profiler, as its workers see it */
   pid_t pid;    /* 0: no worker */
+  pid_t lingering; /* a process of the last worker's group outlived LINGER_MS; 0 = none */
   int fd;    /* -1: no worker */
   int have_info;
   struct pt_backend_info info;
@@ -90,6 +96,13 @@ static void stop_worker(struct iso *w, int grace_ms, int *status) {
   while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR) {
   }
   if (status) *status = st;
+  /* The ranks (the worker's children, in its group) die with it, but not
+   * at once: wait until the group is empty, so the next worker finds the
+   * GPUs free. The group's id stays reserved while it has a member. */
+  int64_t linger_end = pt_proto_now_ms() + LINGER_MS;
+  while (kill(-w->pid, 0) == 0 && pt_proto_now_ms() < linger_end)
+    nanosleep(&(struct timespec){0, 5 * 1000 * 1000}, NULL);
+  w->lingering = kill(-w->pid, 0) == 0 ? w->pid : 0;
   w->pid = 0;
   w->st.pid = 0;
 }
@@ -123,6 +136,8 @@ static int same_info(const struct pt_backend_info *a, const struct pt_backend_in
          !strcmp(a->name, b->name) && !strcmp(a->target, b->target);
 }
 
+static int wait_readable(const struct iso *w, int64_t deadline);
+
 /* Starts a worker and waits for its HELLO. */
 static int spawn(struct iso *w, struct pt_error_rec *err) {
   int sv[2], status = 0, rc;
@@ -130,6 +145,9 @@ static int spawn(struct iso *w, struct pt_error_rec *err) {
   struct pt_frame f;
   struct pt_backend_info bi;
   char *prov = NULL;
+  /* Said when this worker cannot start: the last one's ranks may be why. */
+  const char *held = w->lingering ? "; processes of the previous, killed worker were still alive after 30 s "
+                                    "and may hold the GPUs (exclusive compute mode)" : "";
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
     return iso_err(err, PT_EIO, "cannot create the worker socket (%s)", strerror(errno));
   fflush(NULL); /* nothing buffered twice */
@@ -147,12 +165,17 @@ static int spawn(struct iso *w, struct pt_error_rec *err) {
   w->fd = sv[0];
   w->st.spawned++;
   w->st.pid = pid;
+  /* NCCL's initialisation can take minutes: Ctrl-C must not wait for it. */
+  if (wait_readable(w, pt_proto_now_ms() + w->start_ms)) {
+    stop_worker(w, 0, NULL);
+    return iso_err(err, PT_EIO, "interrupted while the worker started");
+  }
   rc = pt_proto_read(w->fd, pt_proto_now_ms() + w->start_ms, w->buf, sizeof w->buf, &f, why, sizeof why);
   if (rc == 0 && f.type == PT_MSG_FAIL) {
     int code;
     if (pt_proto_dec_fail(&f, &code, msg, sizeof msg, why, sizeof why) == 0) {
       stop_worker(w, GRACE_MS, NULL);
-      return iso_err(err, PT_EIO, "%s", msg);
+      return iso_err(err, PT_EIO, "%s%s", msg, held);
     }
     rc = PT_PROTO_BAD;
   } else if (rc == 0) {
@@ -161,7 +184,7 @@ static int spawn(struct iso *w, struct pt_error_rec *err) {
   if (rc == PT_PROTO_EOF) {
     stop_worker(w, GRACE_MS, &status);
     describe(status, detail, sizeof detail);
-    return iso_err(err, PT_EIO, "%s before it was ready (%s)", detail, w->argv[0]);
+    return iso_err(err, PT_EIO, "%s before it was ready (%s)%s", detail, w->argv[0], held);
   }
   if (rc == PT_PROTO_TIMEOUT) {
     stop_worker(w, 0, NULL);
@@ -278,10 +301,17 @@ static int measure_once(struct iso *w, const struct pt_measure_req *req, double 
 static int iso_measure(void *self, const struct pt_measure_req *req, double *samples,
                        struct pt_measure_res *res, struct pt_error_rec *err) {
   struct iso *w = self;
+  unsigned crashes = w->st.crashes;
   int rc = measure_once(w, req, samples, res, err, 0);
-  if (rc == 1) { /* timed out once: a fresh worker gets one more try */
+  /* A timeout or a crash gets one more try in a fresh worker: either can
+   * be the machine's once (a driver hiccup, a peer's teardown), and a
+   * crash kills the candidate at every size. */
+  if (rc == 1 || (rc == 0 && res->state == PT_PT_CRASH)) {
     w->st.retries++;
+    w->st.crashes = crashes; /* counted once, if it crashes again */
     rc = measure_once(w, req, samples, res, err, 1);
+    if (rc == 0 && res->state == PT_PT_CRASH && strlen(res->detail) < sizeof res->detail - 40)
+      strcat(res->detail, " (twice, a fresh worker each time)");
   }
   if (rc == 0 && res->state == PT_PT_OK) remember(w, req->nbytes, samples, req->reps);
   return rc;
@@ -300,6 +330,11 @@ static int measure_once(struct iso *w, const struct pt_measure_req *req, double 
   if (req->reps < 1 || req->reps > PT_SWEEP_MAX_REPS)
     return iso_err(err, PT_EINVAL, "request for %u repetitions", req->reps);
   int rc = send_req(w, req, err);
+  if (rc && w->stop && *w->stop) { /* Ctrl-C while a fresh worker started */
+    res->state = PT_PT_MISSING;
+    snprintf(res->detail, sizeof res->detail, "interrupted");
+    return 0;
+  }
   if (rc) return rc;
   int64_t window = window_ms(w, req->nbytes), deadline = pt_proto_now_ms() + window;
   for (;;) {

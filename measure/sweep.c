@@ -336,7 +336,10 @@ static int run_full(struct pt_sweep *s, struct pt_sweep_series *se, size_t idx,
 static int run_adaptive(struct pt_sweep *s, struct pt_sweep_series *se, size_t idx,
                         const struct pt_backend *b, struct pt_error_rec *err) {
   const struct pt_sweep_opts *o = &s->opts;
-  size_t step = o->coarse_log2 ? o->coarse_log2 : 1, ncoarse = count_coarse(se, step), nalive = 0;
+  /* Sizes the user listed (--sizes LIST, --workload) are each measured:
+   * NCCL's default and every contender there, so the compiler knows both
+   * ends of every segment. Only a generated grid is screened coarsely. */
+  size_t step = o->coarse_log2 && !o->nsizes ? o->coarse_log2 : 1, ncoarse = count_coarse(se, step), nalive = 0;
   double best;
   int rc = 0;
   for (size_t i = 0; i < se->ngrid; i += step) se->in_set[i] = 1;
@@ -393,8 +396,19 @@ static int run_adaptive(struct pt_sweep *s, struct pt_sweep_series *se, size_t i
   size_t nset = 0;
   for (size_t i = 0; i < se->ngrid; i++) nset += se->in_set[i];
   phase(s, se, idx, "default", 0.9, 1, nset);
-  for (size_t i = 0; i < se->ngrid && !rc; i++)
-    if (se->in_set[i]) rc = measure(s, se, idx, b, o->ncand, i, o->reps, err);
+  for (size_t i = 0; i < se->ngrid && !rc; i++) {
+    if (!se->in_set[i]) continue;
+    rc = measure(s, se, idx, b, o->ncand, i, o->reps, err);
+    /* The compiler recognises what NCCL ran at a size by the candidates
+     * measured as fast as NCCL's default there (tuner/table.c, identify):
+     * only a point with full repetitions is steady enough to match. */
+    const struct spoint *d = PT(se, o->ncand, i);
+    for (size_t r = 0; r < o->ncand && !rc && d->state == PT_PT_OK; r++) {
+      const struct spoint *p = PT(se, r, i);
+      if (p->state == PT_PT_OK && fabs(p->med / d->med - 1) <= o->margin)
+        rc = measure(s, se, idx, b, r, i, o->reps, err);
+    }
+  }
   return rc;
 }
 

@@ -100,6 +100,25 @@ START_TEST(sim_picks_the_count_the_box_rewards) {
   snprintf(line, sizeof line, "\nexport NCCL_MIN_NCHANNELS=%d\n", want);
   ck_assert_msg(strstr(out, line), "stdout lacks '%s':\n%s", line + 1, out);
   ck_assert_msg(strstr(out, "NCCL's default") && strstr(out, "<- chosen"), "no summary table:\n%s", out);
+  /* Credit where it is due (issue 18 §5): the variable alone, without the
+   * plugin, has its own row, and the plugin is credited only with the rest. */
+  char row[800];
+  double base, dk, rk, tk, rt, share;
+  snprintf(row, sizeof row, "NCCL's default at %d channels, no plugin", comm);
+  const char *at = strstr(out, row);
+  ck_assert_msg(at != NULL, "no '%s' row:\n%s", row, out);
+  ck_assert_int_eq(sscanf(strstr(out, "unset "), "unset %*d %lf", &base), 1);
+  while (at > out && at[-1] != '\n') at--;
+  ck_assert_int_eq(sscanf(at, " %*d %*d %lf %lfx - NCCL's default at %*d channels, no plugin\n %*d %*d %lf %lfx %lfx tuned",
+                          &dk, &rk, &tk, &rt, &share), 5);
+  ck_assert_msg(fabs(rk - base / dk) < 0.002 && fabs(rt - base / tk) < 0.002 && fabs(share - dk / tk) < 0.002,
+                "figures do not add up:\n%s", out);
+  ck_assert_msg(dk < base && tk < dk && share < rt, "the variable alone should gain here:\n%s", out);
+  snprintf(row, sizeof row, "NCCL_MIN_NCHANNELS=%d alone gives ", want);
+  double alone = 0, plugin = 0;
+  at = strstr(out, row);
+  ck_assert_msg(at && sscanf(at + strlen(row), "%lfx and the plugin %lfx", &alone, &plugin) == 2, "%s", out);
+  ck_assert_msg(fabs(alone - rk) < 0.006 && fabs(plugin - share) < 0.006, "%s", out);
   struct pt_profile *p = load("p.cfg");
   ck_assert_int_eq(p->comm_channels, comm);
   ck_assert_int_eq(p->env_recorded, 1);
@@ -107,6 +126,24 @@ START_TEST(sim_picks_the_count_the_box_rewards) {
   ck_assert_int_eq(atoi(pt_profile_env(p, "NCCL_MIN_NCHANNELS")), want);
   pt_profile_release(p);
   free(p);
+  free(out);
+  free(err);
+  /* simulate applies the job's NCCL_MIN_NCHANNELS to the box's derived
+   * view, as explore did: the recommendation can be rehearsed, and gives
+   * the plugin's share over NCCL's default at that count. */
+  char kv[16];
+  snprintf(kv, sizeof kv, "%d", want);
+  setenv("NCCL_MIN_NCHANNELS", kv, 1);
+  rc = run(&out, &err, "simulate p.cfg --box gen5-8x-dual-misdetect --json");
+  unsetenv("NCCL_MIN_NCHANNELS");
+  ck_assert_msg(rc == 0, "simulate: exit %d: %s", rc, err);
+  char nch[64];
+  snprintf(nch, sizeof nch, "\"nccl\": {\"algo\": \"ring\", \"proto\": \"simple\", \"channels\": %d,", comm);
+  ck_assert_msg(strstr(out, nch), "NCCL's view kept its own count:\n%s", out);
+  const char *tot = strstr(out, "\"total\"");
+  ck_assert_msg(tot && strstr(tot, "\"speedup\": "), "%s", out);
+  double sp = atof(strstr(tot, "\"speedup\": ") + strlen("\"speedup\": "));
+  ck_assert_msg(fabs(sp - share) < 0.1 * share, "simulate %.3fx, explore's plugin share %.3fx", sp, share);
   free(out);
   free(err);
   /* show tells the user the variable the profile needs. */

@@ -445,6 +445,26 @@ START_TEST(workload_files_read_as_simulate_reads_them) {
 }
 END_TEST
 
+/* --resume may give a longer --timeout (a sweep whose points hung on a
+ * slow box); the record keeps it for the next --resume. Where no worker
+ * runs, it is refused. */
+START_TEST(resume_takes_a_longer_timeout) {
+  static const char sweep[] = "profile --backend sim --box gen4-4x-shm --isolate --timeout 1 --channels 1,2 "
+                              "--sizes 8:64K --reps 2 --budget 10 --quiet";
+  char *args = NULL;
+  ck_assert(asprintf(&args, "%s --out t.cfg", sweep) > 0);
+  expect(1, "budget reached", args);
+  free(args);
+  expect(1, "budget reached", "profile --resume --out t.cfg --timeout 7 --budget 20 --quiet");
+  char *text = slurp("t.cfg");
+  ck_assert_msg(strstr(text, "--isolate --timeout 7") != NULL, "the record lacks the new timeout:\n%.600s", text);
+  free(text);
+  expect(0, NULL, "profile --resume --out t.cfg --quiet");
+  expect(1, "budget reached", "profile --backend sim --box gen4-4x-shm --channels 1 --reps 2 --budget 4 --quiet --out u.cfg");
+  expect(2, "--timeout applies to sweeps in workers", "profile --resume --out u.cfg --timeout 7");
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("cli_profile");
   TCase *tc = tcase_create("core");
@@ -455,6 +475,7 @@ int main(void) {
   tcase_add_test(tc, profile_show_simulate);
   tcase_add_test(tc, workload_files_read_as_simulate_reads_them);
   tcase_add_test(tc, resume_continues_an_interrupted_sweep);
+  tcase_add_test(tc, resume_takes_a_longer_timeout);
   tcase_add_test(tc, isolated_faults_are_recorded);
   tcase_add_test(tc, checkpoint_survives_sigkill);
   tcase_add_test(tc, sigint_interrupts_a_measurement);

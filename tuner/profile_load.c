@@ -324,7 +324,8 @@ static int load_margin(struct loader *L, const config_setting_t *s, struct pt_pr
 static int load_header(struct loader *L, const config_setting_t *root, struct pt_profile *p) {
   static const char *const match_keys[] = {"nranks", "nnodes", NULL};
   static const char *const prov_keys[] = {"tool", "backend", "nccl_version", "date", "mode",
-                                          "note", "extra", "box", NULL};
+                                          "note", "extra", "box", "buffers", "graph_register",
+                                          NULL};
   long long v = 0;
   int rc;
   const config_setting_t *ver = config_setting_get_member(root, "version");
@@ -355,8 +356,18 @@ static int load_header(struct loader *L, const config_setting_t *root, struct pt
       (rc = get_string(L, pv, "nccl_version", 1, &p->prov.nccl_version)) ||
       (rc = get_string(L, pv, "date", 1, &p->prov.date)) ||
       (rc = get_string(L, pv, "mode", 1, &p->prov.mode)) ||
-      (rc = get_string(L, pv, "note", 0, &p->prov.note)))
+      (rc = get_string(L, pv, "note", 0, &p->prov.note)) ||
+      (rc = get_string(L, pv, "buffers", 0, &p->prov.buffers)))
     return rc;
+  if (p->prov.buffers && strcmp(p->prov.buffers, "cudaMalloc") && strcmp(p->prov.buffers, "ncclMemAlloc"))
+    return fail(L, config_setting_get_member(pv, "buffers"),
+                "provenance.buffers must be \"cudaMalloc\" or \"ncclMemAlloc\", not \"%s\"", p->prov.buffers);
+  if (config_setting_get_member(pv, "graph_register")) {
+    long long gr = 0;
+    if ((rc = get_int(L, pv, "graph_register", 1, 0, 1 << 30, &gr))) return rc;
+    p->prov.graph_register = (int)gr;
+    p->prov.has_graph_register = 1;
+  }
   const config_setting_t *x = config_setting_get_member(pv, "box");
   if (x && (rc = pt__load_box(x, L->file, &p->prov.box, L->err))) return rc;
   x = config_setting_get_member(pv, "extra");

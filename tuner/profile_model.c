@@ -107,6 +107,7 @@ void pt_profile_release(struct pt_profile *p) {
   free(p->prov.note);
   free(p->prov.extra);
   free(p->prov.box);
+  free(p->prov.buffers);
   for (int c = 0; c < PT_NCOLL; c++)
     for (int m = 0; m < PT_NMODES; m++) pt_series_free(p->series[c][m]);
   free(p->rules);

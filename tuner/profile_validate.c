@@ -132,6 +132,10 @@ int pt__validate(const struct pt_profile *p, const char *file, struct pt_error_r
   if (!p->prov.tool || !p->prov.backend || !p->prov.nccl_version || !p->prov.date || !p->prov.mode)
     return fail(e, file, 0, "provenance needs tool, backend, nccl_version, date and mode");
   if (p->prov.box && (rc = pt__check_box(p->prov.box, file, e))) return rc;
+  if (p->prov.buffers && strcmp(p->prov.buffers, "cudaMalloc") && strcmp(p->prov.buffers, "ncclMemAlloc"))
+    return fail(e, file, 0, "provenance.buffers must be \"cudaMalloc\" or \"ncclMemAlloc\"");
+  if (p->prov.has_graph_register && p->prov.graph_register < 0)
+    return fail(e, file, 0, "provenance.graph_register must be >= 0");
   if (p->match_nranks < 0 || p->match_nnodes < 0)
     return fail(e, file, 0, "match values must be >= 1");
   if (p->comm_channels < 0 || p->comm_channels > PT_MAX_CHANNELS)

@@ -106,6 +106,8 @@ int pt_profile_render(const struct pt_profile *p, char **out) {
   put_opt(f, "mode", p->prov.mode);
   put_opt(f, "note", p->prov.note);
   if (p->prov.box) pt__render_box(f, p->prov.box);
+  put_opt(f, "buffers", p->prov.buffers);
+  if (p->prov.has_graph_register) fprintf(f, "  graph_register = %d;\n", p->prov.graph_register);
   if (p->prov.extra) fprintf(f, "  extra = {\n%s  };\n", p->prov.extra);
   fputs("};\n", f);
   if (p->comm_channels) fprintf(f, "communicator = { channels = %d; };\n", p->comm_channels);

@@ -134,6 +134,11 @@ struct pt_provenance {
   char *note;                                        /* free text, optional */
   char *extra;  /* optional: verbatim libconfig group body written as provenance.extra */
   struct pt_box_fp *box; /* provenance.box (include/pcie/hostinfo.h); NULL when absent */
+  /* The measurement's buffers (docs/gpu.md, "Buffers"): "cudaMalloc" or
+   * "ncclMemAlloc"; NULL = not recorded. */
+  char *buffers;
+  int has_graph_register; /* graph_register below is recorded */
+  int graph_register;     /* NCCL_GRAPH_REGISTER's effective value when measured */
 };
 
 struct pt_profile {

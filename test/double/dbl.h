@@ -32,11 +32,12 @@ struct dbl_op {
   float *recv;
   size_t count;
   int algo, proto, channels; /* decided when issued or captured */
-  void *dst;                 /* memset */
+  void *dst;                 /* memset, copy */
+  const void *src;           /* copy */
   int value;
   size_t bytes;
 };
-enum { DBL_OP_ALLREDUCE = 1, DBL_OP_MEMSET = 2 };
+enum { DBL_OP_ALLREDUCE = 1, DBL_OP_MEMSET = 2, DBL_OP_COPY = 3 };
 
 struct pt_cu_stream_s {
   int dev;
@@ -64,12 +65,21 @@ struct dbl_env {
   int driver, runtime; /* versions reported, e.g. 13000 */
   int comm_channels;   /* NCCL's count after NCCL_MIN/MAX_NCHANNELS */
   double graph_launch_us, enqueue_us, upload_us;
+  /* Host-cost model: host time per MiB copied to the host (the copy and
+   * the host's work on it), times 1 + host_skew * device, so ranks finish
+   * their host work at different times, as on a real box. */
+  double host_us_per_mib, host_skew;
+  double log_us;   /* host time of one log line written */
+  double init_s;   /* wall-clock seconds ncclCommInitRank takes */
+  int log_tuning;  /* NCCL_DEBUG_SUBSYS has TUNING (or ALL): a line per collective */
 };
 /* Loads PTDOUBLE_* once; NULL (and a line on stderr) when unusable. */
 const struct dbl_env *dbl_env(void);
 
 /* Faults (PTDOUBLE_FAULTS, see README): what an op of this candidate does. */
 enum { DBL_F_NONE, DBL_F_HANG, DBL_F_CRASH, DBL_F_CORRUPT, DBL_F_SLOW };
+/* Host time of the host's work on n bytes copied to the host by device dev. */
+double dbl_host_cost_us(int dev, size_t n);
 /* Returns the fault for (algo, proto, channels) at nbytes on this op's
  * execution number `exec` (1-based, per candidate and size, per process);
  * *slow_s gets the delay of a slow fault. */
@@ -80,10 +90,16 @@ int dbl_fail(const char *what, size_t bytes);
 /* NCCL-like log lines to NCCL_DEBUG_FILE (or stderr) when NCCL_DEBUG=INFO. */
 void dbl_info(int dev, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void dbl_warn(int dev, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Whether INFO lines are written (NCCL_DEBUG=INFO). */
+int dbl_logging(void);
 
 /* ---- per host thread (dbl_cuda.c) ---- */
 int dbl_cur_dev(void);
 double *dbl_hclk(void); /* the calling thread's virtual host clock, us */
+
+/* Runs the legacy stream's pending device-to-device copies of device dev
+ * (-1: every device), as a synchronising call does. */
+void dbl_legacy_flush(int dev);
 
 /* Work issued on a stream: captured while it captures, else run now. */
 int dbl_issue(struct pt_cu_stream_s *s, const struct dbl_op *op, int mode);

@@ -3,6 +3,7 @@
  * memory, streams, events on a virtual clock, and stream capture into
  * graphs that are replayed by dbl_run_op.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,31 @@
 
 static __thread int cur_dev;
 static __thread double hclk;
+
+/* Device-to-device cudaMemcpy on the legacy stream, not yet done. CUDA
+ * returns from such a copy before it runs, and a non-blocking stream does
+ * not wait for the legacy stream: so it runs here only when something
+ * orders it (a synchronous copy on the legacy stream, a synchronize of the
+ * legacy stream, cudaFree), never before work on a non-blocking stream. */
+#define MAX_LEGACY 256
+static pthread_mutex_t legacy_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct legacy {
+  int dev;
+  void *dst;
+  const void *src;
+  size_t n;
+} legacy[MAX_LEGACY];
+static size_t nlegacy;
+
+void dbl_legacy_flush(int dev) {
+  pthread_mutex_lock(&legacy_mu);
+  size_t keep = 0;
+  for (size_t i = 0; i < nlegacy; i++)
+    if (dev < 0 || legacy[i].dev == dev) memcpy(legacy[i].dst, legacy[i].src, legacy[i].n);
+    else legacy[keep++] = legacy[i];
+  nlegacy = keep;
+  pthread_mutex_unlock(&legacy_mu);
+}
 
 int dbl_cur_dev(void) { return cur_dev; }
 double *dbl_hclk(void) { return &hclk; }
@@ -108,15 +134,33 @@ DBL_API int cudaMalloc(void **p, size_t n) {
 }
 
 DBL_API int cudaFree(void *p) {
+  dbl_legacy_flush(-1); /* cudaFree synchronises the device */
   free(p);
   return PT_CU_SUCCESS;
 }
 
 DBL_API int cudaMemcpy(void *dst, const void *src, size_t n, int kind) {
-  (void)kind;
   if (dbl_fail("memcpy", n)) return PT_CU_ERR_DEVICES_UNAVAILABLE;
+  if (kind == PT_CU_D2D) {
+    pthread_mutex_lock(&legacy_mu);
+    int full = nlegacy == MAX_LEGACY;
+    if (!full) legacy[nlegacy++] = (struct legacy){cur_dev, dst, src, n};
+    pthread_mutex_unlock(&legacy_mu);
+    return full ? PT_CU_ERR_MEMORY : PT_CU_SUCCESS;
+  }
+  /* Host<->device on the legacy stream: after its earlier work. */
+  dbl_legacy_flush(cur_dev);
   memcpy(dst, src, n);
+  if (kind == PT_CU_D2H) hclk += dbl_host_cost_us(cur_dev, n);
   return PT_CU_SUCCESS;
+}
+
+DBL_API int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, struct pt_cu_stream_s *s) {
+  struct dbl_op op = {.kind = DBL_OP_COPY, .dst = dst, .src = src, .bytes = n};
+  if (!s || kind < PT_CU_H2D || kind > PT_CU_D2D) return PT_CU_ERR_INVALID_VALUE;
+  if (dbl_fail("memcpy", n)) return PT_CU_ERR_DEVICES_UNAVAILABLE;
+  if (kind == PT_CU_D2H) hclk += dbl_host_cost_us(cur_dev, n); /* the host's work on what it copied */
+  return dbl_issue(s, &op, PT_MODE_EAGER);
 }
 
 DBL_API int cudaStreamCreateWithFlags(struct pt_cu_stream_s **s, unsigned flags) {
@@ -134,7 +178,11 @@ DBL_API int cudaStreamDestroy(struct pt_cu_stream_s *s) {
 }
 
 DBL_API int cudaStreamSynchronize(struct pt_cu_stream_s *s) {
-  if (!s || s->capturing) return PT_CU_ERR_INVALID_VALUE;
+  if (!s) {
+    dbl_legacy_flush(cur_dev); /* the legacy stream */
+    return PT_CU_SUCCESS;
+  }
+  if (s->capturing) return PT_CU_ERR_INVALID_VALUE;
   hclk = maxd(hclk, s->vtime);
   return PT_CU_SUCCESS;
 }

@@ -50,6 +50,7 @@ static int parse_fault(char *t, struct fault *f) {
   if (!strcmp(t, "hang")) f->kind = DBL_F_HANG;
   else if (!strcmp(t, "hangonce")) f->kind = DBL_F_HANG, f->once = 1;
   else if (!strcmp(t, "crash")) f->kind = DBL_F_CRASH;
+  else if (!strcmp(t, "crashonce")) f->kind = DBL_F_CRASH, f->once = 1;
   else if (!strncmp(t, "corrupt", 7)) {
     f->kind = DBL_F_CORRUPT;
     if (t[7] == '#') f->nth = (unsigned)atoi(t + 8);
@@ -104,6 +105,14 @@ static void load(void) {
   env.graph_launch_us = num("PTDOUBLE_GRAPH_LAUNCH_US", 2.0);
   env.enqueue_us = num("PTDOUBLE_ENQUEUE_US", 4.0);
   env.upload_us = num("PTDOUBLE_UPLOAD_US", 50.0);
+  /* About what a D2H copy from pageable memory plus an exact check of
+   * every element costs a host core (~4 GB/s); ranks 25 % apart. */
+  env.host_us_per_mib = num("PTDOUBLE_HOST_US_PER_MIB", 250.0);
+  env.host_skew = num("PTDOUBLE_HOST_SKEW", 0.25);
+  env.log_us = num("PTDOUBLE_LOG_US", 10.0);
+  env.init_s = num("PTDOUBLE_INIT_S", 0.0);
+  const char *subsys = getenv("NCCL_DEBUG_SUBSYS");
+  env.log_tuning = subsys && (strcasestr(subsys, "TUNING") || strcasestr(subsys, "ALL")) && !strchr(subsys, '^');
   const char *fs = getenv("PTDOUBLE_FAULTS");
   if (fs && *fs) {
     char buf[1024];
@@ -123,12 +132,23 @@ const struct dbl_env *dbl_env(void) {
   return env_ok == 1 ? &env : NULL;
 }
 
+double dbl_host_cost_us(int dev, size_t n) {
+  const struct dbl_env *e = dbl_env();
+  return e ? e->host_us_per_mib * ((double)n / (1 << 20)) * (1 + e->host_skew * dev) : 0;
+}
+
+int dbl_logging(void) {
+  dbl_env();
+  return log_info;
+}
+
 static int marked(const struct fault *f, size_t nbytes) {
   const char *dir = getenv("PTDOUBLE_STATE");
   char path[512];
   struct stat st;
   if (!dir) return 0;
-  snprintf(path, sizeof path, "%s/hangonce-%d-%d-%d-%zu", dir, f->algo, f->proto, f->channels, nbytes);
+  snprintf(path, sizeof path, "%s/%sonce-%d-%d-%d-%zu", dir, f->kind == DBL_F_CRASH ? "crash" : "hang", f->algo,
+           f->proto, f->channels, nbytes);
   if (stat(path, &st) == 0) return 1;
   FILE *m = fopen(path, "w");
   if (m) fclose(m);

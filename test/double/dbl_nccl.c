@@ -20,6 +20,7 @@
 
 struct pt_nccl_comm_s {
   int rank, n, dev;
+  int connected; /* its first collective connected the peers (runtime connect) */
   unsigned long long id;
   struct dbl_shm *shm;
   void *tctx;
@@ -139,12 +140,20 @@ static void tuner_unload(void) {
   tuner = NULL;
 }
 
-static void init_log(const struct pt_nccl_comm_s *c, const struct dbl_env *e) {
+/* NCCL 2.22+ connects the peers at a communicator's first collective, not
+ * at init (NCCL_RUNTIME_CONNECT=1, init.cc): the "Channel ... via" lines
+ * come then. */
+static void connect_log(struct pt_nccl_comm_s *c, const struct dbl_env *e) {
   const char *via = e->box.truth.transport == PT_XPORT_P2P ? "P2P/IPC" : "SHM/direct/direct";
-  if (c->rank == 0) dbl_info(c->dev, "NCCL version 2.28.9+cuda%d.%d (device double)", e->runtime / 1000, e->runtime % 1000 / 10);
+  if (c->connected) return;
+  c->connected = 1;
   for (int ch = 0; ch < e->comm_channels && c->n > 1; ch++)
     dbl_info(c->dev, "Channel %02d/0 : %d[%d] -> %d[%d] via %s", ch, c->rank, c->dev, (c->rank + 1) % c->n,
              (c->rank + 1) % c->n, via);
+}
+
+static void init_log(const struct pt_nccl_comm_s *c, const struct dbl_env *e) {
+  if (c->rank == 0) dbl_info(c->dev, "NCCL version 2.28.9+cuda%d.%d (device double)", e->runtime / 1000, e->runtime % 1000 / 10);
   dbl_info(c->dev, "%d coll channels, %d collnet channels, %d nvls channels, %d p2p channels, %d p2p channels per peer",
            e->comm_channels, e->comm_channels, 0, 2 * e->comm_channels, 2);
   dbl_info(c->dev, "ncclCommInitRank comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId %x commId 0x%llx - Init COMPLETE",
@@ -158,6 +167,7 @@ DBL_API ncclResult_t ncclCommInitRank(struct pt_nccl_comm_s **out, int nranks, p
   if (nranks < 1 || nranks > DBL_MAX_DEV || rank < 0 || rank >= nranks)
     return fail(ncclInvalidArgument, "rank %d of %d", rank, nranks);
   if (dbl_fail("init", 0)) return fail(ncclSystemError, "PTDOUBLE_FAIL=init: bootstrap failed");
+  if (e->init_s > 0) usleep((useconds_t)(e->init_s * 1e6)); /* a slow bootstrap */
   struct pt_nccl_comm_s *c = calloc(1, sizeof *c);
   if (!c) return fail(ncclSystemError, "out of memory");
   c->rank = rank;
@@ -206,7 +216,9 @@ static int decide(const struct pt_nccl_comm_s *c, size_t nbytes, int capturing, 
   float table[7][3];
   int nch = 0, algo, proto;
   pt_box_nccl_table(&e->box, PT_ALLREDUCE, nbytes, table);
-  if (tuner && c->tctx)
+  /* One rank: NCCL copies without choosing an algorithm, so it never asks
+   * the tuner (NCCL 2.28 enqueue.cc: nRanks == 1 goes to ncclLaunchOneRank). */
+  if (tuner && c->tctx && c->n > 1)
     tuner->getCollInfo(c->tctx, ncclFuncAllReduce, nbytes, 1, (float **)table, 7, 3, capturing, &nch);
   if (pt_nccl_select(table, &algo, &proto)) return -1;
   if (!nch) nch = pt_nccl_channels(&e->box.nccl, algo, proto, nbytes);
@@ -238,8 +250,9 @@ static unsigned count_exec(const struct dbl_op *op, size_t nbytes) {
 int dbl_run_op(struct pt_cu_stream_s *st, const struct dbl_op *op, int mode, double submit_us) {
   const struct dbl_env *e = dbl_env();
   double arrive = st->vtime > submit_us ? st->vtime : submit_us, slow = 0;
-  if (op->kind == DBL_OP_MEMSET) {
-    memset(op->dst, op->value, op->bytes);
+  if (op->kind == DBL_OP_MEMSET || op->kind == DBL_OP_COPY) {
+    if (op->kind == DBL_OP_MEMSET) memset(op->dst, op->value, op->bytes);
+    else memcpy(op->dst, op->src, op->bytes);
     st->vtime = arrive;
     return PT_CU_SUCCESS;
   }
@@ -304,6 +317,14 @@ DBL_API ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, i
     return fail(ncclInternalError, "no algorithm/protocol enabled");
   /* Enqueueing costs host time (the eager launch path); capture does not. */
   if (!st->capturing) *dbl_hclk() += dbl_env()->enqueue_us;
+  connect_log(c, dbl_env());
+  /* NCCL_DEBUG_SUBSYS=TUNING: rank 0 logs every collective it plans
+   * (enqueue.cc), eagerly issued ones each time; writing it is host time. */
+  if (c->rank == 0 && dbl_env()->log_tuning && dbl_logging()) {
+    dbl_info(c->dev, "AllReduce: %zu Bytes -> Algo %s proto %s channel{Lo..Hi}={0..%d}", count * sizeof(float),
+             pt_algo_name(o.algo), pt_proto_name(o.proto), o.channels - 1);
+    *dbl_hclk() += dbl_env()->log_us;
+  }
   if (st->capturing || !group_depth) {
     int rc = dbl_issue(st, &o, PT_MODE_EAGER);
     return rc ? fail(ncclUnhandledCudaError, "launch failed") : ncclSuccess;
@@ -323,6 +344,7 @@ DBL_API ncclResult_t ncclMemAlloc(void **p, size_t n) {
 }
 
 DBL_API ncclResult_t ncclMemFree(void *p) {
+  dbl_legacy_flush(-1); /* frees synchronise the device, as cudaFree */
   free(p);
   return ncclSuccess;
 }
