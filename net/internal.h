@@ -44,7 +44,6 @@
 /* Chunks below 64 KiB cost more in headers and wake-ups than they gain in
  * balance (NCCL's NCCL_SOCKET_MIN_TASKSIZE uses the same floor). */
 #define PT_MIN_CHUNK (64 * 1024)
-#define PT_PENDING_MAX 32
 /* Bytes a stream may move inside one isend/irecv/test call: small messages
  * go out (and come in) on the caller's thread without a helper wake-up;
  * anything larger is left to the helpers. */

@@ -248,12 +248,16 @@ START_TEST(strangers_do_not_disturb)
 }
 END_TEST
 
-/* More silent strangers than the listener keeps pending (slowloris): the
- * real connector's streams must neither be closed on arrival nor wait for
- * the strangers' 10 s hello timeout, and no accept call may block. */
+/* A flood of silent strangers on the listening port (slowloris; the probe
+ * of issue 21 used 256, which delayed the real peer by ~7.8 s when the
+ * listener judged 32 at a time and evicted one per second): the real
+ * connector's streams must neither be closed on arrival nor queue behind
+ * the strangers' own 10 s hello deadlines, and no accept call may block.
+ * 1 s is generous for a handshake over loopback and far below any
+ * queueing behind the flood. */
 START_TEST(silent_flood_does_not_exhaust_listener)
 {
-  enum { FLOOD = 48 };
+  enum { FLOOD = 256 };
   char handle[NCCL_NET_HANDLE_MAXSIZE];
   void *lc, *sc = NULL, *rc = NULL;
   int fds[FLOOD], got;
@@ -277,7 +281,8 @@ START_TEST(silent_flood_does_not_exhaust_listener)
       slowest = nh_now_ms() - c0;
   }
   ck_assert_msg(sc && rc, "the real peer connects despite %d silent strangers", FLOOD);
-  ck_assert_msg(nh_now_ms() - t0 < 5000, "connecting took %.0f ms", nh_now_ms() - t0);
+  ck_assert_msg(nh_now_ms() - t0 < 1000, "connecting took %.0f ms behind %d silent strangers",
+                nh_now_ms() - t0, FLOOD);
   ck_assert_msg(slowest < 100, "an accept/connect call took %.0f ms", slowest);
   char s[4096], r[4096];
   nh_fill(s, sizeof(s), 11);
