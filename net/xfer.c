@@ -292,7 +292,7 @@ static int recv_stuck(const struct pt_comm *c)
     const struct pt_stream *s = &c->streams[i];
     if (atomic_load(&s->ended))
       continue;
-    uint64_t p = atomic_load_explicit(&s->parked, memory_order_relaxed);
+    uint64_t p = atomic_load_explicit(&s->parked, memory_order_acquire);
     if (!p || (int32_t)((uint32_t)p - c->recv_next_seq) < 0)
       return 0;
   }
@@ -321,6 +321,11 @@ ncclResult_t pt_net_test(void *request, int *done, int *sizes)
    * no stream can bring it anything more. */
   if (h->magic == PT_MAGIC_RREQ && atomic_load_explicit(&c->eof_streams, memory_order_relaxed) &&
       recv_stuck(c)) {
+    /* A helper may have placed the last chunk after the check above and
+     * then met the end of its stream; what made the streams look stuck
+     * (ended, parked) was published after that chunk, so this sees it. */
+    if ((*done = complete(h, sizes)))
+      return ncclSuccess;
     pt__comm_fail(c, ncclRemoteError, PT_WHY_PEER_CLOSED, 0);
     return pt__comm_report(c);
   }
