@@ -393,14 +393,13 @@ static void label_size(char *buf, size_t len, size_t size)
     snprintf(buf, len, "%zu B", size);
 }
 
-static void print_ratio(const char *other, double v[NCONT][MAX_REPS], int o, int reps, int rtt)
+static void print_ratio(const char *other, double v[NCONT][MAX_REPS], int o, int reps)
 {
   double r[MAX_REPS];
   for (int i = 0; i < reps; i++)
     r[i] = v[0][i] / v[o][i];
   double m = median(r, reps);
   printf("  pcie/%s %5.2fx (%.2f..%.2f)", other, m, r[0], r[reps - 1]);
-  (void)rtt;
 }
 
 static void measure(const struct job *proto, const struct contender *c, int ncont, int reps,
@@ -424,9 +423,9 @@ static void measure(const struct job *proto, const struct contender *c, int ncon
   }
   printf(rtt ? " us" : " GB/s");
   if (ncont > 1)
-    print_ratio("nccl", v, 1, reps, rtt);
+    print_ratio("nccl", v, 1, reps);
   if (ncont > 2)
-    print_ratio("tuned", v, 2, reps, rtt);
+    print_ratio("tuned", v, 2, reps);
   printf("%s\n", rtt ? "  (lower is better)" : "");
   fflush(stdout);
 }

@@ -131,13 +131,14 @@ static ncclResult_t load_state(ncclDebugLogger_t log)
     return ncclSystemError;
   }
   if (n == 0) {
-    const char *fam = getenv("NCCL_SOCKET_FAMILY");
+    const char *fam = g_cfg.family == AF_INET    ? ", NCCL_SOCKET_FAMILY=AF_INET"
+                      : g_cfg.family == AF_INET6 ? ", NCCL_SOCKET_FAMILY=AF_INET6"
+                                                 : "";
     if (g_cfg.ifname_var)
-      PT_WARN(log, "no usable network interface (%s='%s'%s%s)", g_cfg.ifname_var, g_cfg.ifname,
-              fam ? ", NCCL_SOCKET_FAMILY=" : "", fam ? fam : "");
+      PT_WARN(log, "no usable network interface (%s='%s'%s)", g_cfg.ifname_var, g_cfg.ifname, fam);
     else
-      PT_WARN(log, "no usable network interface (PCIE_NET_IFNAME and NCCL_SOCKET_IFNAME unset%s%s)",
-              fam ? ", NCCL_SOCKET_FAMILY=" : "", fam ? fam : "");
+      PT_WARN(log, "no usable network interface (PCIE_NET_IFNAME and NCCL_SOCKET_IFNAME unset%s)",
+              fam);
     return ncclSystemError;
   }
   for (int i = 0; i < n; i++) {

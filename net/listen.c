@@ -169,6 +169,15 @@ static int admit(struct pt_listen *l, int fd, const struct pt_hello *h)
   return 1;
 }
 
+static void drop_oldest(struct pt_listen *l)
+{
+  int oldest = 0;
+  for (int i = 1; i < l->npending; i++)
+    if (l->pending[i].since_ns < l->pending[oldest].since_ns)
+      oldest = i;
+  drop_pending(l, oldest);
+}
+
 /* Room for one more pending connection: the table grows up to
  * PT_PENDING_MAX; beyond that (or without memory) the oldest entry is
  * given up, which has then seen thousands of newer connections arrive
@@ -191,11 +200,7 @@ static int make_room(struct pt_listen *l)
   }
   if (l->npending == 0)
     return 0;
-  int oldest = 0;
-  for (int i = 1; i < l->npending; i++)
-    if (l->pending[i].since_ns < l->pending[oldest].since_ns)
-      oldest = i;
-  drop_pending(l, oldest);
+  drop_oldest(l);
   return 1;
 }
 
@@ -241,7 +246,7 @@ static ncclResult_t accept_new(struct pt_listen *l)
         /* Out of descriptors (strangers may hold them): free the oldest
          * pending one so that the next call can take the next connection. */
         if (l->npending)
-          drop_pending(l, 0);
+          drop_oldest(l);
         return ncclSuccess;
       }
       PT_WARN(l->ctx->log, "accept on %s failed: %s", l->addr, strerror(errno));

@@ -106,8 +106,6 @@ static void run_steps(void *comm, int send, char *buf, size_t total)
 static void receiver(const struct nn *ns, const struct nn_link *l, int wfd, size_t total,
                      const char *family)
 {
-  /* No stream count is set: over a link that caps each flow the plugin
-   * must open several on its own (a single flow is stuck at the cap). */
   char handle[NCCL_NET_HANDLE_MAXSIZE];
   void *lc, *rc = NULL;
   NEED(nn_enter(ns, 0) == 0, "cannot enter namespace a");
@@ -116,6 +114,8 @@ static void receiver(const struct nn *ns, const struct nn_link *l, int wfd, size
   const struct nw_handle *h = (const struct nw_handle *)handle;
   NEED(h->addr.sa.sa_family == (l->ipv6_only ? AF_INET6 : AF_INET),
        "the handle's address family is %d", h->addr.sa.sa_family);
+  /* No stream count is set: over a link that caps each flow the plugin
+   * must open several on its own (a single flow is stuck at the cap). */
   NEED(h->nstreams >= 4, "the plugin chose %u streams by itself, fewer than 4", h->nstreams);
   NEED(write(wfd, handle, sizeof(handle)) == (ssize_t)sizeof(handle), "handle not passed");
   double t0 = nh_now_ms();
