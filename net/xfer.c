@@ -299,6 +299,20 @@ static int recv_stuck(const struct pt_comm *c)
   return 1;
 }
 
+/* The comm failed, maybe on another stream (a peer that closed once it had
+ * everything) while the thread that moved this request's last bytes had
+ * not marked it done yet. Once the fence has waited for every step, a
+ * request that did complete is reported done; the failure comes with the
+ * next one that cannot. */
+static ncclResult_t done_or_report(struct pt_comm *c, struct pt_req_head *h, int *done,
+                                   int *sizes)
+{
+  pt__comm_quiesce(c);
+  if ((*done = complete(h, sizes)))
+    return ncclSuccess;
+  return pt__comm_report(c);
+}
+
 ncclResult_t pt_net_test(void *request, int *done, int *sizes)
 {
   struct pt_req_head *h = request;
@@ -313,7 +327,7 @@ ncclResult_t pt_net_test(void *request, int *done, int *sizes)
   if ((*done = complete(h, sizes)))
     return ncclSuccess;
   if (atomic_load_explicit(&c->err, memory_order_relaxed))
-    return pt__comm_report(c);
+    return done_or_report(c, h, done, sizes);
   poll_some(c, h);
   if ((*done = complete(h, sizes)))
     return ncclSuccess;
@@ -330,7 +344,7 @@ ncclResult_t pt_net_test(void *request, int *done, int *sizes)
     return pt__comm_report(c);
   }
   if (atomic_load_explicit(&c->err, memory_order_relaxed))
-    return pt__comm_report(c);
+    return done_or_report(c, h, done, sizes);
   return ncclSuccess;
 }
 
