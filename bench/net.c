@@ -1,59 +1,86 @@
-/* bench/net: the net plugin against NCCL's own socket transport and a plain
- * multi-stream TCP baseline, measured in the same run over loopback.
+/* bench/net: the net plugin driven as NCCL drives a net plugin, against
+ * NCCL's own socket transport in the same run, over loopback and over two
+ * veth links between network namespaces the bench makes: one plain, one
+ * that caps every TCP flow (per-flow shaping or ECMP pinning one flow to
+ * one path, as cloud networks do).
  *
- *   bench/net [--anchor PATH]
+ *   bench/net [--anchor PATH] [--quick]
  *
- * PATH is NCCL's socket transport built as a net plugin
- * (tools/nccl-socket/build.sh in the shared tools); without it (or when it
- * cannot be loaded) that comparison is skipped. NCCL's own variables apply
- * to it (NCCL_SOCKET_NTHREADS, NCCL_NSOCKS_PERTHREAD; NCCL_SOCKET_IFNAME
- * defaults to lo here).
+ * PATH is NCCL's socket transport built as a net plugin (build.sh of the
+ * shared tools/nccl-socket, from an NCCL source); without it the NCCL
+ * columns are skipped with a message. --quick: one run, fewer sizes and
+ * bytes (CI). Environment:
+ *   NCCL_BUFFSIZE        NCCL's buffer per connection (default 4 MiB)
+ *   BENCH_NET_REPS       interleaved runs (default 5)
+ *   BENCH_NET_CAP_MBIT   the capped link's per-flow rate (default 1000)
+ *   BENCH_NET_TUNED      NCCL's transport tuned by hand, "THREADS,SOCKS"
+ *                        (NCCL_SOCKET_NTHREADS, NCCL_NSOCKS_PERTHREAD;
+ *                        default "4,2": 8 data sockets)
+ * The plugin always runs with its own defaults (PCIE_NET_* unset), each
+ * transport chooses its interface through NCCL_SOCKET_IFNAME.
  *
- *   throughput: 64 KiB .. 64 MiB messages, one sender and one receiver
- *     thread driving a transport (v12, through dlopen, as NCCL's proxies
- *     would), 4 messages in flight; the TCP baseline splits each message
- *     evenly over the same number of blocking streams, one thread per
- *     stream and side.
- *   round trip: 8-byte ping-pong between two threads, each transport
- *     sending on one connection and answering on another, as NCCL does;
- *     the TCP baseline is one TCP_NODELAY connection per direction polled
- *     with MSG_DONTWAIT (NCCL's proxy polls test).
+ * As NCCL's proxy (src/transport/net.cc, sendProxyProgress and
+ * recvProxyProgress): sender and receiver are two processes; each
+ * registers its NCCL_BUFFSIZE buffer once per connection with regMr and
+ * deregisters it before close; a transfer of S bytes is cut into steps of
+ * stepSize = NCCL_BUFFSIZE / NCCL_STEPS (the SIMPLE protocol with
+ * sliceSteps = 1, as p2p operations post), each step an isend from its
+ * slot (step % NCCL_STEPS) * stepSize, NCCL_STEPS (8) requests in flight;
+ * the receiver keeps 8 irecvs of a whole stepSize posted and polls test.
+ * Throughput is timed on the receiver after a first warm-up transfer. The
+ * round trip is an 8-byte ping-pong over two connections (one per
+ * direction, as NCCL has), the next irecv posted before the isend.
  *
- * Runs are interleaved (plugin, anchor, TCP, rotating which goes first),
- * BENCH_NET_REPS times (default 7); each line gives the medians and the
- * median of the per-run ratios plugin/other, so a load spike on the
- * shared machine hits both sides of a ratio. PCIE_NET_NSTREAMS (default
- * 2, the plugin's loopback default) sets the plugin's and the baseline's
- * stream count; BENCH_NET_RTT_ONLY=1 skips throughput. Not a test: it
- * never fails on numbers. */
-#include <arpa/inet.h>
+ * Every measurement is a fresh pair of processes (the transports read
+ * their variables once per load). Contenders run interleaved, the order
+ * rotating each run; each line gives medians and the median and range of
+ * the per-run ratios plugin/other, so a load spike hits both sides of a
+ * pair. Not a test: it never fails on numbers. */
 #include <dlfcn.h>
 #include <errno.h>
-#include <netinet/tcp.h>
-#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "nccl/net_v12.h"
+#include "support/net_ns.h"
 
+#define NSTEPS 8 /* NCCL_STEPS */
 #define MAX_REPS 31
-#define INFLIGHT 4
 #define RTT_ITERS 2000
-#define MAX_STREAMS 16
+#define RTT_WARM 200
+#define NCONT 3 /* pcie, nccl, nccl-tuned */
 
-/* A transport loaded as NCCL loads a net plugin. */
-struct tr {
-  const char *name;
-  void *lib;
-  const ncclNet_v12_t *net;
-  void *ctx;
-  void *sc, *rc, *sc2, *rc2; /* one pair for throughput, two for the ping-pong */
+enum kind { THROUGHPUT, RTT };
+
+struct link {
+  const char *label;
+  int in_ns;            /* 0: both ends in the bench's own namespace, over lo */
+  const char *ifname[2]; /* receiver (a), sender (b) */
+  int cap_mbit;
 };
 
-static int nstreams, reps;
+struct contender {
+  const char *name;
+  const char *path;
+  int tuned;
+};
+
+struct job {
+  const struct contender *c;
+  const struct link *l;
+  const struct nn *ns;
+  enum kind kind;
+  size_t size;  /* throughput: bytes per transfer */
+  int count;    /* throughput: transfers after the warm-up one */
+};
+
+static size_t buffsize, stepsize;
+static int tuned_threads = 4, tuned_socks = 2;
 
 static double now_s(void)
 {
@@ -74,416 +101,420 @@ static double median(double *v, int n)
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-static void die(const char *what)
+static void die(const char *fmt, ...)
 {
-  fprintf(stderr, "bench/net: %s\n", what);
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "bench/net: ");
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
   exit(1);
 }
 
-static void quiet(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
-                  const char *fmt, ...)
+static void logger(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
+                   const char *fmt, ...)
 {
-  (void)flags, (void)file, (void)line, (void)fmt;
-  if (level == NCCL_LOG_WARN)
-    fprintf(stderr, "bench/net: a transport logged a WARN\n");
+  (void)flags, (void)file, (void)line;
+  if (level != NCCL_LOG_WARN)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "bench/net: WARN ");
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
 }
 
-/* ---- transports through the plugin ABI */
+/* ---- one endpoint: a child process, exits 0 after writing its figure */
 
-static void tr_pair(const struct tr *t, void **sc, void **rc)
-{
-  char handle[NCCL_NET_HANDLE_MAXSIZE];
-  void *lc;
-  ncclNetDeviceHandle_v12_t *dh = NULL;
-  *sc = *rc = NULL;
-  if (t->net->listen(t->ctx, 0, handle, &lc) != ncclSuccess)
-    die("listen failed");
-  while (!*sc || !*rc) {
-    if (!*sc && t->net->connect(t->ctx, 0, handle, sc, &dh) != ncclSuccess)
-      die("connect failed");
-    if (!*rc && t->net->accept(lc, rc, &dh) != ncclSuccess)
-      die("accept failed");
-  }
-  t->net->closeListen(lc);
-}
+struct ep {
+  const ncclNet_v12_t *net;
+  void *ctx;
+};
 
-/* 0 when loaded and connected, -1 when the library is absent or unusable. */
-static int tr_open(struct tr *t, const char *name, const char *path)
+#define CHECK(call, what)                                                                          \
+  do {                                                                                             \
+    if ((call) != ncclSuccess)                                                                     \
+      die("%s failed", what);                                                                      \
+  } while (0)
+
+static void ep_open(struct ep *e, const struct job *j, int side)
 {
+  char ifname[32];
   ncclNetCommConfig_v12_t cfg = {.trafficClass = NCCL_NET_TRAFFIC_CLASS_UNDEF};
   int ndev = 0;
-  memset(t, 0, sizeof(*t));
-  t->name = name;
-  if (!path || !(t->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL)) ||
-      !(t->net = dlsym(t->lib, "ncclNetPlugin_v12")) ||
-      t->net->init(&t->ctx, 1, &cfg, quiet, NULL) != ncclSuccess ||
-      t->net->devices(&ndev) != ncclSuccess || ndev < 1) {
-    if (t->lib)
-      dlclose(t->lib);
-    t->lib = NULL;
-    return -1;
+  void *lib;
+  if (j->l->in_ns && nn_enter(j->ns, side) != 0)
+    die("cannot enter namespace %c", "ab"[side]);
+  snprintf(ifname, sizeof(ifname), "=%s", j->l->ifname[side]);
+  unsetenv("PCIE_NET_IFNAME");
+  setenv("NCCL_SOCKET_IFNAME", ifname, 1);
+  if (j->c->tuned) {
+    char v[16];
+    snprintf(v, sizeof(v), "%d", tuned_threads);
+    setenv("NCCL_SOCKET_NTHREADS", v, 1);
+    snprintf(v, sizeof(v), "%d", tuned_socks);
+    setenv("NCCL_NSOCKS_PERTHREAD", v, 1);
+  } else {
+    unsetenv("NCCL_SOCKET_NTHREADS");
+    unsetenv("NCCL_NSOCKS_PERTHREAD");
   }
-  tr_pair(t, &t->sc, &t->rc);
-  tr_pair(t, &t->sc2, &t->rc2);
-  return 0;
+  if (!(lib = dlopen(j->c->path, RTLD_NOW | RTLD_LOCAL)) ||
+      !(e->net = dlsym(lib, "ncclNetPlugin_v12")))
+    die("cannot load ncclNetPlugin_v12 from %s", j->c->path);
+  CHECK(e->net->init(&e->ctx, 1, &cfg, logger, NULL), "init");
+  CHECK(e->net->devices(&ndev), "devices");
+  if (ndev < 1)
+    die("%s found no device on %s", j->c->name, j->l->ifname[side]);
 }
 
-static void tr_close(struct tr *t)
+static void xwrite(int fd, const void *buf, size_t len)
 {
-  if (!t->lib)
-    return;
-  t->net->closeSend(t->sc);
-  t->net->closeRecv(t->rc);
-  t->net->closeSend(t->sc2);
-  t->net->closeRecv(t->rc2);
-  t->net->finalize(t->ctx);
-  dlclose(t->lib);
-  t->lib = NULL;
+  if (write(fd, buf, len) != (ssize_t)len)
+    die("pipe write failed");
 }
 
-static void wait_req(const ncclNet_v12_t *net, void *req)
+static void xread(int fd, void *buf, size_t len)
+{
+  if (read(fd, buf, len) != (ssize_t)len)
+    die("pipe read failed (the other side died)");
+}
+
+/* Connects and accepts from one thread, alternating as NCCL's proxy does;
+ * want_send / want_recv say which comms this side needs. */
+static void ep_connect(const struct ep *e, int to_peer, int from_peer, int want_send,
+                       int want_recv, void **sc, void **rc)
+{
+  char mine[NCCL_NET_HANDLE_MAXSIZE], theirs[NCCL_NET_HANDLE_MAXSIZE];
+  void *lc = NULL;
+  ncclNetDeviceHandle_v12_t *dh = NULL;
+  *sc = *rc = NULL;
+  if (want_recv) {
+    CHECK(e->net->listen(e->ctx, 0, mine, &lc), "listen");
+    xwrite(to_peer, mine, sizeof(mine));
+  }
+  if (want_send)
+    xread(from_peer, theirs, sizeof(theirs));
+  double t0 = now_s();
+  while ((want_send && !*sc) || (want_recv && !*rc)) {
+    if (want_send && !*sc)
+      CHECK(e->net->connect(e->ctx, 0, theirs, sc, &dh), "connect");
+    if (want_recv && !*rc)
+      CHECK(e->net->accept(lc, rc, &dh), "accept");
+    if (now_s() - t0 > 30)
+      die("no connection after 30 s");
+  }
+  if (lc)
+    e->net->closeListen(lc);
+}
+
+static void wait_req(const ncclNet_v12_t *net, void *req, int *size)
 {
   int done = 0, sizes[64];
   while (!done)
-    if (net->test(req, &done, sizes) != ncclSuccess)
-      die("test failed");
+    CHECK(net->test(req, &done, sizes), "test");
+  if (size)
+    *size = sizes[0];
 }
 
-struct pjob {
-  const ncclNet_v12_t *net;
-  void *comm;
-  char *buf;
-  size_t size;
-  int count;
-  int send;
-  int ring; /* buffers cycled through by the messages in flight */
-};
-
-static void *plugin_stream(void *arg)
+/* NCCL's proxy loop over nsteps steps; returns the time of the completion
+ * of step `mark` (the end of the warm-up) in *t_mark. */
+static void run_steps(const struct ep *e, void *comm, int send, char *buf, void *mh,
+                      const size_t *len, long nsteps, long mark, double *t_mark)
 {
-  struct pjob *j = arg;
-  const ncclNet_v12_t *net = j->net;
-  void *req[INFLIGHT] = {0};
+  void *req[NSTEPS] = {0};
+  long posted = 0, done = 0;
   int tag = 0;
-  for (int m = 0; m < j->count + INFLIGHT; m++) {
-    int k = m % INFLIGHT;
-    if (req[k])
-      wait_req(net, req[k]);
-    req[k] = NULL;
-    if (m >= j->count)
-      continue;
-    char *b = j->buf + (size_t)(k % j->ring) * j->size;
-    while (!req[k]) {
-      ncclResult_t r = j->send ? net->isend(j->comm, b, j->size, tag, NULL, NULL, &req[k])
-                               : net->irecv(j->comm, 1, (void **)&b, &j->size, &tag, NULL, NULL,
-                                            &req[k]);
-      if (r != ncclSuccess)
-        die("isend/irecv failed");
+  while (done < nsteps) {
+    int k = (int)(posted % NSTEPS);
+    if (posted < nsteps && !req[k]) {
+      void *data = buf + (size_t)k * stepsize;
+      size_t cap = stepsize;
+      ncclResult_t r =
+          send ? e->net->isend(comm, data, len[posted], tag, mh, NULL, &req[k])
+               : e->net->irecv(comm, 1, &data, &cap, &tag, &mh, NULL, &req[k]);
+      CHECK(r, send ? "isend" : "irecv");
+      if (req[k])
+        posted++;
     }
-  }
-  return NULL;
-}
-
-static double tr_gbps(const struct tr *t, char *sbuf, char *rbuf, size_t size, int count,
-                      int ring)
-{
-  struct pjob s = {t->net, t->sc, sbuf, size, count, 1, ring},
-              r = {t->net, t->rc, rbuf, size, count, 0, ring};
-  pthread_t ts, tr;
-  double t0 = now_s();
-  pthread_create(&tr, NULL, plugin_stream, &r);
-  pthread_create(&ts, NULL, plugin_stream, &s);
-  pthread_join(ts, NULL);
-  pthread_join(tr, NULL);
-  return (double)size * count / (now_s() - t0) / 1e9;
-}
-
-struct ppong {
-  const ncclNet_v12_t *net;
-  void *sc, *rc;
-  int first;
-  double *lat;
-};
-
-static void *plugin_pingpong(void *arg)
-{
-  struct ppong *p = arg;
-  const ncclNet_v12_t *net = p->net;
-  char buf[8] = {0};
-  size_t cap = sizeof(buf);
-  int tag = 0;
-  for (int i = 0; i < RTT_ITERS; i++) {
-    void *req = NULL, *d = buf;
-    double t0 = now_s();
-    for (int step = 0; step < 2; step++) {
-      req = NULL;
-      if ((step == 0) == p->first) {
-        while (!req)
-          if (net->isend(p->sc, buf, sizeof(buf), tag, NULL, NULL, &req) != ncclSuccess)
-            die("isend failed");
-      } else {
-        while (!req)
-          if (net->irecv(p->rc, 1, &d, &cap, &tag, NULL, NULL, &req) != ncclSuccess)
-            die("irecv failed");
+    int d = (int)(done % NSTEPS), fin = 0, sizes[64];
+    if (req[d]) {
+      CHECK(e->net->test(req[d], &fin, sizes), "test");
+      if (fin) {
+        if (!send && (size_t)sizes[0] != len[done])
+          die("step %ld: received %d bytes, expected %zu", done, sizes[0], len[done]);
+        req[d] = NULL;
+        if (++done == mark)
+          *t_mark = now_s();
       }
-      wait_req(net, req);
-    }
-    if (p->lat)
-      p->lat[i] = (now_s() - t0) * 1e6;
-  }
-  return NULL;
-}
-
-/* ---- baseline: blocking TCP, one thread per stream */
-
-static void tcp_pairs(int n, int *sfd, int *rfd)
-{
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t len = sizeof(a);
-  int one = 1, l = socket(AF_INET, SOCK_STREAM, 0);
-  if (l < 0 || bind(l, (struct sockaddr *)&a, len) || listen(l, 64) ||
-      getsockname(l, (struct sockaddr *)&a, &len))
-    die("baseline listen failed");
-  for (int i = 0; i < n; i++) {
-    sfd[i] = socket(AF_INET, SOCK_STREAM, 0);
-    if (connect(sfd[i], (struct sockaddr *)&a, len) || (rfd[i] = accept(l, NULL, NULL)) < 0)
-      die("baseline connect failed");
-    setsockopt(sfd[i], IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    setsockopt(rfd[i], IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  }
-  close(l);
-}
-
-struct tjob {
-  int fd, send, count, ring;
-  char *buf;
-  size_t len;
-};
-
-static void *tcp_stream(void *arg)
-{
-  struct tjob *j = arg;
-  for (int m = 0; m < j->count; m++) {
-    size_t done = 0;
-    char *b = j->buf + (size_t)(m % j->ring) * j->len * (size_t)nstreams;
-    while (done < j->len) {
-      ssize_t n = j->send ? send(j->fd, b + done, j->len - done, MSG_NOSIGNAL)
-                          : recv(j->fd, b + done, j->len - done, 0);
-      if (n <= 0)
-        die("baseline transfer failed");
-      done += (size_t)n;
     }
   }
-  return NULL;
 }
 
-static double tcp_gbps(int *sfd, int *rfd, char *sbuf, char *rbuf, size_t size, int count,
-                       int ring)
+/* Step sizes of 1 + count transfers of size bytes. */
+static size_t *plan(size_t size, int count, long *nsteps, long *warm)
 {
-  struct tjob jobs[2 * MAX_STREAMS];
-  pthread_t th[2 * MAX_STREAMS];
-  size_t slice = size / (size_t)nstreams;
-  double t0 = now_s();
-  for (int i = 0; i < nstreams; i++) {
-    jobs[2 * i] = (struct tjob){sfd[i], 1, count, ring, sbuf + slice * (size_t)i, slice};
-    jobs[2 * i + 1] = (struct tjob){rfd[i], 0, count, ring, rbuf + slice * (size_t)i, slice};
+  long per = (long)((size + stepsize - 1) / stepsize);
+  *nsteps = per * (1 + count);
+  *warm = per;
+  size_t *len = malloc(sizeof(*len) * (size_t)*nsteps);
+  if (!len)
+    die("out of memory");
+  for (long t = 0, i = 0; t <= count; t++)
+    for (size_t left = size; left; left -= len[i - 1])
+      len[i++] = left < stepsize ? left : stepsize;
+  return len;
+}
+
+static void ep_throughput(const struct job *j, int side, int to_peer, int from_peer, int res_fd)
+{
+  struct ep e;
+  void *sc, *rc, *mh;
+  long nsteps, warm;
+  double t_mark = 0, t_end;
+  char *buf = malloc(buffsize);
+  size_t *len = plan(j->size, j->count, &nsteps, &warm);
+  if (!buf)
+    die("out of memory");
+  memset(buf, side, buffsize);
+  ep_open(&e, j, side);
+  ep_connect(&e, to_peer, from_peer, side == 1, side == 0, &sc, &rc);
+  void *comm = side == 1 ? sc : rc;
+  CHECK(e.net->regMr(comm, buf, buffsize, NCCL_PTR_HOST, &mh), "regMr");
+  run_steps(&e, comm, side == 1, buf, mh, len, nsteps, warm, &t_mark);
+  t_end = now_s();
+  CHECK(e.net->deregMr(comm, mh), "deregMr");
+  if (side == 0) {
+    double gbps = (double)j->size * j->count / (t_end - t_mark) / 1e9;
+    xwrite(res_fd, &gbps, sizeof(gbps));
+    /* the sender closes once the receiver has everything */
+    e.net->closeRecv(rc);
+  } else {
+    e.net->closeSend(sc);
   }
-  for (int i = 0; i < 2 * nstreams; i++)
-    pthread_create(&th[i], NULL, tcp_stream, &jobs[i]);
-  for (int i = 0; i < 2 * nstreams; i++)
-    pthread_join(th[i], NULL);
-  return (double)slice * (size_t)nstreams * count / (now_s() - t0) / 1e9;
+  e.net->finalize(e.ctx);
+  free(len);
+  free(buf);
 }
 
-struct tpong {
-  int sfd, rfd, first, spin;
-  double *lat;
-};
-
-/* Receives exactly len bytes; spin = poll with MSG_DONTWAIT as a proxy
- * thread does, instead of sleeping in the kernel. */
-static ssize_t tcp_recv_all(int fd, char *buf, size_t len, int spin)
+static void ep_rtt(const struct job *j, int side, int to_peer, int from_peer, int res_fd)
 {
-  size_t got = 0;
-  while (got < len) {
-    ssize_t n = recv(fd, buf + got, len - got, spin ? MSG_DONTWAIT : MSG_WAITALL);
-    if (n == 0 || (n < 0 && !(spin && (errno == EAGAIN || errno == EWOULDBLOCK))))
-      return -1;
-    if (n > 0)
-      got += (size_t)n;
-  }
-  return (ssize_t)got;
-}
-
-static void *tcp_pingpong(void *arg)
-{
-  struct tpong *p = arg;
-  char buf[8] = {0};
-  for (int i = 0; i < RTT_ITERS; i++) {
+  static double lat[RTT_ITERS];
+  struct ep e;
+  void *sc, *rc, *smh, *rmh, *sreq, *rreq;
+  char *buf = calloc(1, buffsize);
+  if (!buf)
+    die("out of memory");
+  ep_open(&e, j, side);
+  ep_connect(&e, to_peer, from_peer, 1, 1, &sc, &rc);
+  CHECK(e.net->regMr(sc, buf, stepsize, NCCL_PTR_HOST, &smh), "regMr");
+  CHECK(e.net->regMr(rc, buf + stepsize, stepsize, NCCL_PTR_HOST, &rmh), "regMr");
+  void *rdata = buf + stepsize;
+  size_t cap = stepsize;
+  int tag = 0;
+  for (int i = 0; i < RTT_WARM + RTT_ITERS; i++) {
     double t0 = now_s();
-    for (int step = 0; step < 2; step++) {
-      ssize_t n = (step == 0) == p->first ? send(p->sfd, buf, sizeof(buf), MSG_NOSIGNAL)
-                                          : tcp_recv_all(p->rfd, buf, sizeof(buf), p->spin);
-      if (n != (ssize_t)sizeof(buf))
-        die("baseline ping-pong failed");
-    }
-    if (p->lat)
-      p->lat[i] = (now_s() - t0) * 1e6;
+    rreq = sreq = NULL;
+    while (!rreq)
+      CHECK(e.net->irecv(rc, 1, &rdata, &cap, &tag, &rmh, NULL, &rreq), "irecv");
+    if (side == 1)
+      wait_req(e.net, rreq, NULL);
+    while (!sreq)
+      CHECK(e.net->isend(sc, buf, 8, tag, smh, NULL, &sreq), "isend");
+    wait_req(e.net, sreq, NULL);
+    if (side == 0)
+      wait_req(e.net, rreq, NULL);
+    if (i >= RTT_WARM)
+      lat[i - RTT_WARM] = (now_s() - t0) * 1e6;
   }
-  return NULL;
+  CHECK(e.net->deregMr(sc, smh), "deregMr");
+  CHECK(e.net->deregMr(rc, rmh), "deregMr");
+  if (side == 0) {
+    double us = median(lat, RTT_ITERS);
+    xwrite(res_fd, &us, sizeof(us));
+  }
+  /* both sides are done with both comms before either closes */
+  char c = 0;
+  xwrite(to_peer, &c, 1);
+  xread(from_peer, &c, 1);
+  e.net->closeSend(sc);
+  e.net->closeRecv(rc);
+  e.net->finalize(e.ctx);
+  free(buf);
+}
+
+/* Runs one measurement in two fresh processes; returns the figure. */
+static double run_job(const struct job *j)
+{
+  int ab[2], ba[2], res[2];
+  pid_t pid[2];
+  if (pipe(ab) || pipe(ba) || pipe(res))
+    die("pipe: %s", strerror(errno));
+  for (int side = 0; side < 2; side++) {
+    pid[side] = fork();
+    if (pid[side] < 0)
+      die("fork: %s", strerror(errno));
+    if (pid[side] == 0) {
+      alarm(120); /* a hung transport must not hang the bench */
+      int to = side == 0 ? ab[1] : ba[1], from = side == 0 ? ba[0] : ab[0];
+      if (j->kind == THROUGHPUT)
+        ep_throughput(j, side, to, from, res[1]);
+      else
+        ep_rtt(j, side, to, from, res[1]);
+      _exit(0);
+    }
+  }
+  close(ab[0]), close(ab[1]), close(ba[0]), close(ba[1]), close(res[1]);
+  double v = -1;
+  if (read(res[0], &v, sizeof(v)) != (ssize_t)sizeof(v))
+    v = -1;
+  close(res[0]);
+  int ok = 1;
+  for (int side = 0; side < 2; side++) {
+    int st;
+    waitpid(pid[side], &st, 0);
+    ok &= WIFEXITED(st) && WEXITSTATUS(st) == 0;
+  }
+  if (!ok || v < 0)
+    die("%s on %s failed (see above)", j->c->name, j->l->label);
+  return v;
 }
 
 /* ---- driver */
 
-static double tr_rtt_us(const struct tr *t)
+static void label_size(char *buf, size_t len, size_t size)
 {
-  static double lat[RTT_ITERS];
-  pthread_t t1, t2;
-  struct ppong p1 = {t->net, t->sc, t->rc2, 1, lat}, p2 = {t->net, t->sc2, t->rc, 0, NULL};
-  pthread_create(&t2, NULL, plugin_pingpong, &p2);
-  pthread_create(&t1, NULL, plugin_pingpong, &p1);
-  pthread_join(t1, NULL);
-  pthread_join(t2, NULL);
-  return median(lat, RTT_ITERS);
+  if (size >= (1u << 20))
+    snprintf(buf, len, "%zu MiB", size >> 20);
+  else if (size >= 1024)
+    snprintf(buf, len, "%zu KiB", size >> 10);
+  else
+    snprintf(buf, len, "%zu B", size);
 }
 
-static double tcp_rtt_us(const int *fa, const int *fb)
+static void print_ratio(const char *other, double v[NCONT][MAX_REPS], int o, int reps)
 {
-  static double lat[RTT_ITERS];
-  pthread_t t1, t2;
-  struct tpong p1 = {fa[0], fa[1], 1, 1, lat}, p2 = {fb[0], fb[1], 0, 1, NULL};
-  pthread_create(&t2, NULL, tcp_pingpong, &p2);
-  pthread_create(&t1, NULL, tcp_pingpong, &p1);
-  pthread_join(t1, NULL);
-  pthread_join(t2, NULL);
-  return median(lat, RTT_ITERS);
+  double r[MAX_REPS];
+  for (int i = 0; i < reps; i++)
+    r[i] = v[0][i] / v[o][i];
+  double m = median(r, reps);
+  printf("  pcie/%s %5.2fx (%.2f..%.2f)", other, m, r[0], r[reps - 1]);
 }
 
-/* One figure per run for each of plugin (0), anchor (1), TCP (2). */
-struct series {
-  double v[3][MAX_REPS];
-};
-
-static void print_line(const char *label, const char *unit, const struct series *s, int other,
-                       const char *other_name, int lower_is_better)
+static void measure(const struct job *proto, const struct contender *c, int ncont, int reps,
+                    const char *what)
 {
-  double a[MAX_REPS], b[MAX_REPS], ratio[MAX_REPS];
-  for (int r = 0; r < reps; r++) {
-    a[r] = s->v[0][r];
-    b[r] = s->v[other][r];
-    ratio[r] = a[r] / b[r];
+  double v[NCONT][MAX_REPS], med[NCONT];
+  for (int r = 0; r < reps; r++)
+    for (int k = 0; k < ncont; k++) {
+      int who = (r + k) % ncont;
+      struct job j = *proto;
+      j.c = &c[who];
+      v[who][r] = run_job(&j);
+    }
+  int rtt = proto->kind == RTT;
+  printf("%-7s %-8s", proto->l->label, what);
+  for (int k = 0; k < ncont; k++) {
+    double tmp[MAX_REPS];
+    memcpy(tmp, v[k], sizeof(tmp));
+    med[k] = median(tmp, reps);
+    printf("  %s %7.3f", c[k].name, med[k]);
   }
-  double rm = median(ratio, reps), lo = ratio[0], hi = ratio[reps - 1];
-  printf("%10s  plugin %8.2f %s  %-12s %8.2f %s  plugin/%s %5.2fx (runs %.2f..%.2f)%s\n", label,
-         median(a, reps), unit, other_name, median(b, reps), unit, other == 1 ? "nccl" : "tcp",
-         rm, lo, hi, lower_is_better ? "  lower is better" : "");
+  printf(rtt ? " us" : " GB/s");
+  if (ncont > 1)
+    print_ratio("nccl", v, 1, reps);
+  if (ncont > 2)
+    print_ratio("tuned", v, 2, reps);
+  printf("%s\n", rtt ? "  (lower is better)" : "");
+  fflush(stdout);
+}
+
+static long env_long(const char *name, long def, long lo, long hi)
+{
+  const char *s = getenv(name);
+  if (!s)
+    return def;
+  char *end;
+  long v = strtol(s, &end, 10);
+  if (end == s || *end || v < lo || v > hi)
+    die("bad %s='%s': expected an integer in [%ld, %ld]", name, s, lo, hi);
+  return v;
 }
 
 int main(int argc, char **argv)
 {
-  static const size_t sizes[] = {64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20};
-  const char *only_rtt = getenv("BENCH_NET_RTT_ONLY");
-  const char *so = getenv("PCIE_TUNER_SO"), *ns = getenv("PCIE_NET_NSTREAMS");
-  const char *nr = getenv("BENCH_NET_REPS"), *anchor_path = NULL;
+  static const size_t all_sizes[] = {64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20};
+  static const size_t quick_sizes[] = {1 << 20, 16 << 20};
+  const char *anchor = NULL, *so = getenv("PCIE_TUNER_SO");
+  int quick = 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--anchor") == 0 && i + 1 < argc)
-      anchor_path = argv[++i];
+      anchor = argv[++i];
+    else if (strcmp(argv[i], "--quick") == 0)
+      quick = 1;
     else
-      die("usage: bench/net [--anchor PATH-to-libnccl-net-ncclsocket.so]");
+      die("usage: bench/net [--anchor PATH-to-libnccl-net-ncclsocket.so] [--quick]");
   }
-  nstreams = ns ? atoi(ns) : 2;
-  reps = nr ? atoi(nr) : 7;
-  if (nstreams < 1 || nstreams > MAX_STREAMS)
-    die("PCIE_NET_NSTREAMS out of range");
-  if (reps < 1 || reps > MAX_REPS)
-    die("BENCH_NET_REPS out of range (1..31)");
-  char nsbuf[8];
-  snprintf(nsbuf, sizeof(nsbuf), "%d", nstreams);
-  setenv("PCIE_NET_NSTREAMS", nsbuf, 1);
-  if (!getenv("PCIE_NET_IFNAME"))
-    setenv("PCIE_NET_IFNAME", "=lo", 1);
-  if (!getenv("NCCL_SOCKET_IFNAME"))
-    setenv("NCCL_SOCKET_IFNAME", "lo", 1);
+  if (!so)
+    die("PCIE_TUNER_SO is not set (make bench sets it)");
+  buffsize = (size_t)env_long("NCCL_BUFFSIZE", 4 << 20, 64 << 10, 1L << 30);
+  stepsize = buffsize / NSTEPS;
+  int reps = (int)env_long("BENCH_NET_REPS", quick ? 1 : 5, 1, MAX_REPS);
+  int cap = (int)env_long("BENCH_NET_CAP_MBIT", 1000, 10, 100000);
+  const char *tuned = getenv("BENCH_NET_TUNED");
+  if (tuned && (sscanf(tuned, "%d,%d", &tuned_threads, &tuned_socks) != 2 ||
+                tuned_threads < 1 || tuned_socks < 1))
+    die("bad BENCH_NET_TUNED='%s': expected THREADS,SOCKS", tuned);
+  unsetenv("PCIE_NET_NSTREAMS"); /* the plugin picks its own stream count */
+  signal(SIGPIPE, SIG_IGN);
 
-  struct tr tp, ta;
-  if (tr_open(&tp, "pcie", so) != 0)
-    die("cannot load ncclNetPlugin_v12 from $PCIE_TUNER_SO");
-  int have_anchor = anchor_path && tr_open(&ta, "nccl-socket", anchor_path) == 0;
-  if (anchor_path && !have_anchor)
-    fprintf(stderr, "bench/net: anchor %s not usable; comparing with plain TCP only\n",
-            anchor_path);
-  int sfd[MAX_STREAMS], rfd[MAX_STREAMS];
-  tcp_pairs(nstreams, sfd, rfd);
-  size_t max = sizes[sizeof(sizes) / sizeof(sizes[0]) - 1];
-  /* Up to 16 MiB every message in flight has its own buffer; above that
-   * they share one (the kernel copies are what is measured). */
-  size_t bufsize = max > (16u << 20) * INFLIGHT ? max : (16u << 20) * INFLIGHT;
-  char *sbuf = malloc(bufsize), *rbuf = malloc(bufsize);
-  if (!sbuf || !rbuf)
-    die("out of memory");
-  memset(sbuf, 1, bufsize);
-  memset(rbuf, 0, bufsize);
-
-  const char *nt = getenv("NCCL_SOCKET_NTHREADS"), *nk = getenv("NCCL_NSOCKS_PERTHREAD");
-  printf("bench/net: loopback, plugin and TCP %d streams, NCCL socket %s (NCCL_SOCKET_NTHREADS=%s "
-         "NCCL_NSOCKS_PERTHREAD=%s), %d in flight, %d interleaved runs, medians\n", nstreams,
-         have_anchor ? "loaded" : "absent", nt ? nt : "default", nk ? nk : "default", INFLIGHT,
-         reps);
-  for (size_t k = 0; !only_rtt && k < sizeof(sizes) / sizeof(sizes[0]); k++) {
-    size_t size = sizes[k];
-    int ring = size * INFLIGHT <= bufsize ? INFLIGHT : 1;
-    int count = (int)((256u << 20) / size) < 3 ? 3 : (int)((256u << 20) / size);
-    struct series s;
-    for (int r = 0; r < reps; r++)
-      for (int j = 0; j < 3; j++) {
-        int who = (r + j) % 3;
-        if (who == 0)
-          s.v[0][r] = tr_gbps(&tp, sbuf, rbuf, size, count, ring);
-        else if (who == 1 && have_anchor)
-          s.v[1][r] = tr_gbps(&ta, sbuf, rbuf, size, count, ring);
-        else if (who == 2)
-          s.v[2][r] = tcp_gbps(sfd, rfd, sbuf, rbuf, size, count, ring);
-      }
-    char label[32];
-    if (size >= (1u << 20))
-      snprintf(label, sizeof(label), "%zu MiB", size >> 20);
-    else
-      snprintf(label, sizeof(label), "%zu KiB", size >> 10);
-    if (have_anchor)
-      print_line(label, "GB/s", &s, 1, "nccl-socket", 0);
-    print_line(label, "GB/s", &s, 2, "tcp", 0);
+  struct contender c[NCONT] = {{"pcie", so, 0}, {"nccl", anchor, 0}, {"tuned", anchor, 1}};
+  int ncont = NCONT;
+  if (!anchor || access(anchor, R_OK) != 0) {
+    printf("bench/net: NCCL's socket transport skipped (%s); plugin figures only. Build it with "
+           "nccl-socket/build.sh of the shared tools and pass --anchor.\n",
+           anchor ? "the --anchor library is not readable" : "no --anchor given");
+    ncont = 1;
   }
 
-  int ua[2], ub[2]; /* two one-way connections */
-  tcp_pairs(1, &ua[0], &ub[1]); /* side 1 -> side 2 */
-  tcp_pairs(1, &ub[0], &ua[1]); /* side 2 -> side 1 */
-  struct series s;
-  for (int r = 0; r < reps; r++)
-    for (int j = 0; j < 3; j++) {
-      int who = (r + j) % 3;
-      if (who == 0)
-        s.v[0][r] = tr_rtt_us(&tp);
-      else if (who == 1 && have_anchor)
-        s.v[1][r] = tr_rtt_us(&ta);
-      else if (who == 2)
-        s.v[2][r] = tcp_rtt_us(ua, ub);
+  struct nn ns;
+  char why[256];
+  struct nn_link nl[2] = {{.flow_cap_mbit = 0}, {.flow_cap_mbit = cap}};
+  int have_ns = nn_create(&ns, nl, 2, why, sizeof(why)) == 0;
+  struct link links[3] = {{"lo", 0, {"lo", "lo"}, 0}};
+  int nlinks = 1;
+  if (have_ns) {
+    links[nlinks++] = (struct link){"veth", 1, {ns.links[0].name[0], ns.links[0].name[1]}, 0};
+    links[nlinks++] = (struct link){"capped", 1, {ns.links[1].name[0], ns.links[1].name[1]}, cap};
+  } else {
+    printf("bench/net: veth links skipped: %s\n", why);
+  }
+
+  printf("bench/net: NCCL_BUFFSIZE %zu (steps of %zu, %d in flight), %d interleaved runs, "
+         "medians; tuned = NCCL_SOCKET_NTHREADS=%d NCCL_NSOCKS_PERTHREAD=%d; capped = %d Mbit/s "
+         "per TCP flow\n",
+         buffsize, stepsize, NSTEPS, reps, tuned_threads, tuned_socks, cap);
+  const size_t *sizes = quick ? quick_sizes : all_sizes;
+  size_t nsizes = quick ? 2 : sizeof(all_sizes) / sizeof(all_sizes[0]);
+  for (int li = 0; li < nlinks; li++) {
+    const struct link *l = &links[li];
+    /* bytes per measurement: ~0.3 s at NCCL's single-flow rate */
+    double bytes = l->cap_mbit ? l->cap_mbit * 1e6 / 8 * 0.3 : 256e6;
+    if (quick)
+      bytes /= 4;
+    for (size_t k = 0; k < nsizes; k++) {
+      char label[32];
+      int count = (int)(bytes / (double)sizes[k]);
+      struct job j = {.l = l, .ns = &ns, .kind = THROUGHPUT, .size = sizes[k],
+                      .count = count < 2 ? 2 : count};
+      label_size(label, sizeof(label), sizes[k]);
+      measure(&j, c, ncont, reps, label);
     }
-  if (have_anchor)
-    print_line("8 B RTT", "us  ", &s, 1, "nccl-socket", 1);
-  print_line("8 B RTT", "us  ", &s, 2, "tcp", 1);
-
-  tr_close(&tp);
-  if (have_anchor)
-    tr_close(&ta);
-  for (int i = 0; i < nstreams; i++) {
-    close(sfd[i]);
-    close(rfd[i]);
+    struct job j = {.l = l, .ns = &ns, .kind = RTT};
+    measure(&j, c, ncont, reps, "8 B RTT");
   }
-  for (int i = 0; i < 2; i++) {
-    close(ua[i]);
-    close(ub[i]);
-  }
-  free(sbuf);
-  free(rbuf);
+  if (have_ns)
+    nn_destroy(&ns);
   return 0;
 }

@@ -10,10 +10,15 @@
 #include "internal.h"
 
 /* A single TCP stream on one core moves roughly 10 Gb/s: one stream per
- * 10 Gb/s of link, at least two so a stalled stream never idles the link,
- * at most eight (more streams than cores only add wake-ups). */
+ * 10 Gb/s of link, at most eight (more streams than cores only add
+ * wake-ups). At least four whatever the link says: networks that cap each
+ * TCP flow (per-flow shaping, ECMP pinning a flow to one path) are common
+ * in clouds and invisible from the host, and there four streams move four
+ * times what one does (bench/net's capped link: 3.9x NCCL's single
+ * socket), while on an uncapped link chunks still go to whichever stream
+ * has room. */
 #define PT_STREAMS_PER_MBPS 10000
-#define PT_AUTO_STREAMS_MIN 2
+#define PT_AUTO_STREAMS_MIN 4
 #define PT_AUTO_STREAMS_MAX 8
 #define PT_DEFAULT_THREADS_MAX 4
 #define PT_DEFAULT_CHUNK (512 * 1024)
@@ -62,15 +67,38 @@ static int load_cfg(ncclDebugLogger_t log, struct pt_cfg *cfg)
   long nstreams, nthreads, chunk, timeout, latency;
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   long def_threads = ncpu < 1 ? 1 : ncpu > PT_DEFAULT_THREADS_MAX ? PT_DEFAULT_THREADS_MAX : ncpu;
-  const char *ifname = getenv("PCIE_NET_IFNAME");
+  const char *ifname = getenv("PCIE_NET_IFNAME"), *var = "PCIE_NET_IFNAME";
+  const char *family = getenv("NCCL_SOCKET_FAMILY");
 
   memset(cfg, 0, sizeof(*cfg));
+  /* The project's variable first; then NCCL's, which NCCL itself ignores
+   * when it is shorter than two characters (src/misc/socket.cc,
+   * ncclFindInterfaces). */
+  if (!ifname) {
+    ifname = getenv("NCCL_SOCKET_IFNAME");
+    var = "NCCL_SOCKET_IFNAME";
+    if (ifname && strlen(ifname) < 2)
+      ifname = NULL;
+  }
   if (ifname && strlen(ifname) >= sizeof(cfg->ifname)) {
-    PT_WARN(log, "bad PCIE_NET_IFNAME: longer than %zu characters", sizeof(cfg->ifname) - 1);
+    PT_WARN(log, "bad %s: longer than %zu characters", var, sizeof(cfg->ifname) - 1);
     return -1;
   }
   if (ifname)
     strcpy(cfg->ifname, ifname);
+  cfg->ifname_var = ifname ? var : NULL;
+  /* NCCL_SOCKET_FAMILY restricts the address of every interface, whichever
+   * variable chose them. NCCL ignores other values; a transport that then
+   * silently mixes families is worse than a clear refusal. */
+  cfg->family = AF_UNSPEC;
+  if (family && strcmp(family, "AF_INET") == 0)
+    cfg->family = AF_INET;
+  else if (family && strcmp(family, "AF_INET6") == 0)
+    cfg->family = AF_INET6;
+  else if (family) {
+    PT_WARN(log, "bad NCCL_SOCKET_FAMILY='%s': expected AF_INET or AF_INET6", family);
+    return -1;
+  }
   if (env_long(log, "PCIE_NET_NSTREAMS", 1, PT_MAX_STREAMS, 0, &nstreams) ||
       env_long(log, "PCIE_NET_NTHREADS", 1, PT_MAX_THREADS, def_threads, &nthreads) ||
       env_long(log, "PCIE_NET_CHUNKSIZE", PT_MIN_CHUNK, 64L << 20, PT_DEFAULT_CHUNK, &chunk) ||
@@ -97,13 +125,20 @@ static ncclResult_t load_state(ncclDebugLogger_t log)
 {
   if (load_cfg(log, &g_cfg) != 0)
     return ncclInvalidUsage;
-  int n = pt__ifaces_discover(g_cfg.ifname, g_devs, PT_NET_MAX_DEVS);
+  int n = pt__ifaces_discover(g_cfg.ifname, g_cfg.family, g_devs, PT_NET_MAX_DEVS);
   if (n < 0) {
     PT_WARN(log, "getifaddrs failed: %s", strerror(errno));
     return ncclSystemError;
   }
   if (n == 0) {
-    PT_WARN(log, "no usable network interface (PCIE_NET_IFNAME='%s')", g_cfg.ifname);
+    const char *fam = g_cfg.family == AF_INET    ? ", NCCL_SOCKET_FAMILY=AF_INET"
+                      : g_cfg.family == AF_INET6 ? ", NCCL_SOCKET_FAMILY=AF_INET6"
+                                                 : "";
+    if (g_cfg.ifname_var)
+      PT_WARN(log, "no usable network interface (%s='%s'%s)", g_cfg.ifname_var, g_cfg.ifname, fam);
+    else
+      PT_WARN(log, "no usable network interface (PCIE_NET_IFNAME and NCCL_SOCKET_IFNAME unset%s)",
+              fam);
     return ncclSystemError;
   }
   for (int i = 0; i < n; i++) {

@@ -11,9 +11,15 @@
 /* NCCL's fallback when sysfs has no speed (loopback, most virtual NICs). */
 #define PT_DEFAULT_SPEED_MBPS 10000
 
+/* NCCL's syntax (src/os/linux.cc, ncclOsFindInterfaces; src/misc/utils.cc,
+ * parseStringList and matchIfList): a leading '^' inverts the whole list, a
+ * '=' after it asks for exact names; entries are comma separated, each
+ * "prefix[:port...]" where only the part before the first ':' names the
+ * interface; empty entries are skipped. A list without a single entry
+ * matches every interface (NCCL: "no user list"), so "^" alone matches none. */
 int pt__ifname_match(const char *spec, const char *name)
 {
-  int exclude = 0, exact = 0, hit = 0;
+  int exclude = 0, exact = 0, hit = 0, entries = 0;
   if (*spec == '^') {
     exclude = 1;
     spec++;
@@ -22,18 +28,22 @@ int pt__ifname_match(const char *spec, const char *name)
     exact = 1;
     spec++;
   }
-  while (*spec && !hit) {
+  while (*spec) {
     size_t len = strcspn(spec, ",");
-    if (len > 0) {
+    size_t plen = strcspn(spec, ",:");
+    if (plen > 0) {
+      entries++;
       if (exact)
-        hit = strlen(name) == len && strncmp(name, spec, len) == 0;
+        hit |= strlen(name) == plen && strncmp(name, spec, plen) == 0;
       else
-        hit = strncmp(name, spec, len) == 0;
+        hit |= strncmp(name, spec, plen) == 0;
     }
     spec += len;
     if (*spec == ',')
       spec++;
   }
+  if (entries == 0)
+    hit = 1;
   return exclude ? !hit : hit;
 }
 
@@ -73,9 +83,12 @@ static void read_pci_path(struct pt_dev *d)
 }
 
 /* Rank of an address for one interface: IPv4 first, then global IPv6, then
- * link-local IPv6 (usable thanks to the scope id); -1 = unusable. */
-static int addr_rank(const struct sockaddr *sa)
+ * link-local IPv6 (usable thanks to the scope id); -1 = unusable or not of
+ * the family asked for (AF_UNSPEC = any). */
+static int addr_rank(const struct sockaddr *sa, int family)
 {
+  if (family != AF_UNSPEC && sa->sa_family != family)
+    return -1;
   if (sa->sa_family == AF_INET)
     return 0;
   if (sa->sa_family != AF_INET6)
@@ -95,8 +108,8 @@ static int find_dev(struct pt_dev *devs, int n, const char *name)
 }
 
 /* pass 0: interfaces the default policy keeps; pass 1: the fallbacks. */
-static int collect(struct ifaddrs *list, const char *spec, int pass, struct pt_dev *devs, int max,
-                   int *ranks)
+static int collect(struct ifaddrs *list, const char *spec, int family, int pass,
+                   struct pt_dev *devs, int max, int *ranks)
 {
   int n = 0;
   for (struct ifaddrs *ifa = list; ifa; ifa = ifa->ifa_next) {
@@ -104,7 +117,7 @@ static int collect(struct ifaddrs *list, const char *spec, int pass, struct pt_d
       continue;
     if (strlen(ifa->ifa_name) >= IF_NAMESIZE)
       continue;
-    int rank = addr_rank(ifa->ifa_addr);
+    int rank = addr_rank(ifa->ifa_addr, family);
     if (rank < 0)
       continue;
     if (*spec) {
@@ -133,7 +146,7 @@ static int collect(struct ifaddrs *list, const char *spec, int pass, struct pt_d
   return n;
 }
 
-int pt__ifaces_discover(const char *spec, struct pt_dev *devs, int max)
+int pt__ifaces_discover(const char *spec, int family, struct pt_dev *devs, int max)
 {
   struct ifaddrs *list;
   int ranks[PT_NET_MAX_DEVS];
@@ -141,10 +154,10 @@ int pt__ifaces_discover(const char *spec, struct pt_dev *devs, int max)
     max = PT_NET_MAX_DEVS;
   if (getifaddrs(&list) != 0)
     return -1;
-  int n = collect(list, spec, 0, devs, max, ranks);
+  int n = collect(list, spec, family, 0, devs, max, ranks);
   /* Loopback (and docker/virbr) only when nothing else is up, as NCCL. */
   if (n == 0 && !*spec)
-    n = collect(list, spec, 1, devs, max, ranks);
+    n = collect(list, spec, family, 1, devs, max, ranks);
   freeifaddrs(list);
   for (int i = 0; i < n; i++) {
     devs[i].speed_mbps = read_speed(devs[i].name);

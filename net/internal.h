@@ -44,7 +44,6 @@
 /* Chunks below 64 KiB cost more in headers and wake-ups than they gain in
  * balance (NCCL's NCCL_SOCKET_MIN_TASKSIZE uses the same floor). */
 #define PT_MIN_CHUNK (64 * 1024)
-#define PT_PENDING_MAX 32
 /* Bytes a stream may move inside one isend/irecv/test call: small messages
  * go out (and come in) on the caller's thread without a helper wake-up;
  * anything larger is left to the helpers. */
@@ -138,7 +137,9 @@ _Static_assert(sizeof(struct pt_chunk_hdr) == 32, "chunk header is 32 bytes on t
 /* ---- configuration and devices (ctx.c, ifaces.c) */
 
 struct pt_cfg {
-  char ifname[256]; /* PCIE_NET_IFNAME, "" when unset */
+  char ifname[256]; /* PCIE_NET_IFNAME, else NCCL_SOCKET_IFNAME; "" when neither */
+  const char *ifname_var; /* which of the two it came from, for messages */
+  int family;       /* NCCL_SOCKET_FAMILY: AF_INET, AF_INET6, AF_UNSPEC when unset */
   int nstreams;     /* PCIE_NET_NSTREAMS, 0 = from the link speed */
   int nthreads;     /* PCIE_NET_NTHREADS */
   size_t max_chunk; /* PCIE_NET_CHUNKSIZE */
@@ -157,8 +158,9 @@ struct pt_dev {
 };
 
 /* Fills devs (at most PT_NET_MAX_DEVS) from the interfaces that are up,
- * filtered by spec (NCCL_SOCKET_IFNAME syntax, "" = default policy). */
-int pt__ifaces_discover(const char *spec, struct pt_dev *devs, int max);
+ * filtered by spec (NCCL_SOCKET_IFNAME syntax, "" = default policy), each
+ * with its best address of family (AF_UNSPEC = any). */
+int pt__ifaces_discover(const char *spec, int family, struct pt_dev *devs, int max);
 /* 1 when name is selected by spec (prefix list, '^' excludes, '=' exact). */
 int pt__ifname_match(const char *spec, const char *name);
 

@@ -6,6 +6,7 @@
  * disturbing the real connection; peers of another protocol version or
  * holding another listener's handle are told so before being dropped. */
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -15,9 +16,14 @@
 /* A connector that opened a socket but sent no hello in this time is a
  * stranger (a port scanner, a dead peer). */
 #define PT_HELLO_TIMEOUT_NS (10LL * 1000 * 1000 * 1000)
-/* With every pending slot taken, the oldest is given up after this long to
- * make room (a real connector says hello as soon as its socket connects). */
-#define PT_PENDING_EVICT_NS (1000LL * 1000 * 1000)
+/* Connections waiting for their hello, at most. Every connection in the
+ * kernel's backlog is accepted at once and judged on its own deadline, so a
+ * flood of silent strangers never queues the real connector behind them
+ * (its hello is usually there by the time accept returns it). Only beyond
+ * this many the oldest is given up to make room; the table grows on
+ * demand, so an idle listener costs nothing. */
+#define PT_PENDING_MAX 4096
+#define PT_PENDING_MIN 32
 #define PT_LISTEN_BACKLOG 16384
 
 struct pt_pending {
@@ -34,8 +40,9 @@ struct pt_listen {
   int nstreams;
   uint64_t nonce;
   char addr[80];
-  int npending;
-  struct pt_pending pending[PT_PENDING_MAX];
+  int npending, cap;
+  struct pt_pending *pending; /* cap entries */
+  struct pollfd *polls;       /* scratch for read_hellos, cap entries */
   /* the connection being assembled: one at a time */
   uint64_t conn_id;
   int have;
@@ -162,65 +169,112 @@ static int admit(struct pt_listen *l, int fd, const struct pt_hello *h)
   return 1;
 }
 
-/* When the pending table is full, makes room by dropping its oldest entry
- * if that one has been silent long enough; 0 when there is no room. */
-static int make_room(struct pt_listen *l)
+static void drop_oldest(struct pt_listen *l)
 {
-  if (l->npending < PT_PENDING_MAX)
-    return 1;
   int oldest = 0;
   for (int i = 1; i < l->npending; i++)
     if (l->pending[i].since_ns < l->pending[oldest].since_ns)
       oldest = i;
-  if (now_ns() - l->pending[oldest].since_ns < PT_PENDING_EVICT_NS)
-    return 0;
   drop_pending(l, oldest);
+}
+
+/* Room for one more pending connection: the table grows up to
+ * PT_PENDING_MAX; beyond that (or without memory) the oldest entry is
+ * given up, which has then seen thousands of newer connections arrive
+ * while it stayed silent. 0 only when there is no room at all. */
+static int make_room(struct pt_listen *l)
+{
+  if (l->npending < l->cap)
+    return 1;
+  if (l->cap < PT_PENDING_MAX) {
+    int cap = l->cap ? 2 * l->cap : PT_PENDING_MIN;
+    struct pt_pending *p = realloc(l->pending, (size_t)cap * sizeof(*p));
+    if (p)
+      l->pending = p;
+    struct pollfd *q = p ? realloc(l->polls, (size_t)cap * sizeof(*q)) : NULL;
+    if (q) {
+      l->polls = q;
+      l->cap = cap;
+      return 1;
+    }
+  }
+  if (l->npending == 0)
+    return 0;
+  drop_oldest(l);
   return 1;
 }
 
+/* Reads what pending connection i has sent; 1 when it left the table
+ * (joined the group, refused, silent past its own deadline, closed). */
+static int hello_step(struct pt_listen *l, int i, int64_t now)
+{
+  struct pt_pending *p = &l->pending[i];
+  ssize_t n = recv(p->fd, (char *)&p->hello + p->got, sizeof(p->hello) - p->got, MSG_DONTWAIT);
+  if (n > 0)
+    p->got += (size_t)n;
+  int blocked = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
+  if (p->got == sizeof(p->hello)) {
+    int fd = p->fd;
+    struct pt_hello hello = p->hello;
+    l->pending[i] = l->pending[--l->npending];
+    if (!admit(l, fd, &hello))
+      close(fd);
+    return 1;
+  }
+  if (n == 0 || (n < 0 && !blocked) || now - p->since_ns > PT_HELLO_TIMEOUT_NS) {
+    drop_pending(l, i);
+    return 1;
+  }
+  return 0;
+}
+
+/* Accepts everything in the kernel's backlog (at most a table's worth per
+ * call, so a stream of strangers cannot keep accept from returning) and
+ * reads each newcomer's hello at once: a real connector sends it as soon as
+ * its socket connects, so it is admitted here whatever else is pending. */
 static ncclResult_t accept_new(struct pt_listen *l)
 {
-  /* Connections beyond the pending table stay in the kernel's backlog
-   * (accepting and closing them would also close a real connector's
-   * streams queued behind a flood of silent strangers). */
-  while (make_room(l)) {
+  int64_t now = now_ns();
+  for (int taken = 0; taken < PT_PENDING_MAX && make_room(l);) {
     int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED)
         continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK)
         return ncclSuccess;
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        /* Out of descriptors (strangers may hold them): free the oldest
+         * pending one so that the next call can take the next connection. */
+        if (l->npending)
+          drop_oldest(l);
+        return ncclSuccess;
+      }
       PT_WARN(l->ctx->log, "accept on %s failed: %s", l->addr, strerror(errno));
       return ncclSystemError;
     }
-    l->pending[l->npending++] = (struct pt_pending){.fd = fd, .since_ns = now_ns()};
+    taken++;
+    l->pending[l->npending++] = (struct pt_pending){.fd = fd, .since_ns = now};
+    hello_step(l, l->npending - 1, now);
   }
   return ncclSuccess;
 }
 
+/* One poll over every pending connection, then a read only where data (or
+ * a hang-up) arrived or the connection's own deadline passed. */
 static void read_hellos(struct pt_listen *l)
 {
   int64_t now = now_ns();
-  for (int i = 0; i < l->npending;) {
-    struct pt_pending *p = &l->pending[i];
-    ssize_t n = recv(p->fd, (char *)&p->hello + p->got, sizeof(p->hello) - p->got, MSG_DONTWAIT);
-    if (n > 0)
-      p->got += (size_t)n;
-    int blocked = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
-    if (p->got == sizeof(p->hello)) {
-      int fd = p->fd;
-      struct pt_hello hello = p->hello;
-      l->pending[i] = l->pending[--l->npending];
-      if (!admit(l, fd, &hello))
-        close(fd);
-      continue;
-    }
-    if (n == 0 || (n < 0 && !blocked) || now - p->since_ns > PT_HELLO_TIMEOUT_NS) {
-      drop_pending(l, i);
-      continue;
-    }
-    i++;
-  }
+  int n = l->npending;
+  if (n <= 0 || !l->polls)
+    return;
+  for (int i = 0; i < n; i++)
+    l->polls[i] = (struct pollfd){.fd = l->pending[i].fd, .events = POLLIN};
+  if (poll(l->polls, (nfds_t)n, 0) < 0)
+    return;
+  /* Backwards: hello_step moves the last entry into the slot it frees. */
+  for (int i = n - 1; i >= 0; i--)
+    if (l->polls[i].revents || now - l->pending[i].since_ns > PT_HELLO_TIMEOUT_NS)
+      hello_step(l, i, now);
 }
 
 ncclResult_t pt_net_accept(void *listen_comm, void **recv_comm)
@@ -229,12 +283,10 @@ ncclResult_t pt_net_accept(void *listen_comm, void **recv_comm)
   if (!recv_comm || !l || l->magic != PT_MAGIC_LISTEN)
     return ncclInternalError;
   *recv_comm = NULL;
-  /* Hellos first: admitted sockets free pending slots for the backlog. */
   read_hellos(l);
   ncclResult_t res = accept_new(l);
   if (res != ncclSuccess)
     return res;
-  read_hellos(l);
   if (l->have < l->nstreams)
     return ncclSuccess;
   struct pt_ack ack = {.magic = PT_WIRE_MAGIC, .version = PT_WIRE_VERSION, .status = PT_ACK_OK};
@@ -267,6 +319,8 @@ ncclResult_t pt_net_close_listen(void *listen_comm)
     return ncclInternalError;
   while (l->npending)
     drop_pending(l, 0);
+  free(l->pending);
+  free(l->polls);
   reset_group(l, 1);
   close(l->fd);
   pt__ctx_unref(l->ctx);

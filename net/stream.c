@@ -286,7 +286,7 @@ static int recv_step(struct pt_stream *s, size_t budget, uint32_t fired)
     if (s->phase == PT_RX_PARKED) {
       int placed = place(s);
       if (placed == 0)
-        atomic_store_explicit(&s->parked, (1ULL << 32) | s->hdr.seq, memory_order_relaxed);
+        atomic_store_explicit(&s->parked, (1ULL << 32) | s->hdr.seq, memory_order_release);
       else if (atomic_load_explicit(&s->parked, memory_order_relaxed))
         atomic_store_explicit(&s->parked, 0, memory_order_relaxed);
       if (placed <= 0)

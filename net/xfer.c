@@ -292,11 +292,25 @@ static int recv_stuck(const struct pt_comm *c)
     const struct pt_stream *s = &c->streams[i];
     if (atomic_load(&s->ended))
       continue;
-    uint64_t p = atomic_load_explicit(&s->parked, memory_order_relaxed);
+    uint64_t p = atomic_load_explicit(&s->parked, memory_order_acquire);
     if (!p || (int32_t)((uint32_t)p - c->recv_next_seq) < 0)
       return 0;
   }
   return 1;
+}
+
+/* The comm failed, maybe on another stream (a peer that closed once it had
+ * everything) while the thread that moved this request's last bytes had
+ * not marked it done yet. Once the fence has waited for every step, a
+ * request that did complete is reported done; the failure comes with the
+ * next one that cannot. */
+static ncclResult_t done_or_report(struct pt_comm *c, struct pt_req_head *h, int *done,
+                                   int *sizes)
+{
+  pt__comm_quiesce(c);
+  if ((*done = complete(h, sizes)))
+    return ncclSuccess;
+  return pt__comm_report(c);
 }
 
 ncclResult_t pt_net_test(void *request, int *done, int *sizes)
@@ -313,7 +327,7 @@ ncclResult_t pt_net_test(void *request, int *done, int *sizes)
   if ((*done = complete(h, sizes)))
     return ncclSuccess;
   if (atomic_load_explicit(&c->err, memory_order_relaxed))
-    return pt__comm_report(c);
+    return done_or_report(c, h, done, sizes);
   poll_some(c, h);
   if ((*done = complete(h, sizes)))
     return ncclSuccess;
@@ -321,11 +335,16 @@ ncclResult_t pt_net_test(void *request, int *done, int *sizes)
    * no stream can bring it anything more. */
   if (h->magic == PT_MAGIC_RREQ && atomic_load_explicit(&c->eof_streams, memory_order_relaxed) &&
       recv_stuck(c)) {
+    /* A helper may have placed the last chunk after the check above and
+     * then met the end of its stream; what made the streams look stuck
+     * (ended, parked) was published after that chunk, so this sees it. */
+    if ((*done = complete(h, sizes)))
+      return ncclSuccess;
     pt__comm_fail(c, ncclRemoteError, PT_WHY_PEER_CLOSED, 0);
     return pt__comm_report(c);
   }
   if (atomic_load_explicit(&c->err, memory_order_relaxed))
-    return pt__comm_report(c);
+    return done_or_report(c, h, done, sizes);
   return ncclSuccess;
 }
 

@@ -575,6 +575,63 @@ START_TEST(interface_selection)
 }
 END_TEST
 
+/* The name of device 0 after an init under the current environment, or
+ * "" when init fails. */
+static const char *dev0_name(char *buf, size_t len)
+{
+  struct nh_props p;
+  buf[0] = 0;
+  if (nh_init(&net, &ctx) != ncclSuccess)
+    return buf;
+  if (nh_props(&net, 0, &p) == ncclSuccess)
+    snprintf(buf, len, "%s", p.name);
+  nh_finalize(&net, ctx);
+  return buf;
+}
+
+/* NCCL's own variables (issue 21): NCCL_SOCKET_IFNAME picks the interfaces
+ * when PCIE_NET_IFNAME is unset, with NCCL's syntax (prefix, '^', '=',
+ * ":port" suffixes ignored, values under two characters ignored);
+ * NCCL_SOCKET_FAMILY keeps only addresses of that family. */
+START_TEST(nccl_socket_variables)
+{
+  char name[64];
+  ck_assert_int_eq(nh_open(&net, 12), 0);
+  unsetenv("PCIE_NET_IFNAME");
+  unsetenv("NCCL_SOCKET_FAMILY");
+  setenv("NCCL_SOCKET_IFNAME", "lo", 1); /* the probe's case: NCCL's transport picks lo */
+  ck_assert_str_eq(dev0_name(name, sizeof(name)), "lo");
+  setenv("NCCL_SOCKET_IFNAME", "=lo", 1);
+  ck_assert_str_eq(dev0_name(name, sizeof(name)), "lo");
+  setenv("NCCL_SOCKET_IFNAME", "nosuch,lo:1", 1); /* second entry, port suffix */
+  ck_assert_str_eq(dev0_name(name, sizeof(name)), "lo");
+  setenv("NCCL_SOCKET_IFNAME", "=l", 1);
+  ck_assert_str_eq(dev0_name(name, sizeof(name)), "");
+  ck_assert_msg(strstr(nh_last_warn(), "NCCL_SOCKET_IFNAME='=l'"), "%s", nh_last_warn());
+  setenv("NCCL_SOCKET_IFNAME", "^lo", 1);
+  ck_assert_str_ne(dev0_name(name, sizeof(name)), "lo");
+  /* the project's variable wins */
+  setenv("PCIE_NET_IFNAME", "=nosuch", 1);
+  setenv("NCCL_SOCKET_IFNAME", "lo", 1);
+  ck_assert_str_eq(dev0_name(name, sizeof(name)), "");
+  ck_assert_msg(strstr(nh_last_warn(), "PCIE_NET_IFNAME='=nosuch'"), "%s", nh_last_warn());
+  setenv("PCIE_NET_IFNAME", "lo", 1);
+  setenv("NCCL_SOCKET_IFNAME", "=nosuch", 1);
+  ck_assert_str_eq(dev0_name(name, sizeof(name)), "lo");
+  /* lo's only IPv6 address is ::1, which NCCL skips too: nothing left */
+  setenv("NCCL_SOCKET_FAMILY", "AF_INET6", 1);
+  ck_assert_str_eq(dev0_name(name, sizeof(name)), "");
+  ck_assert_msg(strstr(nh_last_warn(), "NCCL_SOCKET_FAMILY=AF_INET6"), "%s", nh_last_warn());
+  setenv("NCCL_SOCKET_FAMILY", "AF_INET", 1);
+  ck_assert_str_eq(dev0_name(name, sizeof(name)), "lo");
+  setenv("NCCL_SOCKET_FAMILY", "inet6", 1);
+  ck_assert_str_eq(dev0_name(name, sizeof(name)), "");
+  ck_assert_msg(strstr(nh_last_warn(), "bad NCCL_SOCKET_FAMILY='inet6'"), "%s", nh_last_warn());
+  unsetenv("NCCL_SOCKET_FAMILY");
+  unsetenv("NCCL_SOCKET_IFNAME");
+}
+END_TEST
+
 /* Context switches of the plugin's helper threads (named pcie-net) so far. */
 static long helper_switches(void)
 {
@@ -662,6 +719,7 @@ static Suite *net_suite(void)
   tcase_add_loop_test(tc, finalize_unload_reload, 0, 2);
   tcase_add_loop_test(tc, finalize_frees_abandoned_connect, 0, 2);
   tcase_add_test(tc, interface_selection);
+  tcase_add_test(tc, nccl_socket_variables);
   tcase_add_test(tc, small_messages_wake_no_helper);
   suite_add_tcase(s, tc);
   return s;

@@ -248,12 +248,16 @@ START_TEST(strangers_do_not_disturb)
 }
 END_TEST
 
-/* More silent strangers than the listener keeps pending (slowloris): the
- * real connector's streams must neither be closed on arrival nor wait for
- * the strangers' 10 s hello timeout, and no accept call may block. */
+/* A flood of silent strangers on the listening port (slowloris; the probe
+ * of issue 21 used 256, which delayed the real peer by ~7.8 s when the
+ * listener judged 32 at a time and evicted one per second): the real
+ * connector's streams must neither be closed on arrival nor queue behind
+ * the strangers' own 10 s hello deadlines, and no accept call may block.
+ * 1 s is generous for a handshake over loopback and far below any
+ * queueing behind the flood. */
 START_TEST(silent_flood_does_not_exhaust_listener)
 {
-  enum { FLOOD = 48 };
+  enum { FLOOD = 256 };
   char handle[NCCL_NET_HANDLE_MAXSIZE];
   void *lc, *sc = NULL, *rc = NULL;
   int fds[FLOOD], got;
@@ -277,7 +281,8 @@ START_TEST(silent_flood_does_not_exhaust_listener)
       slowest = nh_now_ms() - c0;
   }
   ck_assert_msg(sc && rc, "the real peer connects despite %d silent strangers", FLOOD);
-  ck_assert_msg(nh_now_ms() - t0 < 5000, "connecting took %.0f ms", nh_now_ms() - t0);
+  ck_assert_msg(nh_now_ms() - t0 < 1000, "connecting took %.0f ms behind %d silent strangers",
+                nh_now_ms() - t0, FLOOD);
   ck_assert_msg(slowest < 100, "an accept/connect call took %.0f ms", slowest);
   char s[4096], r[4096];
   nh_fill(s, sizeof(s), 11);
@@ -486,6 +491,48 @@ static void *receiver(void *arg)
   return NULL;
 }
 
+/* A sender that closes as soon as its last isend completed (the bytes are
+ * in its kernel, not yet at the receiver): NCCL may destroy a sending comm
+ * then. Every receive must still complete; it once failed as "closed by
+ * the peer" when a helper placed the last chunk and met the stream's end
+ * between test's two looks (bench/net over a capped link hit it once; a
+ * narrow race that these rounds exercise but do not hit reliably). */
+START_TEST(sender_closes_right_after_last_send)
+{
+  enum { ROUNDS = 150, NMSG = 8, SIZE = 256 << 10 };
+  char *s = malloc(NMSG * SIZE), *r = malloc(NMSG * SIZE);
+  ck_assert(s && r);
+  open_version(4);
+  for (int round = 0; round < ROUNDS; round++) {
+    void *sc, *rc, *sreq[NMSG], *rreq[NMSG];
+    int calls, tag = 1;
+    size_t cap = SIZE;
+    nh_fill(s, NMSG * SIZE, (uint64_t)round);
+    ck_assert_int_eq(nh_pair(&net, ctx, 0, &sc, &rc, &calls), 0);
+    for (int m = 0; m < NMSG; m++) {
+      void *d = r + (size_t)m * SIZE;
+      rreq[m] = sreq[m] = NULL;
+      while (!rreq[m])
+        ck_assert_int_eq(nh_irecv(&net, rc, 1, &d, &cap, &tag, NULL, &rreq[m]), ncclSuccess);
+      while (!sreq[m])
+        ck_assert_int_eq(nh_isend(&net, sc, s + (size_t)m * SIZE, SIZE, 1, NULL, &sreq[m]),
+                         ncclSuccess);
+    }
+    for (int m = 0; m < NMSG; m++)
+      ck_assert_int_eq(nh_wait(&net, sreq[m], NULL, 10000, NULL), ncclSuccess);
+    ck_assert_int_eq(nh_close_send(&net, sc), ncclSuccess);
+    for (int m = 0; m < NMSG; m++)
+      ck_assert_msg(nh_wait(&net, rreq[m], NULL, 10000, NULL) == ncclSuccess,
+                    "round %d, message %d: %s", round, m, nh_last_warn());
+    ck_assert(nh_check(r, NMSG * SIZE, (uint64_t)round) < 0);
+    ck_assert_int_eq(nh_close_recv(&net, rc), ncclSuccess);
+  }
+  nh_finalize(&net, ctx);
+  free(s);
+  free(r);
+}
+END_TEST
+
 START_TEST(two_threads_many_comms)
 {
   pthread_t ts, tr;
@@ -601,6 +648,7 @@ static Suite *fault_suite(void)
   tcase_add_test(tc, close_with_stopped_peer);
   tcase_add_test(tc, strangers_do_not_disturb);
   tcase_add_test(tc, silent_flood_does_not_exhaust_listener);
+  tcase_add_test(tc, sender_closes_right_after_last_send);
   tcase_add_test(tc, version_and_nonce_mismatch_refused);
   tcase_add_test(tc, bad_chunk_magic_fails_receive);
   tcase_add_test(tc, truncated_stream_fails_receive);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "nccl/net_v10.h"
 #include "nccl/net_v11.h"
 #include "nccl/net_v12.h"
@@ -403,12 +404,21 @@ int nh_count_threads(void)
 
 static void *idle(void *arg)
 {
+  *(pid_t *)arg = gettid();
   return arg;
 }
 
 void nh_warm_threads(void)
 {
   pthread_t t;
-  if (pthread_create(&t, NULL, idle, NULL) == 0)
-    pthread_join(t, NULL);
+  pid_t tid = 0;
+  char path[64];
+  if (pthread_create(&t, NULL, idle, &tid) != 0)
+    return;
+  pthread_join(t, NULL);
+  /* pthread_join can return while the kernel still lists the thread in
+   * /proc/self/task; a baseline counted then is one too high. */
+  snprintf(path, sizeof(path), "/proc/self/task/%d", (int)tid);
+  for (int i = 0; i < 1000 && access(path, F_OK) == 0; i++)
+    usleep(1000);
 }

@@ -1,0 +1,247 @@
+/* The net plugin between two network namespaces the test makes itself
+ * (issue 21), sender and receiver in two processes as under NCCL, memory
+ * registered with regMr/deregMr and NCCL_STEPS (8) steps of 512 KiB (a
+ * 4 MiB NCCL_BUFFSIZE) in flight, every byte checked:
+ *   - over a veth pair with only IPv6 addresses (no IPv4 anywhere on it),
+ *     interfaces chosen with NCCL_SOCKET_IFNAME, and NCCL_SOCKET_FAMILY
+ *     asking for the family the interface lacks refused at init;
+ *   - over a link that caps every TCP flow (htb classes picked by u32 on
+ *     the source port, net_ns.c), the case multi-stream TCP is made for.
+ * Where namespaces cannot be made (no root, no iproute2), each test says
+ * so on stderr and passes: there is nothing here it could check. */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "support/net_harness.h"
+#include "support/net_ns.h"
+#include "support/net_wire.h"
+#include "support/pt_test.h"
+
+#define STEPS 8            /* NCCL_STEPS */
+#define STEP (512 << 10)   /* NCCL_BUFFSIZE 4 MiB / NCCL_STEPS */
+#define SMALL_STEP (64 << 10) /* NCCL_BUFFSIZE 512 KiB / NCCL_STEPS */
+#define TIMEOUT_MS 20000
+
+static struct nh_net net;
+static void *ctx;
+
+/* 0 with the namespaces made, 1 when they cannot be (message printed). */
+static int make_ns(struct nn *ns, const struct nn_link *link)
+{
+  char why[256];
+  if (nn_create(ns, link, 1, why, sizeof(why)) == 0)
+    return 0;
+  fprintf(stderr, "test_net_netns: skipped, %s\n", why);
+  return 1;
+}
+
+/* Child side: fails the child with a message. */
+#define NEED(cond, ...)                                                                            \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "test_net_netns: " __VA_ARGS__);                                             \
+      fprintf(stderr, " (last WARN: %s)\n", nh_last_warn());                                       \
+      _exit(1);                                                                                    \
+    }                                                                                              \
+  } while (0)
+
+/* Opens the plugin (v12, as NCCL 2.30 would) choosing ifname through
+ * NCCL's own variable; device 0 must be that interface. */
+static void open_on(const char *ifname, const char *family)
+{
+  struct nh_props p;
+  unsetenv("PCIE_NET_IFNAME");
+  unsetenv("PCIE_NET_NSTREAMS");
+  setenv("NCCL_SOCKET_IFNAME", ifname, 1);
+  if (family)
+    setenv("NCCL_SOCKET_FAMILY", family, 1);
+  else
+    unsetenv("NCCL_SOCKET_FAMILY");
+  NEED(nh_open(&net, 12) == 0, "dlopen of the plugin failed");
+  NEED(nh_init(&net, &ctx) == ncclSuccess, "init on %s failed", ifname);
+  NEED(nh_props(&net, 0, &p) == ncclSuccess && strcmp(p.name, ifname) == 0,
+       "device 0 is not %s", ifname);
+}
+
+/* NCCL's proxy: one registration of the whole buffer per connection, then
+ * STEPS requests in flight over consecutive step slots, until total bytes
+ * went through; deregMr before close. */
+static void run_steps(void *comm, int send, char *buf, size_t total, size_t step)
+{
+  void *mh = NULL, *req[STEPS] = {0};
+  size_t posted = 0, done = 0;
+  int tag = 7, ndone = 0, nsteps = (int)((total + step - 1) / step);
+  NEED(nh_reg(&net, comm, buf, total, NCCL_PTR_HOST, &mh) == ncclSuccess, "regMr failed");
+  for (int s = 0; ndone < nsteps;) {
+    int k = s % STEPS;
+    if (s < nsteps && !req[k]) {
+      size_t len = total - posted < step ? total - posted : step;
+      void *data = buf + posted;
+      ncclResult_t r = send ? nh_isend(&net, comm, data, len, tag, mh, &req[k])
+                            : nh_irecv(&net, comm, 1, &data, &len, &tag, &mh, &req[k]);
+      NEED(r == ncclSuccess, "%s failed", send ? "isend" : "irecv");
+      if (req[k]) {
+        posted += len;
+        s++;
+      }
+    }
+    int k0 = ndone % STEPS, fin = 0, sizes[PT_NH_MAXN];
+    if (req[k0]) {
+      NEED(nh_test(&net, req[k0], &fin, sizes) == ncclSuccess, "test failed");
+      if (fin) {
+        req[k0] = NULL;
+        done += (size_t)sizes[0];
+        ndone++;
+      }
+    }
+  }
+  NEED(done == total, "moved %zu of %zu bytes", done, total);
+  NEED(nh_dereg(&net, comm, mh) == ncclSuccess, "deregMr failed");
+}
+
+static void receiver(const struct nn *ns, const struct nn_link *l, int wfd, size_t total,
+                     size_t step, const char *family)
+{
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void *lc, *rc = NULL;
+  NEED(nn_enter(ns, 0) == 0, "cannot enter namespace a");
+  open_on(l->name[0], family);
+  NEED(nh_listen(&net, ctx, 0, handle, &lc) == ncclSuccess, "listen failed");
+  const struct nw_handle *h = (const struct nw_handle *)handle;
+  NEED(h->addr.sa.sa_family == (l->ipv6_only ? AF_INET6 : AF_INET),
+       "the handle's address family is %d", h->addr.sa.sa_family);
+  /* No stream count is set: over a link that caps each flow the plugin
+   * must open several on its own (a single flow is stuck at the cap). */
+  NEED(h->nstreams >= 4, "the plugin chose %u streams by itself, fewer than 4", h->nstreams);
+  NEED(write(wfd, handle, sizeof(handle)) == (ssize_t)sizeof(handle), "handle not passed");
+  double t0 = nh_now_ms();
+  while (!rc && nh_now_ms() - t0 < TIMEOUT_MS)
+    NEED(nh_accept(&net, lc, &rc) == ncclSuccess, "accept failed");
+  NEED(rc, "no connection within %d ms", TIMEOUT_MS);
+  char *buf = malloc(total);
+  NEED(buf, "out of memory");
+  memset(buf, 0, total);
+  run_steps(rc, 0, buf, total, step);
+  long bad = nh_check(buf, total, 21);
+  NEED(bad < 0, "byte %ld of %zu differs from what was sent", bad, total);
+  NEED(nh_close_recv(&net, rc) == ncclSuccess && nh_close_listen(&net, lc) == ncclSuccess,
+       "close failed");
+  nh_finalize(&net, ctx);
+  free(buf);
+  _exit(0);
+}
+
+static void sender(const struct nn *ns, const struct nn_link *l, int rfd, size_t total,
+                   size_t step, const char *family)
+{
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void *sc = NULL;
+  NEED(nn_enter(ns, 1) == 0, "cannot enter namespace b");
+  open_on(l->name[1], family);
+  NEED(read(rfd, handle, sizeof(handle)) == (ssize_t)sizeof(handle), "no handle");
+  double t0 = nh_now_ms();
+  while (!sc && nh_now_ms() - t0 < TIMEOUT_MS)
+    NEED(nh_connect(&net, ctx, 0, handle, &sc) == ncclSuccess, "connect failed");
+  NEED(sc, "connect did not complete within %d ms", TIMEOUT_MS);
+  char *buf = malloc(total);
+  NEED(buf, "out of memory");
+  nh_fill(buf, total, 21);
+  run_steps(sc, 1, buf, total, step);
+  NEED(nh_close_send(&net, sc) == ncclSuccess, "close failed");
+  nh_finalize(&net, ctx);
+  free(buf);
+  _exit(0);
+}
+
+/* Receiver in namespace a, sender in b, over link 0; both must exit 0. The
+ * sender closes as soon as its last isend completed, as a comm NCCL
+ * destroys may, while the capped link still carries its last steps. */
+static void transfer(const struct nn *ns, size_t total, size_t step, const char *family)
+{
+  int p[2];
+  ck_assert_int_eq(pipe(p), 0);
+  pid_t r = fork();
+  if (r == 0) {
+    close(p[0]);
+    receiver(ns, &ns->links[0], p[1], total, step, family);
+  }
+  pid_t s = fork();
+  if (s == 0) {
+    close(p[1]);
+    sender(ns, &ns->links[0], p[0], total, step, family);
+  }
+  close(p[0]);
+  close(p[1]);
+  int rs, ss;
+  ck_assert_int_eq(waitpid(r, &rs, 0), r);
+  ck_assert_int_eq(waitpid(s, &ss, 0), s);
+  ck_assert_msg(WIFEXITED(rs) && WEXITSTATUS(rs) == 0, "receiver failed (see stderr)");
+  ck_assert_msg(WIFEXITED(ss) && WEXITSTATUS(ss) == 0, "sender failed (see stderr)");
+}
+
+START_TEST(ipv6_only_interface)
+{
+  struct nn ns;
+  struct nn_link link = {.ipv6_only = 1};
+  if (make_ns(&ns, &link))
+    return;
+  /* The family the interface lacks: nothing to use, init says why. */
+  pid_t c = fork();
+  if (c == 0) {
+    NEED(nn_enter(&ns, 0) == 0, "cannot enter namespace a");
+    setenv("NCCL_SOCKET_IFNAME", ns.links[0].name[0], 1);
+    setenv("NCCL_SOCKET_FAMILY", "AF_INET", 1);
+    unsetenv("PCIE_NET_IFNAME");
+    NEED(nh_open(&net, 12) == 0, "dlopen failed");
+    NEED(nh_init(&net, &ctx) != ncclSuccess, "init found an IPv4 address on an IPv6-only link");
+    NEED(strstr(nh_last_warn(), "NCCL_SOCKET_FAMILY=AF_INET"), "the WARN does not say why");
+    _exit(0);
+  }
+  int st;
+  ck_assert_int_eq(waitpid(c, &st, 0), c);
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "AF_INET on an IPv6-only link");
+  transfer(&ns, 4u << 20, STEP, NULL);
+  transfer(&ns, (4u << 20) + 12345, STEP, "AF_INET6");
+  nn_destroy(&ns);
+}
+END_TEST
+
+/* 200 Mbit/s per flow keeps the test short (24 MiB take ~0.25 s over the
+ * plugin's 4 streams, 1 s over one). Small steps too (a 512 KiB
+ * NCCL_BUFFSIZE): one chunk per step, so the streams finish at different
+ * times while the sender has already closed: the case in which bench/net
+ * once saw a false "closed by the peer" (a race this does not hit
+ * reliably; test_net_fault's sender_closes_right_after_last_send neither). */
+START_TEST(capped_link_byte_exact)
+{
+  struct nn ns;
+  struct nn_link link = {.flow_cap_mbit = 200};
+  if (make_ns(&ns, &link))
+    return;
+  transfer(&ns, (24u << 20) + 4096 + 8, STEP, NULL);
+  for (int round = 0; round < 10; round++)
+    transfer(&ns, (2u << 20) + 8, SMALL_STEP, NULL);
+  nn_destroy(&ns);
+}
+END_TEST
+
+static Suite *netns_suite(void)
+{
+  Suite *s = suite_create("net_netns");
+  TCase *tc = tcase_create("netns");
+  tcase_set_timeout(tc, 90);
+  tcase_add_test(tc, ipv6_only_interface);
+  tcase_add_test(tc, capped_link_byte_exact);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void)
+{
+  return pt_test_main(netns_suite());
+}
