@@ -353,8 +353,8 @@ int cmd_simulate(int argc, char **argv) {
              "tuned", "oracle", "default", "tuned", "oracle", "speedup", "t/oracle");
     }
   }
-  double tot[3] = {0, 0, 0};
-  int faults = 0, nstep = 0;
+  double tot[3] = {0, 0, 0}, worst = 0;
+  int faults = 0, nstep = 0, worst_step = -1;
   for (int s = 0; s < nitems;) {
     double step[3] = {0, 0, 0};
     int first = s;
@@ -404,6 +404,10 @@ int cmd_simulate(int argc, char **argv) {
       printf(" %8.1f \u00b5s %8.1f \u00b5s %8.1f \u00b5s %7.2fx %8.3f\n", step[0], step[1], step[2],
              step[1] > 0 ? step[0] / step[1] : 0, step[2] > 0 ? step[1] / step[2] : 0);
     for (int k = 0; k < 3; k++) tot[k] += step[k];
+    if (step[1] > 0 && (worst_step < 0 || step[0] / step[1] < worst)) {
+      worst = step[0] / step[1];
+      worst_step = first;
+    }
     nstep++;
   }
   if (json)
@@ -418,6 +422,13 @@ int cmd_simulate(int argc, char **argv) {
             "pcie-tune simulate: warning: the profile is slower than NCCL's own choice on this workload "
             "(%.2fx in total); do not use it on this box\n",
             tot[0] / tot[1]);
+  /* A total can hide a step that loses: the job pays each step as it
+   * comes. 0.98: the never-slower property's tolerance (noise). */
+  else if (worst_step >= 0 && worst < 0.98)
+    fprintf(stderr,
+            "pcie-tune simulate: warning: the profile is slower than NCCL's own choice at step %s "
+            "(%.2fx) though faster in total (%.2fx); do not use it on this box\n",
+            items[worst_step].step, worst, tot[0] / tot[1]);
   status = faults ? 1 : 0;
   ph_comm_finalize(&comm);
 out_close:
