@@ -6,6 +6,7 @@
  * topology of test/data/nccl-real by test/test_sim_derive.c.
  */
 #include <math.h>
+#include <stdio.h>
 
 #include "nccl/common.h"
 #include "pcie/nccl_model.h"
@@ -41,6 +42,14 @@ void pt_nccl_params_default(struct pt_nccl_params *p, int nranks) {
   p->ll_enabled = 1;
   p->simple_enabled = 1;
   p->max_batch_colls = 10;
+}
+
+int pt_nccl_version_code(const char *s) {
+  int major, minor, patch = 0, n = 0;
+  if (!s || (sscanf(s, "%d.%d%n.%d%n", &major, &minor, &n, &patch, &n) < 2) || s[n] || major < 0 ||
+      minor < 0 || minor > 99 || patch < 0 || patch > 99)
+    return 0;
+  return major * 10000 + minor * 100 + patch;
 }
 
 static int cc_index(const struct pt_nccl_params *p) {

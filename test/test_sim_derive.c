@@ -1,6 +1,7 @@
 /* NCCL's view derived from hardware (sim/nccl_*.c) against NCCL's own code:
  * for every topology in test/data/nccl-real, the harness output of NCCL 2.30.7
- * (and 2.29.7) gives the ring and tree search results, comm->nChannels, the
+ * (and 2.29.7, 2.28.9, and 2.31 from the dev branch, derived with
+ * nccl_version 2.31) gives the ring and tree search results, comm->nChannels, the
  * thread counts and, at every all-reduce size from 8 B to 256 MB, NCCL's
  * algorithm, protocol, channels (nMaxChannels and the scheduler's cells),
  * warps and costs. All must match (see test/data/nccl-real/PROVENANCE.txt). */
@@ -15,6 +16,7 @@
 #include "pcie/nccl_topo.h"
 #include "pcie/profile.h"
 #include "pcie/sim_box.h"
+#include "pcie/table.h"
 #include "support/pt_test.h"
 
 struct expect_graph {
@@ -30,13 +32,43 @@ struct expect_row {
   double cost, tree_ll, tree_simple, ring_ll, ring_simple;
 };
 
+/* A 2.31 output's "# run BYTES tree_ll=c1,c2,.. ..." line: the channels
+ * ncclTuningGetChannels gives under a tuner cap of 1..comm->nChannels,
+ * [tree, ring][ll, ll128, simple][cap - 1]. */
+struct expect_run {
+  unsigned long long bytes;
+  int ch[2][3][64];
+};
+
 struct expect {
   char topo[128], p2p[32], level[16];
   struct expect_graph ring, tree;
   int comm, thr[2][3]; /* [ring, tree][ll, ll128, simple] */
-  int nrows;
+  int nrows, nruns;
   struct expect_row row[32];
+  struct expect_run run[32];
 };
+
+static void read_run(const char *path, const char *line, struct expect *e) {
+  static const char *const keys[2][3] = {{"tree_ll=", "tree_ll128=", "tree_simple="},
+                                         {"ring_ll=", "ring_ll128=", "ring_simple="}};
+  struct expect_run *r = &e->run[e->nruns];
+  ck_assert_msg(e->nruns < 32 && sscanf(line, "# run %llu", &r->bytes) == 1, "%s: bad line %s", path, line);
+  for (int a = 0; a < 2; a++)
+    for (int p = 0; p < 3; p++) {
+      const char *at = strstr(line, keys[a][p]);
+      ck_assert_msg(at != NULL, "%s: %llu: no %s", path, r->bytes, keys[a][p]);
+      at += strlen(keys[a][p]);
+      for (int c = 0; c < e->comm; c++) {
+        char *end;
+        r->ch[a][p][c] = (int)strtol(at, &end, 10);
+        ck_assert_msg(end != at && (*end == ',' || c == e->comm - 1), "%s: %llu: %s has not %d entries", path,
+                      r->bytes, keys[a][p], e->comm);
+        at = end + 1;
+      }
+    }
+  e->nruns++;
+}
 
 static void read_expect(const char *path, struct expect *e) {
   FILE *f = fopen(path, "r");
@@ -57,6 +89,10 @@ static void read_expect(const char *path, struct expect *e) {
     if (sscanf(line, "# comm->nChannels %d maxThreads ring ll/ll128/simple %d/%d/%d tree %d/%d/%d", &e->comm,
                &e->thr[0][0], &e->thr[0][1], &e->thr[0][2], &e->thr[1][0], &e->thr[1][1], &e->thr[1][2]) == 7)
       continue;
+    if (!strncmp(line, "# run ", 6) && line[6] >= '0' && line[6] <= '9') {
+      read_run(path, line, e);
+      continue;
+    }
     if (line[0] >= '0' && line[0] <= '9' && e->nrows < 32 &&
         sscanf(line, "%llu %7s %7s %d %d %d %lf %lf %lf %lf %lf", &r->bytes, r->algo, r->proto, &r->nch,
                &r->warps, &r->sch, &r->cost, &r->tree_ll, &r->tree_simple, &r->ring_ll, &r->ring_simple) == 11)
@@ -102,6 +138,9 @@ static int check_one(const char *dir, const char *file) {
   hw.p2p = strcmp(e.p2p, "not-supported") != 0;
   if (strcmp(e.level, "(default)")) snprintf(hw.p2p_level, sizeof hw.p2p_level, "%s", e.level);
   if (strstr(file, ".PROTO_LL_LL128_Simple.")) snprintf(hw.proto, sizeof hw.proto, "LL,LL128,Simple");
+  int v231 = strstr(file, ".nccl-2.31") != NULL;
+  if (v231) hw.nccl_version = PT_NCCL_V2_31;
+  ck_assert_msg(v231 == (e.nruns == e.nrows), "%s: %d run lines for %d sizes", file, e.nruns, e.nrows);
   ck_assert_msg(pt_nccl_derive(&hw, &v, err, sizeof err) == 0, "%s: %s", file, err);
   check_graph(file, "ring", &v.ring, &e.ring, 0);
   check_graph(file, "tree", &v.tree, &e.tree, 1);
@@ -133,6 +172,16 @@ static int check_one(const char *dir, const char *file) {
     near(file, r->bytes, "ring/LL", t[NCCL_ALGO_RING][NCCL_PROTO_LL], r->ring_ll);
     near(file, r->bytes, "ring/Simple", t[NCCL_ALGO_RING][NCCL_PROTO_SIMPLE], r->ring_simple);
   }
+  /* 2.31: what a tuner's channel count becomes (tuner/table.c pt_nccl_channels_run). */
+  for (int i = 0; i < e.nruns; i++)
+    for (int a = 0; a < 2; a++)
+      for (int p = 0; p < 3; p++)
+        for (int c = 1; c <= e.comm; c++) {
+          int algo = a == 0 ? NCCL_ALGO_TREE : NCCL_ALGO_RING;
+          int got = pt_nccl_channels_run(c, hw.ngpus, algo, p, e.run[i].bytes);
+          ck_assert_msg(got == e.run[i].ch[a][p][c - 1], "%s: %llu B: %s/%s capped at %d runs %d, NCCL %d", file,
+                        e.run[i].bytes, algo_name(algo), proto_name(p), c, got, e.run[i].ch[a][p][c - 1]);
+        }
   return 1;
 }
 
@@ -148,8 +197,8 @@ START_TEST(derived_view_matches_nccl_on_every_shared_topology) {
       n += check_one(dir, de->d_name);
   }
   closedir(d);
-  /* 47 harness outputs over 26 topologies are in the collection. */
-  ck_assert_int_ge(n, 47);
+  /* 47 harness outputs over 26 topologies, and 48 of 2.31, are in the collection. */
+  ck_assert_int_ge(n, 47 + 48);
 }
 END_TEST
 

@@ -36,7 +36,16 @@ struct pt_nccl_params {
   int tree_simple_pattern;  /* 1: the tree graph is NCCL's plain TREE pattern (busBw x 0.85) */
   int ring_diff_channels;   /* 1: ring sameChannels == 0 (broadcast/reduce pay per step) */
   int ring_simple_threads;  /* maxThreads[Ring][Simple]: 256 or 512; 0 = NCCL's rule */
+  int nccl_version;         /* NCCL_VERSION_CODE of the NCCL modelled; 0 = 2.28-2.30 */
 };
+
+/* NCCL 2.31 (the dev branch at 86fa684d, src/tuning/): the first version whose
+ * view differs from 2.30's (docs/sim.md, "NCCL 2.31"). */
+#define PT_NCCL_V2_31 23100
+
+/* "2.31", "2.31.0", "2.30.7" -> NCCL_VERSION_CODE (23100, 23100, 23007); 0
+ * when s is not "MAJOR.MINOR[.PATCH]". */
+int pt_nccl_version_code(const char *s);
 
 /* Defaults of an nranks-GPU Gen4 box on sm89 (G = 2 x 12 GB/s, 4 channels). */
 void pt_nccl_params_default(struct pt_nccl_params *p, int nranks);
