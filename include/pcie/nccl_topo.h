@@ -44,6 +44,8 @@ struct pt_hw_dev {
 };
 
 struct pt_hw {
+  int nccl_version; /* the NCCL whose view is derived, as NCCL_VERSION_CODE (23100 = 2.31.0);
+                     * 0 = the 2.28-2.30 behaviour (PT_NCCL_V2_31 and later change it) */
   int ncpus;      /* sockets (NUMA nodes with devices), 1..PT_HW_MAX_CPUS */
   int cpu_vendor; /* enum pt_cpu_vendor */
   int cpu_model;  /* enum pt_intel_model (Intel only) */
@@ -59,8 +61,6 @@ struct pt_hw {
   char algo[64];       /* NCCL_ALGO ("" = unset) */
   int min_nchannels;   /* NCCL_MIN_NCHANNELS (0 = unset): more communicator channels */
   int max_nchannels;   /* NCCL_MAX_NCHANNELS (0 = unset) */
-  int nccl_version;    /* the NCCL whose view is derived, as NCCL_VERSION_CODE (23100 = 2.31.0);
-                        * 0 = the 2.28-2.30 behaviour (PT_NCCL_V2_31 and later change it) */
 };
 
 /* One graph search result (struct ncclTopoGraph's fields that matter here). */
