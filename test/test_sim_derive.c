@@ -17,6 +17,7 @@
 #include "pcie/profile.h"
 #include "pcie/sim_box.h"
 #include "pcie/table.h"
+#include "sim/simeval.h"
 #include "support/pt_test.h"
 
 struct expect_graph {
@@ -202,6 +203,102 @@ START_TEST(derived_view_matches_nccl_on_every_shared_topology) {
 }
 END_TEST
 
+/* Versions as the view records them: NCCL_VERSION_CODE, 0 for anything else. */
+START_TEST(nccl_version_codes) {
+  ck_assert_int_eq(pt_nccl_version_code("2.31"), PT_NCCL_V2_31);
+  ck_assert_int_eq(pt_nccl_version_code("2.31.0"), PT_NCCL_V2_31);
+  ck_assert_int_eq(pt_nccl_version_code("2.30.7"), 23007);
+  ck_assert_int_eq(pt_nccl_version_code("3.0"), 30000);
+  ck_assert_int_eq(pt_nccl_version_code(NULL), 0);
+  ck_assert_int_eq(pt_nccl_version_code("2"), 0);
+  ck_assert_int_eq(pt_nccl_version_code("2.31a7"), 0);
+  ck_assert_int_eq(pt_nccl_version_code("2.31 (sim, derived view)"), 0);
+  ck_assert_int_eq(pt_nccl_version_code("2.131"), 0);
+}
+END_TEST
+
+/* What NCCL runs after the tuner rewrote its table: up to 2.30 the smallest
+ * entry >= 0 (enqueue.cc topoGetAlgoInfo); from 2.31 the plain minimum over
+ * the entries NCCL had given a time (dev tuning.cc ncclTuningCompute), so a
+ * negative entry wins and an IGNORE one stays out, ties to the higher index. */
+START_TEST(selection_after_the_tuner_by_version) {
+  struct pt_nccl_params p30, p31;
+  float before[7][3], after[7][3];
+  int a, pr;
+  pt_nccl_params_default(&p30, 8);
+  p31 = p30;
+  p31.nccl_version = PT_NCCL_V2_31;
+  for (int i = 0; i < 7; i++)
+    for (int j = 0; j < 3; j++) before[i][j] = -1.0f;
+  before[NCCL_ALGO_RING][NCCL_PROTO_LL] = 50.0f;
+  before[NCCL_ALGO_RING][NCCL_PROTO_SIMPLE] = 100.0f;
+  before[NCCL_ALGO_TREE][NCCL_PROTO_SIMPLE] = 120.0f;
+  memcpy(after, before, sizeof after);
+  after[NCCL_ALGO_RING][NCCL_PROTO_SIMPLE] = -5.0f; /* a negative write */
+  after[NCCL_ALGO_TREE][NCCL_PROTO_LL] = 1.0f;      /* an IGNORE entry revived */
+  ck_assert_int_eq(pt_nccl_select_tuned(&p30, before, after, &a, &pr), 0);
+  ck_assert(a == NCCL_ALGO_TREE && pr == NCCL_PROTO_LL);
+  ck_assert_int_eq(pt_nccl_select_tuned(&p31, before, after, &a, &pr), 0);
+  ck_assert(a == NCCL_ALGO_RING && pr == NCCL_PROTO_SIMPLE);
+  /* A tie: 2.30 keeps the lower index (tree), 2.31 the higher (ring). */
+  memcpy(after, before, sizeof after);
+  after[NCCL_ALGO_TREE][NCCL_PROTO_SIMPLE] = after[NCCL_ALGO_RING][NCCL_PROTO_SIMPLE] = 10.0f;
+  ck_assert_int_eq(pt_nccl_select_tuned(&p30, before, after, &a, &pr), 0);
+  ck_assert(a == NCCL_ALGO_TREE && pr == NCCL_PROTO_SIMPLE);
+  ck_assert_int_eq(pt_nccl_select_tuned(&p31, before, after, &a, &pr), 0);
+  ck_assert(a == NCCL_ALGO_RING && pr == NCCL_PROTO_SIMPLE);
+  /* Nothing NCCL had given a time: no choice on 2.31. */
+  for (int i = 0; i < 7; i++)
+    for (int j = 0; j < 3; j++) before[i][j] = -1.0f, after[i][j] = 3.0f;
+  ck_assert_int_eq(pt_nccl_select_tuned(&p31, before, after, &a, &pr), -1);
+  ck_assert_int_eq(pt_nccl_select_tuned(&p30, before, after, &a, &pr), 0);
+}
+END_TEST
+
+/* The simulated NCCL host on a 2.31 view runs what dev's ncclTuningGetChannels
+ * makes of the plugin's count: ring/simple asked for 4 channels on 8 GPUs
+ * runs 2 at 64 KiB (4 x 512 threads x 64 B = 128 KiB for 4), 4 from 128 KiB;
+ * on a 2.30 view the count runs as written. Through the plugin (dlopen). */
+START_TEST(nccl_2_31_view_runs_the_tuners_count_as_a_cap) {
+  static const char *text =
+      "version = 1;\nname = \"v\";\n"
+      "provenance = { tool = \"t\"; backend = \"sim\"; nccl_version = \"2.31.0\"; date = "
+      "\"2026-12-01\"; mode = \"both\"; };\ncommunicator = { channels = 4; };\n"
+      "allreduce = { eager = { sizes = [ 16384L, 1048576L ]; candidates = (\n"
+      "  { algo = \"ring\"; proto = \"simple\"; channels = 4; latency = ( 10.0, 100.0 ); } ); }; };\n";
+  char *dir = pt_test_tmpdir();
+  char *path = pt_test_write(dir, "v.cfg", text);
+  struct pt_box b = *pt_box_builtin_at(0);
+  ck_assert_int_eq(b.nranks, 8);
+  ck_assert_int_ge(b.nccl.comm_channels, 4);
+  setenv("PCIE_TUNER_PROFILE", path, 1);
+  struct ph_plugin pl;
+  struct ph_comm comm;
+  char err[512];
+  ck_assert_msg(ph_plugin_open(&pl, pt_test_so(), 0, err, sizeof err) == 0, "%s", err);
+  ck_assert_int_eq(ph_comm_init(&comm, &pl, 8, 1, 1), ncclSuccess);
+  static const struct { int version; uint64_t n; int ch; } cases[] = {
+      {0, 65536, 4}, {0, 131072, 4}, {PT_NCCL_V2_31, 32768, 1}, {PT_NCCL_V2_31, 65536, 2},
+      {PT_NCCL_V2_31, 98304, 3}, {PT_NCCL_V2_31, 131072, 4}, {PT_NCCL_V2_31, 1048576, 4}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    struct pt_sim_eval ev;
+    b.nccl.nccl_version = cases[i].version;
+    pt_sim_eval(&comm, &b, PT_ALLREDUCE, PT_MODE_EAGER, cases[i].n, &ev);
+    ck_assert_int_eq(ev.plugin_rc, 0);
+    ck_assert_msg(ev.tuned.algo == NCCL_ALGO_RING && ev.tuned.proto == NCCL_PROTO_SIMPLE &&
+                      ev.tuned.channels == cases[i].ch,
+                  "view %d, %llu B: tuned %d/%d/%d, expected ring/simple/%d", cases[i].version,
+                  (unsigned long long)cases[i].n, ev.tuned.algo, ev.tuned.proto, ev.tuned.channels, cases[i].ch);
+  }
+  ph_comm_finalize(&comm);
+  ph_plugin_close(&pl);
+  unsetenv("PCIE_TUNER_PROFILE");
+  free(path);
+  pt_test_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 /* Every built-in box's hardware is a topology of the collection: its NCCL
  * default is NCCL's own at every size. */
 START_TEST(builtin_boxes_default_is_nccls) {
@@ -365,6 +462,9 @@ int main(void) {
   tcase_add_test(tc, dual_socket_amd_falls_back_only_on_blackwell);
   tcase_add_test(tc, bad_hardware_and_environment_are_errors);
   tcase_add_test(tc, truncated_or_corrupt_topology_never_crashes);
+  tcase_add_test(tc, nccl_version_codes);
+  tcase_add_test(tc, selection_after_the_tuner_by_version);
+  tcase_add_test(tc, nccl_2_31_view_runs_the_tuners_count_as_a_cap);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }

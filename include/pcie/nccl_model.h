@@ -59,6 +59,14 @@ void pt_nccl_cost_table(const struct pt_nccl_params *p, int coll, size_t nbytes,
  * algorithm then protocol index. Returns 0, or -1 when none is usable. */
 int pt_nccl_select(float table[7][3], int *algo, int *proto);
 
+/* NCCL's selection after a tuner rewrote the table it was handed (before):
+ * pt_nccl_select's rule up to 2.30; from 2.31 (p->nccl_version) the plain
+ * minimum over the entries NCCL had given a time, so a negative entry wins
+ * and an IGNORE one (-1) stays out; ties to the higher index. Returns 0, or
+ * -1 when none is usable. */
+int pt_nccl_select_tuned(const struct pt_nccl_params *p, float before[7][3], float after[7][3], int *algo,
+                         int *proto);
+
 /* maxThreads[algo][proto] of the communicator (tuning.cc). */
 int pt_nccl_max_threads(const struct pt_nccl_params *p, int algo, int proto);
 
