@@ -299,6 +299,24 @@ START_TEST(nccl_2_31_view_runs_the_tuners_count_as_a_cap) {
 }
 END_TEST
 
+/* A box derived for NCCL 2.31 says so in its view label, and its view is
+ * 2.31's: LL128 on over PCIe (dev cost_model.cc ncclTuningCostModelInit). */
+START_TEST(box_view_states_its_nccl_version) {
+  struct pt_box b = *pt_box_builtin_at(0);
+  struct pt_error_rec err;
+  char label[256];
+  ck_assert(b.has_hw);
+  ck_assert_int_eq(pt_box_derive(&b, &err), 0);
+  pt_box_view_label(&b, label, sizeof label);
+  ck_assert_msg(!strstr(label, "NCCL 2.") && !strstr(label, "LL128 on"), "%s", label);
+  b.hw.nccl_version = PT_NCCL_V2_31;
+  ck_assert_int_eq(pt_box_derive(&b, &err), 0);
+  ck_assert_int_eq(b.nccl.nccl_version, PT_NCCL_V2_31);
+  pt_box_view_label(&b, label, sizeof label);
+  ck_assert_msg(strstr(label, ", LL128 on, NCCL 2.31 view"), "%s", label);
+}
+END_TEST
+
 /* Every built-in box's hardware is a topology of the collection: its NCCL
  * default is NCCL's own at every size. */
 START_TEST(builtin_boxes_default_is_nccls) {
@@ -465,6 +483,7 @@ int main(void) {
   tcase_add_test(tc, nccl_version_codes);
   tcase_add_test(tc, selection_after_the_tuner_by_version);
   tcase_add_test(tc, nccl_2_31_view_runs_the_tuners_count_as_a_cap);
+  tcase_add_test(tc, box_view_states_its_nccl_version);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }
