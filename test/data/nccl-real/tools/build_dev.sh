@@ -3,8 +3,10 @@
 # graph/tuning.cc and the enqueue.cc extract; harness_dev.cc calls
 # NCCL's ncclTuning* functions directly (they are no longer static).
 # usage: build_dev.sh NCCL_GIT_DIR WORK_DIR   (NCCL_REV, default dev)
+#   NCCL_REAL_STUBS: the shared harness's stubs.cc (default: beside this script)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
+stubs=${NCCL_REAL_STUBS:-$here/stubs.cc}
 git_dir=$1
 work=$2
 cuda=${CUDA_HOME:-/usr/local/cuda}
@@ -25,7 +27,7 @@ for f in $srcs; do
   o="$work/obj/$(echo "$f" | tr / _).o"
   [ -f "$o" ] || g++ $FL $INC -c "$work/nccl/src/$f.cc" -o "$o"
 done
-g++ $FL $INC -c "$here/stubs.cc" -o "$work/obj/stubs.o"
+g++ $FL $INC -c "$stubs" -o "$work/obj/stubs.o"
 g++ $FL $INC -c "$here/stubs_dev.cc" -o "$work/obj/stubs_dev.o"
 g++ $FL $INC -c "$here/harness_dev.cc" -o "$work/obj/harness.o"
 g++ -no-pie -o "$work/harness" "$work"/obj/*.o -Wl,--unresolved-symbols=ignore-all -lpthread -ldl
