@@ -35,4 +35,8 @@ void pt_box_view_label(const struct pt_box *b, char *buf, size_t len) {
   snprintf(buf, len, "derived from hardware: ring %d x %.1f GB/s %s%s, %d channels%s", r->nchannels,
            (double)r->bw_intra, pt_path_type_name(r->type_intra), r->fallback ? " (search fallback)" : "",
            n->comm_channels, n->ll128_enabled ? ", LL128 on" : "");
+  /* The NCCL the view models, where it is not the 2.28-2.30 default. */
+  size_t used = strlen(buf);
+  if (n->nccl_version >= PT_NCCL_V2_31 && used < len)
+    snprintf(buf + used, len - used, ", NCCL %d.%d view", n->nccl_version / 10000, n->nccl_version / 100 % 100);
 }

@@ -127,9 +127,17 @@ static int enables(const struct pt_hw *hw, const struct pt_nccl_view *v, struct 
     snprintf(err, errlen, "NCCL_ALGO='%s' leaves out Ring; not modelled", hw->algo);
     return -1;
   }
-  if (pe[NCCL_PROTO_LL128] == 2)
-    pe[NCCL_PROTO_LL128] = v->ring.type_intra <= NG_PATH_NVB && v->tree.type_intra <= NG_PATH_NVB &&
-                           (v->cc_min == v->cc_max || v->cc_min >= 90) && v->cc_min >= 70;
+  int rule = v->ring.type_intra <= NG_PATH_NVB && v->tree.type_intra <= NG_PATH_NVB &&
+             (v->cc_min == v->cc_max || v->cc_min >= 90) && v->cc_min >= 70;
+  if (hw->nccl_version >= PT_NCCL_V2_31) {
+    /* dev cost_model.cc, ncclTuningCostModelInit: the rule (isLL128Enabled)
+     * is only applied to functions NCCL_PROTO or NCCL_ALGO force; otherwise
+     * every model stays on, LL128 over PCIe included. */
+    if (hw->proto[0] || hw->algo[0]) pe[NCCL_PROTO_LL128] = pe[NCCL_PROTO_LL128] && rule;
+    else pe[NCCL_PROTO_LL128] = 1;
+  } else if (pe[NCCL_PROTO_LL128] == 2) {
+    pe[NCCL_PROTO_LL128] = rule;
+  }
   p->ll_enabled = pe[NCCL_PROTO_LL];
   p->ll128_enabled = pe[NCCL_PROTO_LL128];
   p->simple_enabled = pe[NCCL_PROTO_SIMPLE];
@@ -207,7 +215,11 @@ int pt_nccl_derive(const struct pt_hw *hw, struct pt_nccl_view *v, char *err, si
   p->tree_bw_intra = tree.bw_intra;
   p->tree_simple_pattern = tree.pattern == NG_PATTERN_TREE;
   p->ring_diff_channels = !ring.same_channels;
-  p->ring_simple_threads = ring.bw_intra * (float)nch <= 12.0f ? 256 : 512;
+  /* dev tuning_general.cc, ncclTuningSetThreadThresholds: 2.31 always
+   * defaults Ring/Simple to NCCL_SIMPLE_MAX_NTHREADS. */
+  p->ring_simple_threads =
+      hw->nccl_version < PT_NCCL_V2_31 && ring.bw_intra * (float)nch <= 12.0f ? 256 : 512;
+  p->nccl_version = hw->nccl_version;
   rc = enables(hw, v, p, err, errlen);
 out:
   free(s);

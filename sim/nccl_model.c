@@ -5,7 +5,9 @@
  * simulated box lives elsewhere. Checked against NCCL's own code on every
  * topology of test/data/nccl-real by test/test_sim_derive.c.
  */
+#include <float.h>
 #include <math.h>
+#include <stdio.h>
 
 #include "nccl/common.h"
 #include "pcie/nccl_model.h"
@@ -41,6 +43,14 @@ void pt_nccl_params_default(struct pt_nccl_params *p, int nranks) {
   p->ll_enabled = 1;
   p->simple_enabled = 1;
   p->max_batch_colls = 10;
+}
+
+int pt_nccl_version_code(const char *s) {
+  int major, minor, patch = 0, n = 0;
+  if (!s || (sscanf(s, "%d.%d%n.%d%n", &major, &minor, &n, &patch, &n) < 2) || s[n] || major < 0 ||
+      minor < 0 || minor > 99 || patch < 0 || patch > 99)
+    return 0;
+  return major * 10000 + minor * 100 + patch;
 }
 
 static int cc_index(const struct pt_nccl_params *p) {
@@ -149,6 +159,28 @@ int pt_nccl_select(float table[7][3], int *algo, int *proto) {
         *proto = pr;
       }
     }
+  return *algo < 0 ? -1 : 0;
+}
+
+int pt_nccl_select_tuned(const struct pt_nccl_params *p, float before[7][3], float after[7][3], int *algo,
+                         int *proto) {
+  if (p->nccl_version < PT_NCCL_V2_31) return pt_nccl_select(after, algo, proto);
+  /* dev tuning.cc: ncclTuningComputeAllTunings pushes each valid model (a
+   * time > 0) to the front of a list, ncclTuningCompute copies the tuner's
+   * table back into it, and ncclTuningSelectBestTuning keeps the first
+   * strictly smaller time from FLT_MAX: whatever the tuner wrote, negative
+   * included, among the entries NCCL had given a time; ties to the last
+   * pushed, the higher index. */
+  float best = FLT_MAX;
+  *algo = -1;
+  *proto = -1;
+  for (int a = NCCL_NUM_ALGORITHMS - 1; a >= 0; a--)
+    for (int pr = NCCL_NUM_PROTOCOLS - 1; pr >= 0; pr--)
+      if (before[a][pr] > 0.0f && after[a][pr] < best) {
+        best = after[a][pr];
+        *algo = a;
+        *proto = pr;
+      }
   return *algo < 0 ? -1 : 0;
 }
 

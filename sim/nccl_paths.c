@@ -16,11 +16,23 @@ static float pci_bw(int gen, int lanes) {
   return (float)(lanes * speed[gen < 1 ? 3 : gen > 6 ? 6 : gen]) / 80.0f;
 }
 
-/* ncclTopoGetInterCpuBw for x86: AMD 16 GB/s; Intel by generation; other 5000. */
-static float inter_cpu_bw(int vendor, int model) {
+/* ncclTopoGetInterCpuBw for x86: AMD 16 GB/s; Intel by generation; other
+ * 5000. NCCL 2.31 (dev topo.cc, ncclTopoGetInterCpuBw and the familyid/modelid
+ * reading of ncclTopoAddCpu): AMD by Zen generation, 24 GB/s for Zen 3/4
+ * (family 25, or 0xAF in older dumps), 32 for Zen 5 (26 or 0xBF); Intel
+ * Granite Rapids and Sierra Forest (model 0xAD-0xAF) count as Emerald Rapids. */
+static float inter_cpu_bw(const struct pt_hw *hw) {
   static const float intel[4] = {6.0f, 10.0f, 22.0f, 40.0f}; /* BDW, SKL, SRP, ERP */
-  if (vendor == PT_CPU_AMD) return 16.0f;
-  if (vendor == PT_CPU_INTEL) return intel[model < 0 || model > 3 ? 0 : model];
+  int v231 = hw->nccl_version >= PT_NCCL_V2_31, f = hw->cpu_family, m = hw->cpu_modelid;
+  if (hw->cpu_vendor == PT_CPU_AMD) {
+    if (v231 && (f == 26 || f == 0xBF)) return 32.0f;
+    if (v231 && (f == 25 || f == 0xAF)) return 24.0f;
+    return 16.0f;
+  }
+  if (hw->cpu_vendor == PT_CPU_INTEL) {
+    if (v231 && f == 6 && m >= 0xAD && m <= 0xAF) return intel[PT_INTEL_ERP];
+    return intel[hw->cpu_model < 0 || hw->cpu_model > 3 ? 0 : hw->cpu_model];
+  }
   return NG_LOC_BW;
 }
 
@@ -154,7 +166,7 @@ static int build_nodes(struct ng_system *s, const struct pt_hw *hw, char *err, s
   /* ncclTopoConnectCpus: every pair of sockets, at the vendor's bandwidth. */
   for (int a = 0; a < hw->ncpus; a++)
     for (int b = 0; b < hw->ncpus; b++)
-      if (a != b) connect(s, s->cpu[a], s->cpu[b], NG_LINK_SYS, inter_cpu_bw(hw->cpu_vendor, hw->cpu_model));
+      if (a != b) connect(s, s->cpu[a], s->cpu[b], NG_LINK_SYS, inter_cpu_bw(hw));
   s->vendor = hw->cpu_vendor;
   return 0;
 }

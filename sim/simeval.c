@@ -4,6 +4,7 @@
  */
 #include <string.h>
 
+#include "pcie/table.h"
 #include "simeval.h"
 
 static void nccl_choice(const struct pt_box *b, int coll, int mode, uint64_t n,
@@ -28,10 +29,13 @@ void pt_sim_eval(struct ph_comm *comm, const struct pt_box *b, int coll, int mod
     out->tuned = out->nccl;
     return;
   }
-  float table[7][3];
+  float table[7][3], before[7][3];
   struct ph_choice ch;
   pt_box_nccl_table(b, coll, nbytes, table);
+  memcpy(before, table, sizeof before);
   ph_decide(comm, coll, (size_t)nbytes, mode == PT_MODE_GRAPH, table, &ch);
+  int v231 = b->nccl.nccl_version >= PT_NCCL_V2_31;
+  if (v231 && pt_nccl_select_tuned(&b->nccl, before, table, &ch.algo, &ch.proto)) ch.algo = ch.proto = -1;
   out->plugin_rc = ch.rc;
   struct pt_sim_choice *t = &out->tuned;
   t->algo = ch.algo;
@@ -39,9 +43,14 @@ void pt_sim_eval(struct ph_comm *comm, const struct pt_box *b, int coll, int mod
   t->us = -1;
   t->state = PT_PT_OK;
   if (ch.algo < 0) return;
-  /* nChannels 0 leaves NCCL's own count; NCCL clamps the rest. */
+  /* nChannels 0 leaves NCCL's own count; NCCL clamps the rest, and from
+   * 2.31 takes it as a cap on its size heuristic (dev tuning_general.cc
+   * ncclTuningGetChannels: the smaller of the two, the same as the heuristic
+   * run from the clamped count). */
   t->channels = ch.nchannels > 0 ? pt_box_effective_channels(b, ch.nchannels)
                                  : pt_nccl_channels(&b->nccl, ch.algo, ch.proto, (size_t)nbytes);
+  if (v231 && ch.nchannels > 0)
+    t->channels = pt_nccl_channels_run(t->channels, b->nranks, ch.algo, ch.proto, nbytes);
   t->us = pt_box_true_us(b, coll, mode, t->algo, t->proto, t->channels, nbytes);
   t->state = pt_box_fault_state(b, coll, t->algo, t->proto, nbytes);
   if (t->state != PT_PT_OK && out->nccl.us > 0) t->us += out->nccl.us;

@@ -120,9 +120,11 @@ static int pci_gen(const char *speed) {
 
 static void cpu_kind(const struct tag *t, struct pt_hw *hw) {
   const char *v = attr(t, "vendor");
+  const char *fam = attr(t, "familyid"), *mod = attr(t, "modelid");
+  long f = fam ? strtol(fam, NULL, 0) : 0, m = mod ? strtol(mod, NULL, 0) : 0;
+  hw->cpu_family = f > 0 && f < 0x10000 ? (int)f : 0;
+  hw->cpu_modelid = m > 0 && m < 0x10000 ? (int)m : 0;
   if (v && !strcmp(v, "GenuineIntel")) {
-    const char *fam = attr(t, "familyid"), *mod = attr(t, "modelid");
-    long f = fam ? strtol(fam, NULL, 0) : 0, m = mod ? strtol(mod, NULL, 0) : 0;
     hw->cpu_vendor = PT_CPU_INTEL;
     hw->cpu_model = f == 6 && m >= 0xCF ? PT_INTEL_ERP : f == 6 && m >= 0x8F ? PT_INTEL_SRP
                     : f == 6 && m >= 0x55 ? PT_INTEL_SKL : PT_INTEL_BDW;

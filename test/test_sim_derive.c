@@ -1,6 +1,7 @@
 /* NCCL's view derived from hardware (sim/nccl_*.c) against NCCL's own code:
  * for every topology in test/data/nccl-real, the harness output of NCCL 2.30.7
- * (and 2.29.7) gives the ring and tree search results, comm->nChannels, the
+ * (and 2.29.7, 2.28.9, and 2.31 from the dev branch, derived with
+ * nccl_version 2.31) gives the ring and tree search results, comm->nChannels, the
  * thread counts and, at every all-reduce size from 8 B to 256 MB, NCCL's
  * algorithm, protocol, channels (nMaxChannels and the scheduler's cells),
  * warps and costs. All must match (see test/data/nccl-real/PROVENANCE.txt). */
@@ -15,6 +16,8 @@
 #include "pcie/nccl_topo.h"
 #include "pcie/profile.h"
 #include "pcie/sim_box.h"
+#include "pcie/table.h"
+#include "sim/simeval.h"
 #include "support/pt_test.h"
 
 struct expect_graph {
@@ -30,13 +33,43 @@ struct expect_row {
   double cost, tree_ll, tree_simple, ring_ll, ring_simple;
 };
 
+/* A 2.31 output's "# run BYTES tree_ll=c1,c2,.. ..." line: the channels
+ * ncclTuningGetChannels gives under a tuner cap of 1..comm->nChannels,
+ * [tree, ring][ll, ll128, simple][cap - 1]. */
+struct expect_run {
+  unsigned long long bytes;
+  int ch[2][3][64];
+};
+
 struct expect {
   char topo[128], p2p[32], level[16];
   struct expect_graph ring, tree;
   int comm, thr[2][3]; /* [ring, tree][ll, ll128, simple] */
-  int nrows;
+  int nrows, nruns;
   struct expect_row row[32];
+  struct expect_run run[32];
 };
+
+static void read_run(const char *path, const char *line, struct expect *e) {
+  static const char *const keys[2][3] = {{"tree_ll=", "tree_ll128=", "tree_simple="},
+                                         {"ring_ll=", "ring_ll128=", "ring_simple="}};
+  struct expect_run *r = &e->run[e->nruns];
+  ck_assert_msg(e->nruns < 32 && sscanf(line, "# run %llu", &r->bytes) == 1, "%s: bad line %s", path, line);
+  for (int a = 0; a < 2; a++)
+    for (int p = 0; p < 3; p++) {
+      const char *at = strstr(line, keys[a][p]);
+      ck_assert_msg(at != NULL, "%s: %llu: no %s", path, r->bytes, keys[a][p]);
+      at += strlen(keys[a][p]);
+      for (int c = 0; c < e->comm; c++) {
+        char *end;
+        r->ch[a][p][c] = (int)strtol(at, &end, 10);
+        ck_assert_msg(end != at && (*end == ',' || c == e->comm - 1), "%s: %llu: %s has not %d entries", path,
+                      r->bytes, keys[a][p], e->comm);
+        at = end + 1;
+      }
+    }
+  e->nruns++;
+}
 
 static void read_expect(const char *path, struct expect *e) {
   FILE *f = fopen(path, "r");
@@ -57,6 +90,10 @@ static void read_expect(const char *path, struct expect *e) {
     if (sscanf(line, "# comm->nChannels %d maxThreads ring ll/ll128/simple %d/%d/%d tree %d/%d/%d", &e->comm,
                &e->thr[0][0], &e->thr[0][1], &e->thr[0][2], &e->thr[1][0], &e->thr[1][1], &e->thr[1][2]) == 7)
       continue;
+    if (!strncmp(line, "# run ", 6) && line[6] >= '0' && line[6] <= '9') {
+      read_run(path, line, e);
+      continue;
+    }
     if (line[0] >= '0' && line[0] <= '9' && e->nrows < 32 &&
         sscanf(line, "%llu %7s %7s %d %d %d %lf %lf %lf %lf %lf", &r->bytes, r->algo, r->proto, &r->nch,
                &r->warps, &r->sch, &r->cost, &r->tree_ll, &r->tree_simple, &r->ring_ll, &r->ring_simple) == 11)
@@ -102,6 +139,9 @@ static int check_one(const char *dir, const char *file) {
   hw.p2p = strcmp(e.p2p, "not-supported") != 0;
   if (strcmp(e.level, "(default)")) snprintf(hw.p2p_level, sizeof hw.p2p_level, "%s", e.level);
   if (strstr(file, ".PROTO_LL_LL128_Simple.")) snprintf(hw.proto, sizeof hw.proto, "LL,LL128,Simple");
+  int v231 = strstr(file, ".nccl-2.31") != NULL;
+  if (v231) hw.nccl_version = PT_NCCL_V2_31;
+  ck_assert_msg(v231 == (e.nruns == e.nrows), "%s: %d run lines for %d sizes", file, e.nruns, e.nrows);
   ck_assert_msg(pt_nccl_derive(&hw, &v, err, sizeof err) == 0, "%s: %s", file, err);
   check_graph(file, "ring", &v.ring, &e.ring, 0);
   check_graph(file, "tree", &v.tree, &e.tree, 1);
@@ -133,6 +173,16 @@ static int check_one(const char *dir, const char *file) {
     near(file, r->bytes, "ring/LL", t[NCCL_ALGO_RING][NCCL_PROTO_LL], r->ring_ll);
     near(file, r->bytes, "ring/Simple", t[NCCL_ALGO_RING][NCCL_PROTO_SIMPLE], r->ring_simple);
   }
+  /* 2.31: what a tuner's channel count becomes (tuner/table.c pt_nccl_channels_run). */
+  for (int i = 0; i < e.nruns; i++)
+    for (int a = 0; a < 2; a++)
+      for (int p = 0; p < 3; p++)
+        for (int c = 1; c <= e.comm; c++) {
+          int algo = a == 0 ? NCCL_ALGO_TREE : NCCL_ALGO_RING;
+          int got = pt_nccl_channels_run(c, hw.ngpus, algo, p, e.run[i].bytes);
+          ck_assert_msg(got == e.run[i].ch[a][p][c - 1], "%s: %llu B: %s/%s capped at %d runs %d, NCCL %d", file,
+                        e.run[i].bytes, algo_name(algo), proto_name(p), c, got, e.run[i].ch[a][p][c - 1]);
+        }
   return 1;
 }
 
@@ -148,8 +198,122 @@ START_TEST(derived_view_matches_nccl_on_every_shared_topology) {
       n += check_one(dir, de->d_name);
   }
   closedir(d);
-  /* 47 harness outputs over 26 topologies are in the collection. */
-  ck_assert_int_ge(n, 47);
+  /* 47 harness outputs over 26 topologies, and 48 of 2.31, are in the collection. */
+  ck_assert_int_ge(n, 47 + 48);
+}
+END_TEST
+
+/* Versions as the view records them: NCCL_VERSION_CODE, 0 for anything else. */
+START_TEST(nccl_version_codes) {
+  ck_assert_int_eq(pt_nccl_version_code("2.31"), PT_NCCL_V2_31);
+  ck_assert_int_eq(pt_nccl_version_code("2.31.0"), PT_NCCL_V2_31);
+  ck_assert_int_eq(pt_nccl_version_code("2.30.7"), 23007);
+  ck_assert_int_eq(pt_nccl_version_code("3.0"), 30000);
+  ck_assert_int_eq(pt_nccl_version_code(NULL), 0);
+  ck_assert_int_eq(pt_nccl_version_code("2"), 0);
+  ck_assert_int_eq(pt_nccl_version_code("2.31a7"), 0);
+  ck_assert_int_eq(pt_nccl_version_code("2.31 (sim, derived view)"), 0);
+  ck_assert_int_eq(pt_nccl_version_code("2.131"), 0);
+}
+END_TEST
+
+/* What NCCL runs after the tuner rewrote its table: up to 2.30 the smallest
+ * entry >= 0 (enqueue.cc topoGetAlgoInfo); from 2.31 the plain minimum over
+ * the entries NCCL had given a time (dev tuning.cc ncclTuningCompute), so a
+ * negative entry wins and an IGNORE one stays out, ties to the higher index. */
+START_TEST(selection_after_the_tuner_by_version) {
+  struct pt_nccl_params p30, p31;
+  float before[7][3], after[7][3];
+  int a, pr;
+  pt_nccl_params_default(&p30, 8);
+  p31 = p30;
+  p31.nccl_version = PT_NCCL_V2_31;
+  for (int i = 0; i < 7; i++)
+    for (int j = 0; j < 3; j++) before[i][j] = -1.0f;
+  before[NCCL_ALGO_RING][NCCL_PROTO_LL] = 50.0f;
+  before[NCCL_ALGO_RING][NCCL_PROTO_SIMPLE] = 100.0f;
+  before[NCCL_ALGO_TREE][NCCL_PROTO_SIMPLE] = 120.0f;
+  memcpy(after, before, sizeof after);
+  after[NCCL_ALGO_RING][NCCL_PROTO_SIMPLE] = -5.0f; /* a negative write */
+  after[NCCL_ALGO_TREE][NCCL_PROTO_LL] = 1.0f;      /* an IGNORE entry revived */
+  ck_assert_int_eq(pt_nccl_select_tuned(&p30, before, after, &a, &pr), 0);
+  ck_assert(a == NCCL_ALGO_TREE && pr == NCCL_PROTO_LL);
+  ck_assert_int_eq(pt_nccl_select_tuned(&p31, before, after, &a, &pr), 0);
+  ck_assert(a == NCCL_ALGO_RING && pr == NCCL_PROTO_SIMPLE);
+  /* A tie: 2.30 keeps the lower index (tree), 2.31 the higher (ring). */
+  memcpy(after, before, sizeof after);
+  after[NCCL_ALGO_TREE][NCCL_PROTO_SIMPLE] = after[NCCL_ALGO_RING][NCCL_PROTO_SIMPLE] = 10.0f;
+  ck_assert_int_eq(pt_nccl_select_tuned(&p30, before, after, &a, &pr), 0);
+  ck_assert(a == NCCL_ALGO_TREE && pr == NCCL_PROTO_SIMPLE);
+  ck_assert_int_eq(pt_nccl_select_tuned(&p31, before, after, &a, &pr), 0);
+  ck_assert(a == NCCL_ALGO_RING && pr == NCCL_PROTO_SIMPLE);
+  /* Nothing NCCL had given a time: no choice on 2.31. */
+  for (int i = 0; i < 7; i++)
+    for (int j = 0; j < 3; j++) before[i][j] = -1.0f, after[i][j] = 3.0f;
+  ck_assert_int_eq(pt_nccl_select_tuned(&p31, before, after, &a, &pr), -1);
+  ck_assert_int_eq(pt_nccl_select_tuned(&p30, before, after, &a, &pr), 0);
+}
+END_TEST
+
+/* The simulated NCCL host on a 2.31 view runs what dev's ncclTuningGetChannels
+ * makes of the plugin's count: ring/simple asked for 4 channels on 8 GPUs
+ * runs 2 at 64 KiB (4 x 512 threads x 64 B = 128 KiB for 4), 4 from 128 KiB;
+ * on a 2.30 view the count runs as written. Through the plugin (dlopen). */
+START_TEST(nccl_2_31_view_runs_the_tuners_count_as_a_cap) {
+  static const char *text =
+      "version = 1;\nname = \"v\";\n"
+      "provenance = { tool = \"t\"; backend = \"sim\"; nccl_version = \"2.31.0\"; date = "
+      "\"2026-12-01\"; mode = \"both\"; };\ncommunicator = { channels = 4; };\n"
+      "allreduce = { eager = { sizes = [ 16384L, 1048576L ]; candidates = (\n"
+      "  { algo = \"ring\"; proto = \"simple\"; channels = 4; latency = ( 10.0, 100.0 ); } ); }; };\n";
+  char *dir = pt_test_tmpdir();
+  char *path = pt_test_write(dir, "v.cfg", text);
+  struct pt_box b = *pt_box_builtin_at(0);
+  ck_assert_int_eq(b.nranks, 8);
+  ck_assert_int_ge(b.nccl.comm_channels, 4);
+  setenv("PCIE_TUNER_PROFILE", path, 1);
+  struct ph_plugin pl;
+  struct ph_comm comm;
+  char err[512];
+  ck_assert_msg(ph_plugin_open(&pl, pt_test_so(), 0, err, sizeof err) == 0, "%s", err);
+  ck_assert_int_eq(ph_comm_init(&comm, &pl, 8, 1, 1), ncclSuccess);
+  static const struct { int version; uint64_t n; int ch; } cases[] = {
+      {0, 65536, 4}, {0, 131072, 4}, {PT_NCCL_V2_31, 32768, 1}, {PT_NCCL_V2_31, 65536, 2},
+      {PT_NCCL_V2_31, 98304, 3}, {PT_NCCL_V2_31, 131072, 4}, {PT_NCCL_V2_31, 1048576, 4}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    struct pt_sim_eval ev;
+    b.nccl.nccl_version = cases[i].version;
+    pt_sim_eval(&comm, &b, PT_ALLREDUCE, PT_MODE_EAGER, cases[i].n, &ev);
+    ck_assert_int_eq(ev.plugin_rc, 0);
+    ck_assert_msg(ev.tuned.algo == NCCL_ALGO_RING && ev.tuned.proto == NCCL_PROTO_SIMPLE &&
+                      ev.tuned.channels == cases[i].ch,
+                  "view %d, %llu B: tuned %d/%d/%d, expected ring/simple/%d", cases[i].version,
+                  (unsigned long long)cases[i].n, ev.tuned.algo, ev.tuned.proto, ev.tuned.channels, cases[i].ch);
+  }
+  ph_comm_finalize(&comm);
+  ph_plugin_close(&pl);
+  unsetenv("PCIE_TUNER_PROFILE");
+  free(path);
+  pt_test_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+/* A box derived for NCCL 2.31 says so in its view label, and its view is
+ * 2.31's: LL128 on over PCIe (dev cost_model.cc ncclTuningCostModelInit). */
+START_TEST(box_view_states_its_nccl_version) {
+  struct pt_box b = *pt_box_builtin_at(0);
+  struct pt_error_rec err;
+  char label[256];
+  ck_assert(b.has_hw);
+  ck_assert_int_eq(pt_box_derive(&b, &err), 0);
+  pt_box_view_label(&b, label, sizeof label);
+  ck_assert_msg(!strstr(label, "NCCL 2.") && !strstr(label, "LL128 on"), "%s", label);
+  b.hw.nccl_version = PT_NCCL_V2_31;
+  ck_assert_int_eq(pt_box_derive(&b, &err), 0);
+  ck_assert_int_eq(b.nccl.nccl_version, PT_NCCL_V2_31);
+  pt_box_view_label(&b, label, sizeof label);
+  ck_assert_msg(strstr(label, ", LL128 on, NCCL 2.31 view"), "%s", label);
 }
 END_TEST
 
@@ -316,6 +480,10 @@ int main(void) {
   tcase_add_test(tc, dual_socket_amd_falls_back_only_on_blackwell);
   tcase_add_test(tc, bad_hardware_and_environment_are_errors);
   tcase_add_test(tc, truncated_or_corrupt_topology_never_crashes);
+  tcase_add_test(tc, nccl_version_codes);
+  tcase_add_test(tc, selection_after_the_tuner_by_version);
+  tcase_add_test(tc, nccl_2_31_view_runs_the_tuners_count_as_a_cap);
+  tcase_add_test(tc, box_view_states_its_nccl_version);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }

@@ -36,7 +36,16 @@ struct pt_nccl_params {
   int tree_simple_pattern;  /* 1: the tree graph is NCCL's plain TREE pattern (busBw x 0.85) */
   int ring_diff_channels;   /* 1: ring sameChannels == 0 (broadcast/reduce pay per step) */
   int ring_simple_threads;  /* maxThreads[Ring][Simple]: 256 or 512; 0 = NCCL's rule */
+  int nccl_version;         /* NCCL_VERSION_CODE of the NCCL modelled; 0 = 2.28-2.30 */
 };
+
+/* NCCL 2.31 (the dev branch at 86fa684d, src/tuning/): the first version whose
+ * view differs from 2.30's (docs/sim.md, "NCCL 2.31"). */
+#define PT_NCCL_V2_31 23100
+
+/* "2.31", "2.31.0", "2.30.7" -> NCCL_VERSION_CODE (23100, 23100, 23007); 0
+ * when s is not "MAJOR.MINOR[.PATCH]". */
+int pt_nccl_version_code(const char *s);
 
 /* Defaults of an nranks-GPU Gen4 box on sm89 (G = 2 x 12 GB/s, 4 channels). */
 void pt_nccl_params_default(struct pt_nccl_params *p, int nranks);
@@ -49,6 +58,14 @@ void pt_nccl_cost_table(const struct pt_nccl_params *p, int coll, size_t nbytes,
 /* NCCL's selection over a table: the smallest entry >= 0, ties to the lower
  * algorithm then protocol index. Returns 0, or -1 when none is usable. */
 int pt_nccl_select(float table[7][3], int *algo, int *proto);
+
+/* NCCL's selection after a tuner rewrote the table it was handed (before):
+ * pt_nccl_select's rule up to 2.30; from 2.31 (p->nccl_version) the plain
+ * minimum over the entries NCCL had given a time, so a negative entry wins
+ * and an IGNORE one (-1) stays out; ties to the higher index. Returns 0, or
+ * -1 when none is usable. */
+int pt_nccl_select_tuned(const struct pt_nccl_params *p, float before[7][3], float after[7][3], int *algo,
+                         int *proto);
 
 /* maxThreads[algo][proto] of the communicator (tuning.cc). */
 int pt_nccl_max_threads(const struct pt_nccl_params *p, int algo, int proto);

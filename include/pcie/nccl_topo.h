@@ -44,9 +44,13 @@ struct pt_hw_dev {
 };
 
 struct pt_hw {
+  int nccl_version; /* the NCCL whose view is derived, as NCCL_VERSION_CODE (23100 = 2.31.0);
+                     * 0 = the 2.28-2.30 behaviour (PT_NCCL_V2_31 and later change it) */
   int ncpus;      /* sockets (NUMA nodes with devices), 1..PT_HW_MAX_CPUS */
   int cpu_vendor; /* enum pt_cpu_vendor */
   int cpu_model;  /* enum pt_intel_model (Intel only) */
+  int cpu_family;  /* CPUID family and model of the topology's <cpu> (familyid, modelid), */
+  int cpu_modelid; /* 0 = unknown: NCCL 2.31 reads AMD's Zen generation and more Intel ids from them */
   int nswitches;
   struct pt_hw_dev sw[PT_HW_MAX_SWITCHES]; /* a switch's parent is a lower index or a CPU */
   int ngpus;

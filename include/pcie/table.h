@@ -150,7 +150,10 @@ int pt_nccl_caps_channels(const char *nccl_version);
 /* What NCCL 2.31+ runs when the tuner asks for ch channels (ch > 0) at
  * nbytes: ch, lowered while nbytes < nc x maxThreads x threadThreshold
  * (Simple 512 x 64, LL 512 x 8, x nranks for Ring, LL128 640 x 8), never
- * below 1. CollNet/NVLS keep their own counts: ch. */
+ * below 1. CollNet/NVLS keep their own counts: ch. For ch <= comm->nChannels
+ * this is NCCL's min(heuristic from comm->nChannels, ch); test_sim_derive
+ * checks it against dev's ncclTuningGetChannels on every 2.31 output of
+ * test/data/nccl-real, every cap and size. */
 int pt_nccl_channels_run(int ch, int nranks, int algo, int proto, uint64_t nbytes);
 
 #endif
