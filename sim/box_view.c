@@ -14,6 +14,9 @@ int pt_box_derive(struct pt_box *b, struct pt_error_rec *err) {
     snprintf(err->msg, sizeof err->msg, "box '%s' has no hardware to derive NCCL's view from", b->name);
     return PT_EINVAL;
   }
+  /* The NCCL the box states it models picks the view (2.31's rules from
+   * 2.31 on); a box that names none models 2.30. */
+  if (!b->hw.nccl_version) b->hw.nccl_version = pt_nccl_version_code(b->nccl_version);
   if (pt_nccl_derive(&b->hw, &b->derived, msg, sizeof msg)) {
     snprintf(err->msg, sizeof err->msg, "hardware: %s", msg);
     return PT_EINVAL;

@@ -103,6 +103,36 @@ START_TEST(typed_view_is_labelled) {
 }
 END_TEST
 
+/* A box file that states NCCL 2.31 gets 2.31's view (LL128 on over PCIe
+ * unless NCCL_PROTO is set: the nccl-2.31.0-dev fixtures in test/data/nccl-real); one
+ * that states none keeps 2.30's. */
+START_TEST(box_file_nccl_version_picks_the_view) {
+  char *dir = pt_test_tmpdir(), *out, *err, src[1024], *text = NULL;
+  snprintf(src, sizeof src, "%s/test/data/boxes/hw.cfg", pt_test_srcdir());
+  FILE *f = fopen(src, "r");
+  ck_assert_ptr_nonnull(f);
+  size_t cap = 0;
+  ck_assert_int_gt(getdelim(&text, &cap, 0, f), 0);
+  fclose(f);
+  free(pt_test_write(dir, "b30.cfg", text));
+  char *t31 = NULL;
+  ck_assert(asprintf(&t31, "%snccl_version = \"2.31\";\n", text) > 0);
+  free(pt_test_write(dir, "b31.cfg", t31));
+  char p30[1100], p31[1100];
+  snprintf(p30, sizeof p30, "%s/b30.cfg", dir);
+  snprintf(p31, sizeof p31, "%s/b31.cfg", dir);
+  ck_assert_int_eq(run(&out, &err, "box %s%s", p31, ""), 0);
+  ck_assert_msg(strstr(out, "LL128 on, NCCL 2.31 view"), "%s", out);
+  free(out), free(err);
+  ck_assert_int_eq(run(&out, &err, "box %s%s", p30, ""), 0);
+  ck_assert_msg(strstr(out, "derived from hardware") && !strstr(out, "2.31 view"), "%s", out);
+  free(out), free(err);
+  free(t31);
+  free(text);
+  free(dir);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("sim_cli_box");
   TCase *tc = tcase_create("core");
@@ -110,6 +140,7 @@ int main(void) {
   tcase_add_test(tc, from_topo_writes_a_box_nccl_would_recognise);
   tcase_add_test(tc, bad_input_is_reported);
   tcase_add_test(tc, typed_view_is_labelled);
+  tcase_add_test(tc, box_file_nccl_version_picks_the_view);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }
