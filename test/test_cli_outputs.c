@@ -38,12 +38,6 @@ static void teardown(void) {
   free(dir);
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* Runs pcie-tune in dir with printf-style args under a 10 s guard; returns
  * the exit status and keeps stdout/stderr in out/err. */
 __attribute__((format(printf, 1, 2))) static int run(const char *fmt, ...) {
@@ -59,14 +53,8 @@ __attribute__((format(printf, 1, 2))) static int run(const char *fmt, ...) {
   return rc;
 }
 
-static char *in_dir(const char *name) {
-  char *p = NULL;
-  ck_assert(asprintf(&p, "%s/%s", dir, name) > 0);
-  return p;
-}
-
 static char *slurp(const char *name) {
-  char *p = in_dir(name), *cmd = NULL, *text = NULL;
+  char *p = pt_test_path(dir, name), *cmd = NULL, *text = NULL;
   ck_assert(asprintf(&cmd, "cat '%s'", p) > 0);
   ck_assert_int_eq(pt_test_run(cmd, &text, NULL), 0);
   free(cmd);
@@ -76,7 +64,7 @@ static char *slurp(const char *name) {
 
 static mode_t lmode(const char *name) {
   struct stat st;
-  char *p = in_dir(name);
+  char *p = pt_test_path(dir, name);
   ck_assert_int_eq(lstat(p, &st), 0);
   free(p);
   return st.st_mode;
@@ -89,7 +77,7 @@ static const char *a_log(void) { return "log.txt ll.txt"; }
 /* Whether name exists in dir (not following a symlink). */
 static int exists(const char *name) {
   struct stat st;
-  char *p = in_dir(name);
+  char *p = pt_test_path(dir, name);
   int rc = lstat(p, &st) == 0;
   free(p);
   return rc;
@@ -100,7 +88,7 @@ START_TEST(show_never_writes_over_its_profile) {
   ck_assert_int_eq(run("show p.cfg --svg p.cfg --force"), 1);
   ck_assert_msg(strstr(err, "p.cfg: is also an input"), "%s", err);
   /* Under another name: a symlink and a hard link to the profile. */
-  char *sym = in_dir("sym.svg"), *hard = in_dir("hard.svg"), *p = in_dir("p.cfg");
+  char *sym = pt_test_path(dir, "sym.svg"), *hard = pt_test_path(dir, "hard.svg"), *p = pt_test_path(dir, "p.cfg");
   ck_assert_int_eq(symlink("p.cfg", sym), 0);
   ck_assert_int_eq(link(p, hard), 0);
   ck_assert_int_eq(run("show p.cfg --svg sym.svg --force"), 1);
@@ -132,20 +120,20 @@ END_TEST
 
 START_TEST(fifo_and_device_targets_are_never_replaced) {
   const char *log = a_log();
-  char *fifo = in_dir("out.fifo");
+  char *fifo = pt_test_path(dir, "out.fifo");
   ck_assert_int_eq(mkfifo(fifo, 0644), 0);
-  double t0 = now_s();
+  double t0 = pt_test_now_s();
   ck_assert_int_eq(run("import --out out.fifo --force %s", log), 1);
   ck_assert_msg(strstr(err, "out.fifo: is a FIFO, not a regular file"), "%s", err);
   ck_assert_int_eq(run("show p.cfg --svg out.fifo --force"), 1);
   ck_assert_msg(strstr(err, "out.fifo: is a FIFO, not a regular file"), "%s", err);
   ck_assert_int_eq(run("profile --backend sim --box gen5-8x-p2p --sizes 4K:64K --quiet --out out.fifo --force"), 1);
   ck_assert_msg(strstr(err, "out.fifo: is a FIFO, not a regular file"), "%s", err);
-  ck_assert_msg(now_s() - t0 < 3.0, "three refusals took %.2f s", now_s() - t0);
+  ck_assert_msg(pt_test_now_s() - t0 < 3.0, "three refusals took %.2f s", pt_test_now_s() - t0);
   ck_assert(S_ISFIFO(lmode("out.fifo")));
   /* A device node like /dev/full (as root the rename used to replace it);
    * a private one, so a regression cannot harm the machine. */
-  char *dev = in_dir("full");
+  char *dev = pt_test_path(dir, "full");
   if (mknod(dev, S_IFCHR | 0666, makedev(1, 7)) == 0) {
     ck_assert_int_eq(run("import --out full --force %s", log), 1);
     ck_assert_msg(strstr(err, "full: is a character device, not a regular file"), "%s", err);
@@ -157,7 +145,7 @@ START_TEST(fifo_and_device_targets_are_never_replaced) {
 END_TEST
 
 START_TEST(symlink_is_written_through_only_with_force) {
-  char *real = in_dir("real.svg"), *link_ = in_dir("link.svg");
+  char *real = pt_test_path(dir, "real.svg"), *link_ = pt_test_path(dir, "link.svg");
   free(pt_test_write(dir, "real.svg", "mine\n"));
   ck_assert_int_eq(symlink("real.svg", link_), 0);
   ck_assert_int_eq(run("show p.cfg --svg link.svg"), 1);
@@ -169,7 +157,7 @@ START_TEST(symlink_is_written_through_only_with_force) {
   char *chart = slurp("real.svg");        /* ...and the file it names is the chart */
   ck_assert_ptr_nonnull(strstr(chart, "<svg"));
   /* A link to nowhere is refused, even with --force. */
-  char *dangling = in_dir("dangling.svg");
+  char *dangling = pt_test_path(dir, "dangling.svg");
   ck_assert_int_eq(symlink("missing/x.svg", dangling), 0);
   free(dangling);
   ck_assert_int_eq(run("show p.cfg --svg dangling.svg --force"), 1);
@@ -214,10 +202,10 @@ START_TEST(dash_is_standard_output_everywhere) {
 END_TEST
 
 START_TEST(bad_out_is_reported_before_measuring) {
-  double t0 = now_s();
+  double t0 = pt_test_now_s();
   /* The full default sweep would take far longer than a second. */
   ck_assert_int_eq(run("profile --backend sim --box gen5-8x-p2p --out no-such-dir/p.cfg"), 1);
-  ck_assert_msg(now_s() - t0 < 1.0, "took %.2f s: it measured first", now_s() - t0);
+  ck_assert_msg(pt_test_now_s() - t0 < 1.0, "took %.2f s: it measured first", pt_test_now_s() - t0);
   ck_assert_msg(strstr(err, "no-such-dir/p.cfg: directory no-such-dir does not exist"), "%s", err);
   /* --out naming the --box file it measures. */
   free(pt_test_write(dir, "box.cfg", "based_on = \"gen5-8x-p2p\";\nname = \"b\";\n"));

@@ -39,12 +39,6 @@ static void teardown(void) {
   free(example);
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* Runs pcie-tune with args (printf-style, one %s for the odd input) under
  * a 10 s guard, and expects exit status 1 within a second with want on
  * stderr. */
@@ -52,9 +46,9 @@ static void refused(const char *fmt, const char *input, const char *want) {
   char *args = NULL, *cmd = NULL, *out, *err;
   ck_assert(asprintf(&args, fmt, input) > 0);
   ck_assert(asprintf(&cmd, "cd '%s' && timeout 10 '%s' %s </dev/null", dir, pt_test_cli(), args) > 0);
-  double t0 = now_s();
+  double t0 = pt_test_now_s();
   int rc = pt_test_run(cmd, &out, &err);
-  double took = now_s() - t0;
+  double took = pt_test_now_s() - t0;
   ck_assert_msg(rc == 1, "pcie-tune %s: exit %d (124: blocked), stderr: %s", args, rc, err);
   ck_assert_msg(took < 1.0, "pcie-tune %s took %.2f s", args, took);
   ck_assert_msg(strstr(err, input) && strstr(err, want), "pcie-tune %s: wanted '%s: ...%s' in: %s",

@@ -21,12 +21,6 @@ static char *dir, *out, *err;
 
 static const char workload[] = "# step coll bytes count\ndecode allreduce 14336 2\nprefill allreduce 1M 1\n";
 
-static char *in_dir(const char *name) {
-  char *p = NULL;
-  ck_assert(asprintf(&p, "%s/%s", dir, name) > 0);
-  return p;
-}
-
 static void setup(void) {
   char *cmd = NULL;
   dir = pt_test_tmpdir();
@@ -45,12 +39,6 @@ static void teardown(void) {
   free(dir);
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* pcie-tune ARGS in dir under a 20 s guard (124: it hung). */
 __attribute__((format(printf, 1, 2))) static int run(const char *fmt, ...) {
   char *args = NULL;
@@ -66,7 +54,7 @@ __attribute__((format(printf, 1, 2))) static int run(const char *fmt, ...) {
 }
 
 static char *slurp(const char *name) {
-  char *p = in_dir(name), *cmd = NULL, *text = NULL;
+  char *p = pt_test_path(dir, name), *cmd = NULL, *text = NULL;
   ck_assert(asprintf(&cmd, "cat '%s'", p) > 0);
   ck_assert_int_eq(pt_test_run(cmd, &text, NULL), 0);
   free(cmd);
@@ -76,7 +64,7 @@ static char *slurp(const char *name) {
 
 static mode_t lmode(const char *name) {
   struct stat st;
-  char *p = in_dir(name);
+  char *p = pt_test_path(dir, name);
   ck_assert_int_eq(lstat(p, &st), 0);
   free(p);
   return st.st_mode;
@@ -84,7 +72,7 @@ static mode_t lmode(const char *name) {
 
 /* Writes len bytes (NULs included) to dir/name. */
 static char *write_bytes(const char *name, const char *data, size_t len) {
-  char *p = in_dir(name);
+  char *p = pt_test_path(dir, name);
   FILE *f = fopen(p, "wb");
   ck_assert_ptr_nonnull(f);
   ck_assert_uint_eq(fwrite(data, 1, len, f), len);
@@ -94,7 +82,7 @@ static char *write_bytes(const char *name, const char *data, size_t len) {
 
 START_TEST(profile_never_writes_over_its_workload) {
   static const char *const modes[] = {"", " --explore-channels 2,4"};
-  char *sym = in_dir("w-link.txt");
+  char *sym = pt_test_path(dir, "w-link.txt");
   ck_assert_int_eq(symlink("w.txt", sym), 0);
   for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
     ck_assert_int_eq(run("profile --backend sim --box gen5-8x-p2p --workload w.txt --out w.txt --force%s",
@@ -113,7 +101,7 @@ START_TEST(profile_never_writes_over_its_workload) {
 END_TEST
 
 START_TEST(box_never_writes_over_its_dump) {
-  char *before = slurp("topo.xml"), *sym = in_dir("topo-link.xml");
+  char *before = slurp("topo.xml"), *sym = pt_test_path(dir, "topo-link.xml");
   ck_assert_int_eq(symlink("topo.xml", sym), 0);
   ck_assert_int_eq(run("box --from-topo topo.xml --out topo.xml --force"), 1);
   ck_assert_msg(strstr(err, "topo.xml: is also an input (topo.xml)"), "%s", err);
@@ -132,7 +120,7 @@ END_TEST
 /* docs/cli.md and docs/profile-format.md: a replaced file keeps its mode; a
  * symlink to a regular file is written through with --force. */
 START_TEST(box_force_keeps_mode_and_writes_through_a_symlink) {
-  char *box = in_dir("b.cfg"), *sym = in_dir("link.cfg");
+  char *box = pt_test_path(dir, "b.cfg"), *sym = pt_test_path(dir, "link.cfg");
   ck_assert_int_eq(run("box --from-topo topo.xml --out b.cfg"), 0);
   ck_assert_int_eq(lmode("b.cfg") & 0777, 0644);
   ck_assert_int_eq(chmod(box, 0640), 0);
@@ -160,12 +148,12 @@ START_TEST(nul_byte_in_a_workload_is_named_not_looped) {
   free(write_bytes("nul.txt", text, sizeof text - 1));
   char *example = NULL;
   ck_assert(asprintf(&example, "%s/profiles/example-8x-pcie.cfg", pt_test_srcdir()) > 0);
-  double t0 = now_s();
+  double t0 = pt_test_now_s();
   ck_assert_int_eq(run("simulate '%s' --box gen5-8x-p2p --workload nul.txt", example), 1);
   ck_assert_msg(strstr(err, "nul.txt:2: NUL byte"), "%s", err);
   ck_assert_int_eq(run("profile --backend sim --box gen5-8x-p2p --workload nul.txt --out p.cfg"), 2);
   ck_assert_msg(strstr(err, "nul.txt:2: NUL byte"), "%s", err);
-  ck_assert_msg(now_s() - t0 < 5.0, "took %.1f s", now_s() - t0);
+  ck_assert_msg(pt_test_now_s() - t0 < 5.0, "took %.1f s", pt_test_now_s() - t0);
   free(example);
 }
 END_TEST
@@ -195,11 +183,11 @@ START_TEST(nul_byte_in_a_box_file_is_refused) {
 END_TEST
 
 START_TEST(box_from_topo_refuses_a_fifo_at_once) {
-  char *fifo = in_dir("dump.xml");
+  char *fifo = pt_test_path(dir, "dump.xml");
   ck_assert_int_eq(mkfifo(fifo, 0644), 0);
-  double t0 = now_s();
+  double t0 = pt_test_now_s();
   ck_assert_int_eq(run("box --from-topo dump.xml --out b.cfg"), 1);
-  ck_assert_msg(now_s() - t0 < 2.0, "took %.1f s", now_s() - t0);
+  ck_assert_msg(pt_test_now_s() - t0 < 2.0, "took %.1f s", pt_test_now_s() - t0);
   ck_assert_msg(strstr(err, "dump.xml: is a FIFO, not a regular file"), "%s", err);
   ck_assert_int_eq(run("box --from-topo /dev/zero --out b.cfg"), 1);
   ck_assert_msg(strstr(err, "/dev/zero: is a character device"), "%s", err);
@@ -216,18 +204,18 @@ START_TEST(dump_path_cannot_inject_settings) {
                                         "it's \"quoted\" \\ here"};
   struct pt_box ref, b;
   struct pt_error_rec e;
-  char *data = slurp("topo.xml"), *ref_path = in_dir("ref.cfg");
+  char *data = slurp("topo.xml"), *ref_path = pt_test_path(dir, "ref.cfg");
   ck_assert_int_eq(run("box --from-topo topo.xml --out ref.cfg --name n"), 0);
   ck_assert_msg(pt_box_load(&ref, ref_path, &e) == 0, "%s", e.msg);
   for (size_t i = 0; i < sizeof folders / sizeof folders[0]; i++) {
-    char *sub = in_dir(folders[i]), *topo = NULL, *box = NULL, *desc = NULL;
+    char *sub = pt_test_path(dir, folders[i]), *topo = NULL, *box = NULL, *desc = NULL;
     ck_assert_int_eq(mkdir(sub, 0755), 0);
     ck_assert(asprintf(&topo, "%s/topo.xml", folders[i]) > 0);
     free(write_bytes(topo, data, strlen(data)));
     /* The odd path reaches pcie-tune through the environment, untouched. */
     ck_assert_int_eq(setenv("PT_ODD_TOPO", topo, 1), 0);
     ck_assert_int_eq(run("box --from-topo \"$PT_ODD_TOPO\" --out b.cfg --name n --force"), 0);
-    box = in_dir("b.cfg");
+    box = pt_test_path(dir, "b.cfg");
     ck_assert_msg(pt_box_load(&b, box, &e) == 0, "%s:%d: %s", e.file, e.line, e.msg);
     ck_assert(asprintf(&desc, "from NCCL topology %s", topo) > 0);
     ck_assert_str_eq(b.desc, desc);
@@ -243,7 +231,7 @@ START_TEST(dump_path_cannot_inject_settings) {
   char longname[201];
   memset(longname, 'x', 200);
   longname[200] = 0;
-  char *sub = in_dir(longname), *topo = NULL, *box = in_dir("long.cfg");
+  char *sub = pt_test_path(dir, longname), *topo = NULL, *box = pt_test_path(dir, "long.cfg");
   ck_assert_int_eq(mkdir(sub, 0755), 0);
   ck_assert(asprintf(&topo, "%s/%s.xml", longname, longname) > 0);
   free(write_bytes(topo, data, strlen(data)));

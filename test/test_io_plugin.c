@@ -51,12 +51,6 @@ static void teardown(void) {
   free(dir);
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static char *path_in(const char *name) {
   char *p = NULL;
   ck_assert(asprintf(&p, "%s/%s", dir, name) > 0);
@@ -72,9 +66,9 @@ static void expect_refused(const char *spec, const char *needle) {
   struct ph_log_entry e;
   float t[7][3], before[7][3];
   setenv("PCIE_TUNER_PROFILE", spec, 1);
-  double t0 = now_s();
+  double t0 = pt_test_now_s();
   ck_assert_int_eq(ph_comm_init(&c, &pl, 8, 1, 1), ncclSuccess);
-  double took = now_s() - t0;
+  double took = pt_test_now_s() - t0;
   ck_assert_msg(took < 1.0, "init took %.2f s", took);
   ck_assert_uint_eq(ph_log_count(), 1);
   ck_assert_int_eq(ph_log_get(0, &e), 0);
@@ -188,14 +182,14 @@ START_TEST(finalize_never_waits_behind_an_init_reading_a_fifo) {
   setenv("PCIE_TUNER_PROFILE", fifo, 1);
   memset(&a, 0, sizeof a);
   atomic_init(&a.done, 0);
-  double t0 = now_s();
+  double t0 = pt_test_now_s();
   ck_assert_int_eq(pthread_create(&th, NULL, init_thread, &a), 0);
   struct timespec pause = {0, 100 * 1000 * 1000};
   nanosleep(&pause, NULL);
   ck_assert_int_eq(ph_comm_finalize(&other), 0);
-  double took = now_s() - t0;
+  double took = pt_test_now_s() - t0;
   ck_assert_msg(took < 1.0, "finalize of the other communicator took %.2f s", took);
-  while (!atomic_load(&a.done) && now_s() - t0 < 1.0) nanosleep(&pause, NULL);
+  while (!atomic_load(&a.done) && pt_test_now_s() - t0 < 1.0) nanosleep(&pause, NULL);
   ck_assert_msg(atomic_load(&a.done), "init on a FIFO still blocked after a second");
   pthread_join(th, NULL);
   ck_assert_uint_eq(ph_log_find(NCCL_LOG_WARN, "is a FIFO"), 1);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pcie/nccl_model.h"
@@ -124,4 +125,16 @@ int pt_test_cli_run(const char *dir, unsigned guard_s, char **out, char **err, c
   free(cmd);
   free(args);
   return rc;
+}
+
+char *pt_test_path(const char *dir, const char *name) {
+  char *p = NULL;
+  ck_assert(asprintf(&p, "%s/%s", dir, name) > 0);
+  return p;
+}
+
+double pt_test_now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }

@@ -13,6 +13,11 @@ const char *pt_test_srcdir(void);
 char *pt_test_tmpdir(void);
 /* Writes text to dir/name and returns the malloc'ed path. */
 char *pt_test_write(const char *dir, const char *name, const char *text);
+/* dir/name, malloc'ed. */
+char *pt_test_path(const char *dir, const char *name);
+/* CLOCK_MONOTONIC in seconds: for the guards that tell a refusal from a
+ * hang, never for a performance assertion. */
+double pt_test_now_s(void);
 /* Removes dir and everything below it. */
 void pt_test_rmtree(const char *dir);
 /* Points PCIE_TUNER_PROFILE at the shipped example profile. */
