@@ -350,6 +350,10 @@ static int run_full(struct pt_sweep *s, struct pt_sweep_series *se, size_t idx,
   return rc;
 }
 
+/* Screening: how many margins above the best a first repetition may be
+ * and still get the rest of its screening repetitions. */
+#define SCREEN_FAR 4
+
 static int run_adaptive(struct pt_sweep *s, struct pt_sweep_series *se, size_t idx,
                         const struct pt_backend *b, struct pt_error_rec *err) {
   const struct pt_sweep_opts *o = &s->opts;
@@ -364,9 +368,18 @@ static int run_adaptive(struct pt_sweep *s, struct pt_sweep_series *se, size_t i
 
   /* Screen every candidate on the coarse grid with few repetitions. */
   phase(s, se, idx, "screen", 0, 0.55, ncoarse * se->ncand);
-  for (size_t i = 0; i < se->ngrid && !rc; i++)
+  /* One repetition first; only a candidate within SCREEN_FAR margins of the
+   * best there is brought to screen_reps. A slower one cannot be a
+   * contender (a repetition's noise is far below that), and most
+   * candidates are: Simple at small sizes, LL at large ones. */
+  for (size_t i = 0; i < se->ngrid && !rc; i++) {
     for (size_t r = 0; se->in_set[i] && r < se->ncand && !rc; r++)
-      rc = measure(s, se, idx, b, r, i, o->screen_reps, err);
+      rc = measure(s, se, idx, b, r, i, 1, err);
+    if (rc || !se->in_set[i] || winner(se, i, 0, 1, &best) < 0) continue;
+    for (size_t r = 0; r < se->ncand && !rc; r++)
+      if (PT(se, r, i)->state == PT_PT_OK && PT(se, r, i)->med <= (1 + SCREEN_FAR * o->margin) * best)
+        rc = measure(s, se, idx, b, r, i, o->screen_reps, err);
+  }
   if (rc) return rc;
 
   /* Keep a candidate only if it is within the margin somewhere. */
