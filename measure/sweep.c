@@ -194,7 +194,6 @@ void pt_sweep_release(struct pt_sweep *s) {
   memset(s, 0, sizeof *s);
 }
 
-
 static int fatal(int state) {
   return state == PT_PT_WRONG || state == PT_PT_CRASH || state == PT_PT_HANG;
 }
@@ -299,8 +298,8 @@ static int measure(struct pt_sweep *s, struct pt_sweep_series *se, size_t idx,
 
 /* The fastest usable median at grid index i among candidate rows (alive
  * ones only when alive_only), counting only points with at least min_reps. */
-static int winner(const struct pt_sweep_series *se, size_t i,
-                  int alive_only, unsigned min_reps, double *best) {
+static int winner(const struct pt_sweep_series *se, size_t i, int alive_only, unsigned min_reps,
+                  double *best) {
   int w = -1;
   *best = INFINITY;
   for (size_t r = 0; r < se->ncand; r++) {
