@@ -176,6 +176,13 @@ static int load_logs(const struct args *a, struct imp_input *in) {
   return 0;
 }
 
+/* The one collective an imported profile holds (import_build.h). */
+static int profile_coll(const struct pt_profile *p) {
+  for (int c = 0; c < PT_NCOLL; c++)
+    if (p->series[c][PT_MODE_GRAPH] || p->series[c][PT_MODE_EAGER]) return c;
+  return -1;
+}
+
 /* Where the communicator's channel count came from, or why it is unknown
  * (then the plugin clamps more; docs/decisions.md, "Channels"). */
 static void summary_communicator(const struct pt_profile *p, const char *out,
@@ -186,7 +193,9 @@ static void summary_communicator(const struct pt_profile *p, const char *out,
     struct imp_setting set;
     int is_default = 0;
     struct pt_error_rec e;
-    if (imp_setting_resolve(&in[i].log, &in[i].cli, &set, &is_default, &e) || !is_default) continue;
+    int forced;
+    if (imp_setting_resolve(&in[i].log, &in[i].cli, profile_coll(p), &set, &is_default, &forced, &e) || !is_default)
+      continue;
     any_default = 1;
     if (!from && in[i].log.comm_channels) from = &in[i].log;
   }
@@ -260,7 +269,7 @@ int cmd_import(int argc, char **argv) {
   struct pt_profile p = {0};
   struct pt_error_rec err;
   char date[16] = "", *name = NULL;
-  int *dropped = NULL;
+  int *dropped = NULL, *forced = NULL;
   int ret = parse_args(argc, argv, &a);
   if (ret) {
     ret = ret < 0 ? 0 : ret;
@@ -292,17 +301,25 @@ int cmd_import(int argc, char **argv) {
   } else {
     if (load_logs(&a, in)) goto out;
     dropped = calloc(a.nlogs, sizeof *dropped);
-    if (!dropped) {
+    forced = calloc(a.nlogs, sizeof *forced);
+    if (!dropped || !forced) {
       fprintf(stderr, "pcie-tune import: out of memory\n");
       goto out;
     }
-    struct imp_options o = {.in_place = a.in_place, .name = name, .date = date, .dropped = dropped};
+    struct imp_options o = {.in_place = a.in_place, .name = name, .date = date, .dropped = dropped,
+                             .forced = forced};
     if (imp_build(&p, in, a.nlogs, &o, &err)) {
       print_error(&err);
       goto out;
     }
     for (size_t i = 0; i < a.nlogs; i++)
-      if (dropped[i])
+      if (forced[i])
+        fprintf(stderr,
+                "%s: warning: measured %s with %d channels forced (--setting channels, NCCL_MIN_NCHANNELS or "
+                "NCCL_MAX_NCHANNELS): NCCL does not clamp the tuner's count there and the plugin never "
+                "writes one, so only runs with NCCL's own count are used; left out of the profile\n",
+                in[i].log.name, pt_coll_name(profile_coll(&p)), forced[i]);
+      else if (dropped[i])
         fprintf(stderr,
                 "%s: warning: measured with %d channels, more than the %d of NCCL's default run's "
                 "communicator: a default job never runs it; left out of the profile\n",
@@ -331,6 +348,7 @@ out:
   for (size_t i = 0; in && i < a.nlogs; i++) nt_log_release(&in[i].log);
   free(in);
   free(dropped);
+  free(forced);
   free(name);
   free(a.path);
   free(a.cli);

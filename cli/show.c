@@ -76,6 +76,12 @@ static void choice_name(char *buf, size_t len, const struct pt_choice *c) {
              c->from_rule ? " (rule)" : "");
 }
 
+/* A measured candidate as show names it: channels 0 is NCCL's own count. */
+static void cand_name(char *buf, size_t len, const struct pt_candidate *c) {
+  if (c->channels) snprintf(buf, len, "%s/%s/%d", pt_algo_name(c->algo), pt_proto_name(c->proto), c->channels);
+  else snprintf(buf, len, "%s/%s (NCCL's count)", pt_algo_name(c->algo), pt_proto_name(c->proto));
+}
+
 /* The channel count NCCL runs for a choice: what the plugin writes, which
  * NCCL clamps to comm->nChannels (known: already below it), or NCCL's own.
  * For a profile of NCCL 2.31 or later the count is only a cap under NCCL's
@@ -135,13 +141,14 @@ static const char *why_nccl(const struct pt_interval *iv, const struct pt_series
   int fast_a = ca && ga > 1 + margin, fast_b = cb && gb > 1 + margin;
   if (fast_a == fast_b && !(fast_a && a == b)) return "NCCL: no candidate beats its default by the margin";
   const struct pt_candidate *c = fast_a ? ca : cb;
-  char at[48], other[48];
+  char at[24], other[24], name[40];
   size_str(at, sizeof at, s->sizes[fast_a ? a : b], bytes);
   size_str(other, sizeof other, s->sizes[fast_a ? b : a], bytes);
+  cand_name(name, sizeof name, c);
   snprintf(buf, len,
-           "NCCL: %s/%s/%d is %.2fx faster at %s but nothing is at %s by the margin; in between NCCL keeps "
+           "NCCL: %s is %.2fx faster at %s but nothing is at %s by the margin; in between NCCL keeps "
            "its choice: a candidate must beat it at both ends, or match what NCCL ran at both",
-           pt_algo_name(c->algo), pt_proto_name(c->proto), c->channels, fast_a ? ga : gb, at, other);
+           name, fast_a ? ga : gb, at, other);
   return buf;
 }
 
@@ -349,9 +356,10 @@ static void print_text(const struct pt_profile *p, const struct pt_table *t,
   }
   for (size_t k = 0; s && k < s->ncand; k++) {
     const struct pt_candidate *c = &s->cand[k];
+    char name[64];
     if (!excluded(t, s, coll, c, why, sizeof why, bytes)) continue;
-    printf("excluded: %s/%s/%d: %s\n", pt_algo_name(c->algo), pt_proto_name(c->proto), c->channels,
-           why);
+    cand_name(name, sizeof name, c);
+    printf("excluded: %s: %s\n", name, why);
   }
 }
 

@@ -36,6 +36,9 @@ struct build {
   int *is_default;         /* per log */
   int *dropped;            /* per log: its channel count when left out, else 0 */
   size_t ndropped;
+  int *forced;             /* per log: the count an all-gather/CollNet setting
+                              forced (left out: the plugin never ranks it), else 0 */
+  size_t nforced;
   int comm_channels;       /* of NCCL's default run; 0 = unknown */
 };
 
@@ -52,6 +55,8 @@ static int oom(struct build *b) {
   pt_error_set(b->err, 0, "pcie-tune import", 0, "out of memory");
   return PT_ENOMEM;
 }
+
+static int left_out(const struct build *b, size_t i) { return b->dropped[i] || b->forced[i]; }
 
 static int mode_of(const struct nt_run *r) { return r->graph > 0 ? PT_MODE_GRAPH : PT_MODE_EAGER; }
 
@@ -93,13 +98,13 @@ static int collect_sizes(struct build *b) {
   for (int m = 0; m < PT_NMODES; m++) {
     size_t total = 0, n = 0;
     for (size_t i = 0; i < b->n; i++)
-      for (size_t k = 0; k < b->in[i].log.nruns && !b->dropped[i]; k++)
+      for (size_t k = 0; k < b->in[i].log.nruns && !left_out(b, i); k++)
         if (mode_of(&b->in[i].log.runs[k]) == m) total += b->in[i].log.runs[k].nrows;
     if (!total) continue;
     uint64_t *s = malloc(total * sizeof *s);
     if (!s) return oom(b);
     for (size_t i = 0; i < b->n; i++)
-      for (size_t k = 0; k < b->in[i].log.nruns && !b->dropped[i]; k++) {
+      for (size_t k = 0; k < b->in[i].log.nruns && !left_out(b, i); k++) {
         const struct nt_run *r = &b->in[i].log.runs[k];
         if (mode_of(r) != m) continue;
         for (size_t j = 0; j < r->nrows; j++)
@@ -154,7 +159,7 @@ static size_t size_index(const struct build *b, int mode, uint64_t size) {
 static int fill_slots(struct build *b) {
   for (size_t i = 0; i < b->n; i++) {
     const struct nt_log *log = &b->in[i].log;
-    if (b->dropped[i]) continue;
+    if (left_out(b, i)) continue;
     for (size_t k = 0; k < log->nruns; k++) {
       const struct nt_run *r = &log->runs[k];
       int m = mode_of(r);
@@ -188,6 +193,12 @@ static struct pt_point point_of(const struct nt_row *row, int in_place) {
 static int emit_series(struct build *b, struct pt_profile *p, int m) {
   int ncand = 0;
   for (size_t i = 0; i < b->nslots; i++) ncand += b->slots[i].mode == m && !b->slots[i].is_default;
+  if (!ncand && b->nforced && !b->ndropped)
+    return fail(b, b->in[b->first].log.name, 0,
+                "no setting left in %s mode: every %s setting forced a channel count, which NCCL does "
+                "not clamp there and the plugin never writes (measure with NCCL_ALGO and NCCL_PROTO "
+                "only, leaving NCCL_MIN_NCHANNELS/NCCL_MAX_NCHANNELS unset)",
+                pt_mode_name(m), pt_coll_name(b->coll));
   if (!ncand && b->ndropped)
     return fail(b, b->in[b->first].log.name, 0,
                 "no setting left in %s mode: every one was measured with more channels than the %d "
@@ -259,8 +270,14 @@ static int emit_provenance(struct build *b, struct pt_profile *p) {
                           b->o->in_place ? "in-place" : "out-of-place", b->n, b->n > 1 ? "s" : "");
   for (size_t i = 0; i < b->n; i++) {
     if (b->is_default[i]) snprintf(set, sizeof set, "nccl default");
-    else imp_setting_format(&b->set[i], set, sizeof set);
-    if (b->dropped[i])
+    else {
+      struct imp_setting as_run = b->set[i];
+      if (b->forced[i]) as_run.channels = b->forced[i];
+      imp_setting_format(&as_run, set, sizeof set);
+    }
+    if (b->forced[i])
+      snprintf(set + strlen(set), sizeof set - strlen(set), ", left out: a forced count");
+    else if (b->dropped[i])
       snprintf(set + strlen(set), sizeof set - strlen(set), ", left out: %d > %d channels",
                b->dropped[i], b->comm_channels);
     len += (size_t)snprintf(note + len, cap - len, " %s (%s)%s", b->in[i].log.name, set,
@@ -354,7 +371,7 @@ static int drop_above(struct build *b) {
   size_t nset = 0, last = 0;
   if (!b->comm_channels) return 0;
   for (size_t i = 0; i < b->n; i++) {
-    if (b->is_default[i]) continue;
+    if (b->is_default[i] || b->forced[i]) continue;
     nset++;
     int ch = channels_run(b, i);
     if (ch > b->comm_channels) {
@@ -377,12 +394,19 @@ static int build(struct build *b, struct pt_profile *p) {
   b->set = calloc(b->n, sizeof *b->set);
   b->is_default = calloc(b->n, sizeof *b->is_default);
   b->dropped = calloc(b->n, sizeof *b->dropped);
-  if (!b->set || !b->is_default || !b->dropped) return oom(b);
-  for (size_t i = 0; i < b->n; i++)
-    if ((rc = imp_setting_resolve(&b->in[i].log, &b->in[i].cli, &b->set[i], &b->is_default[i], b->err)))
+  b->forced = calloc(b->n, sizeof *b->forced);
+  if (!b->set || !b->is_default || !b->dropped || !b->forced) return oom(b);
+  /* The collective first: it decides whether a setting's count is NCCL's. */
+  if ((rc = check_runs(b))) return rc;
+  for (size_t i = 0; i < b->n; i++) {
+    if ((rc = imp_setting_resolve(&b->in[i].log, &b->in[i].cli, b->coll, &b->set[i], &b->is_default[i],
+                                  &b->forced[i], b->err)))
       return rc;
-  if ((rc = check_runs(b)) || (rc = default_communicator(b, p)) || (rc = drop_above(b))) return rc;
+    b->nforced += b->forced[i] != 0;
+  }
+  if ((rc = default_communicator(b, p)) || (rc = drop_above(b))) return rc;
   if (b->o->dropped) memcpy(b->o->dropped, b->dropped, b->n * sizeof *b->dropped);
+  if (b->o->forced) memcpy(b->o->forced, b->forced, b->n * sizeof *b->forced);
   if ((rc = collect_sizes(b)) || (rc = fill_slots(b))) return rc;
   p->version = PT_PROFILE_VERSION;
   p->match_nranks = b->nranks;
@@ -408,6 +432,7 @@ int imp_build(struct pt_profile *p, const struct imp_input *in, size_t n,
   free(b.set);
   free(b.is_default);
   free(b.dropped);
+  free(b.forced);
   if (rc) pt_profile_release(p);
   return rc;
 }

@@ -34,6 +34,11 @@ struct imp_options {
    * for measuring more channels than NCCL's default run has (below), else
    * 0. The caller tells the user. */
   int *dropped;
+  /* Optional, one per log: set to the channel count an all-gather (or
+   * CollNet) setting forced, else 0. NCCL does not clamp the tuner's count
+   * there, so the plugin only ranks candidates measured with NCCL's own
+   * (channels 0): such a log is left out, and the caller tells the user. */
+  int *forced;
 };
 
 /* Fills *p (which must be zeroed) from in[0..n-1]. On failure *p is

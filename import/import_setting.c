@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "import_lex.h"
+#include "pcie/table.h"
 
 __attribute__((format(printf, 4, 5))) static int fail(struct pt_error_rec *e, const char *file,
                                                       int line, const char *fmt, ...) {
@@ -117,11 +118,20 @@ static int first_env_line(const struct nt_log *log) {
   return line;
 }
 
-int imp_setting_resolve(const struct nt_log *log, const struct imp_setting *cli,
-                        struct imp_setting *out, int *is_default, struct pt_error_rec *err) {
+/* The count a log forced, however it said so: --setting, else
+ * NCCL_MAX_NCHANNELS, else NCCL_MIN_NCHANNELS (a floor that raises NCCL's
+ * count); 0 when none did. */
+static int forced_count(int cli, int min, int max) {
+  return cli >= 0 ? cli : max >= 0 ? max : min > 0 ? min : 0;
+}
+
+int imp_setting_resolve(const struct nt_log *log, const struct imp_setting *cli, int coll,
+                        struct imp_setting *out, int *is_default, int *forced,
+                        struct pt_error_rec *err) {
   int algo, proto, min, max, rc;
   *out = IMP_SETTING_NONE;
   *is_default = 0;
+  *forced = 0;
   if ((rc = env_value(log, NT_ENV_ALGO, &algo, err)) || (rc = env_value(log, NT_ENV_PROTO, &proto, err)) ||
       (rc = env_value(log, NT_ENV_MIN_NCHANNELS, &min, err)) ||
       (rc = env_value(log, NT_ENV_MAX_NCHANNELS, &max, err)))
@@ -131,11 +141,20 @@ int imp_setting_resolve(const struct nt_log *log, const struct imp_setting *cli,
     return 0;
   }
   if ((rc = check_agree(log, NT_ENV_ALGO, cli->algo, algo, err)) ||
-      (rc = check_agree(log, NT_ENV_PROTO, cli->proto, proto, err)) ||
-      (rc = resolve_channels(log, cli->channels, min, max, &out->channels, err)))
+      (rc = check_agree(log, NT_ENV_PROTO, cli->proto, proto, err)))
     return rc;
   out->algo = cli->algo >= 0 ? cli->algo : algo;
   out->proto = cli->proto >= 0 ? cli->proto : proto;
+  /* Where NCCL does not clamp the tuner's count (all-gather, CollNet;
+   * include/pcie/table.h), a candidate is one measured with NCCL's own
+   * count: channels 0. A run that forced a count is reported in *forced
+   * for the caller to leave out. */
+  if (out->algo >= 0 && pt_channels_unclamped(coll, out->algo)) {
+    *forced = forced_count(cli->channels, min, max);
+    out->channels = 0;
+  } else if ((rc = resolve_channels(log, cli->channels, min, max, &out->channels, err))) {
+    return rc;
+  }
   if (out->algo < 0 || out->proto < 0 || out->channels < 0) {
     char missing[64] = "";
     if (out->algo < 0) strcat(missing, " algo");
@@ -151,5 +170,6 @@ int imp_setting_resolve(const struct nt_log *log, const struct imp_setting *cli,
 
 void imp_setting_format(const struct imp_setting *s, char *buf, size_t len) {
   const char *a = pt_algo_name(s->algo), *p = pt_proto_name(s->proto);
-  snprintf(buf, len, "%s/%s/%d", a ? a : "?", p ? p : "?", s->channels);
+  if (s->channels == 0) snprintf(buf, len, "%s/%s/NCCL's channels", a ? a : "?", p ? p : "?");
+  else snprintf(buf, len, "%s/%s/%d", a ? a : "?", p ? p : "?", s->channels);
 }

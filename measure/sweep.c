@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "pcie/sweep.h"
+#include "pcie/table.h"
 
 struct spoint {
   double med, spread;
@@ -22,6 +23,12 @@ struct spoint {
 struct pt_sweep_series {
   int coll, mode;
   char label[48];
+  /* The candidates of this collective: the swept ones, except that where
+   * NCCL does not clamp the tuner's channel count (all-gather, CollNet) a
+   * candidate is measured with NCCL's own count (channels 0), the only
+   * kind the plugin ranks there (tuner/table.c, runs_as_measured). */
+  struct pt_cand_spec *cands;
+  size_t ncand;
   size_t ngrid;
   uint64_t *grid;
   size_t nrow;            /* candidates, then NCCL's default */
@@ -92,6 +99,17 @@ double pt_rel_iqr(double *v, size_t n) {
   return med > 0 ? (quantile(v, n, 0.75) - quantile(v, n, 0.25)) / med : 0;
 }
 
+/* The row of candidate c in se (NCCL's default for NULL); se->ncand when
+ * c is not one of its candidates. */
+static int row_of(const struct pt_sweep_series *se, const struct pt_cand_spec *c) {
+  size_t r = 0;
+  if (!c) return (int)se->ncand;
+  while (r < se->ncand &&
+         (se->cands[r].algo != c->algo || se->cands[r].proto != c->proto || se->cands[r].channels != c->channels))
+    r++;
+  return (int)r;
+}
+
 int pt_sweep_init(struct pt_sweep *s, const struct pt_sweep_opts *o, struct pt_error_rec *err) {
   memset(s, 0, sizeof *s);
   memset(err, 0, sizeof *err);
@@ -136,13 +154,19 @@ int pt_sweep_init(struct pt_sweep *s, const struct pt_sweep_opts *o, struct pt_e
       se->mode = m;
       snprintf(se->label, sizeof se->label, "%s/%s", pt_coll_name(c), pt_mode_name(m));
       se->ngrid = ngrid;
-      se->nrow = o->ncand + 1;
+      se->cands = malloc(o->ncand * sizeof *se->cands);
+      for (size_t r = 0; se->cands && r < o->ncand; r++) {
+        struct pt_cand_spec spec = o->cands[r];
+        if (pt_channels_unclamped(se->coll, spec.algo)) spec.channels = 0;
+        if (row_of(se, &spec) == (int)se->ncand) se->cands[se->ncand++] = spec;
+      }
+      se->nrow = se->ncand + 1;
       se->grid = malloc(ngrid * sizeof *se->grid);
       se->pts = calloc(se->nrow * ngrid, sizeof *se->pts);
       se->in_set = calloc(ngrid, 1);
       se->dead_from = calloc(se->nrow, sizeof *se->dead_from);
       se->alive = calloc(se->nrow, 1);
-      if (!se->grid || !se->pts || !se->in_set || !se->dead_from || !se->alive) {
+      if (!se->cands || !se->grid || !se->pts || !se->in_set || !se->dead_from || !se->alive) {
         pt_sweep_release(s);
         return PT_ENOMEM;
       }
@@ -158,6 +182,7 @@ void pt_sweep_release(struct pt_sweep *s) {
   for (size_t k = 0; s->series && k < s->nseries; k++) {
     struct pt_sweep_series *se = &s->series[k];
     for (size_t i = 0; se->pts && i < se->nrow * se->ngrid; i++) free(se->pts[i].samples);
+    free(se->cands);
     free(se->grid);
     free(se->pts);
     free(se->in_set);
@@ -167,15 +192,6 @@ void pt_sweep_release(struct pt_sweep *s) {
   free(s->series);
   free((void *)s->opts.cands);
   memset(s, 0, sizeof *s);
-}
-
-static int row_of(const struct pt_sweep *s, const struct pt_cand_spec *c) {
-  if (!c) return (int)s->opts.ncand;
-  for (size_t r = 0; r < s->opts.ncand; r++)
-    if (s->opts.cands[r].algo == c->algo && s->opts.cands[r].proto == c->proto &&
-        s->opts.cands[r].channels == c->channels)
-      return (int)r;
-  return -1;
 }
 
 static int fatal(int state) {
@@ -191,11 +207,11 @@ static void kill_row(struct pt_sweep_series *se, size_t row, size_t i, int state
 
 int pt_sweep_seed_point(struct pt_sweep *s, int coll, int mode, const struct pt_cand_spec *c,
                         uint64_t nbytes, const struct pt_point *pt, unsigned nreps) {
-  int row = row_of(s, c);
-  if (row < 0 || pt->state == PT_PT_MISSING || (pt->state == PT_PT_OK && !nreps)) return 0;
+  if (pt->state == PT_PT_MISSING || (pt->state == PT_PT_OK && !nreps)) return 0;
   for (size_t k = 0; k < s->nseries; k++) {
     struct pt_sweep_series *se = &s->series[k];
-    if (se->coll != coll || se->mode != mode) continue;
+    int row = row_of(se, c);
+    if (se->coll != coll || se->mode != mode || (c && row == (int)se->ncand)) continue;
     for (size_t i = 0; i < se->ngrid; i++) {
       if (se->grid[i] != nbytes) continue;
       struct spoint *p = PT(se, row, i);
@@ -248,12 +264,12 @@ static int measure(struct pt_sweep *s, struct pt_sweep_series *se, size_t idx,
   double *buf = realloc(p->samples, n * sizeof *buf);
   if (!buf) return PT_ENOMEM;
   p->samples = buf;
-  struct pt_measure_req req = {se->coll, se->mode, se->grid[i], row == s->opts.ncand, 0, 0, 0,
+  struct pt_measure_req req = {se->coll, se->mode, se->grid[i], row == se->ncand, 0, 0, 0,
                                first, n - first};
-  if (row < s->opts.ncand) {
-    req.algo = s->opts.cands[row].algo;
-    req.proto = s->opts.cands[row].proto;
-    req.channels = s->opts.cands[row].channels;
+  if (row < se->ncand) {
+    req.algo = se->cands[row].algo;
+    req.proto = se->cands[row].proto;
+    req.channels = se->cands[row].channels;
   }
   struct pt_measure_res res = {PT_PT_OK, ""};
   int rc = b->measure(b->self, &req, buf + first, &res, err);
@@ -282,11 +298,11 @@ static int measure(struct pt_sweep *s, struct pt_sweep_series *se, size_t idx,
 
 /* The fastest usable median at grid index i among candidate rows (alive
  * ones only when alive_only), counting only points with at least min_reps. */
-static int winner(const struct pt_sweep *s, const struct pt_sweep_series *se, size_t i,
-                  int alive_only, unsigned min_reps, double *best) {
+static int winner(const struct pt_sweep_series *se, size_t i, int alive_only, unsigned min_reps,
+                  double *best) {
   int w = -1;
   *best = INFINITY;
-  for (size_t r = 0; r < s->opts.ncand; r++) {
+  for (size_t r = 0; r < se->ncand; r++) {
     const struct spoint *p = PT(se, r, i);
     if (DEAD(se, r, i) || (alive_only && !se->alive[r]) || p->state != PT_PT_OK || p->nreps < min_reps)
       continue;
@@ -310,7 +326,7 @@ static int contender(const struct pt_sweep *s, const struct pt_sweep_series *se,
 static int needs_refine(const struct pt_sweep *s, const struct pt_sweep_series *se, size_t i,
                         size_t j) {
   double bi, bj;
-  int wi = winner(s, se, i, 1, s->opts.reps, &bi), wj = winner(s, se, j, 1, s->opts.reps, &bj);
+  int wi = winner(se, i, 1, s->opts.reps, &bi), wj = winner(se, j, 1, s->opts.reps, &bj);
   if (wi < 0 || wj < 0 || wi == wj) return 0;
   const struct spoint *a = PT(se, wi, j), *c = PT(se, wj, i);
   if (a->state != PT_PT_OK || a->med > (1 + s->opts.tol) * bj) return 1;
@@ -333,6 +349,10 @@ static int run_full(struct pt_sweep *s, struct pt_sweep_series *se, size_t idx,
   return rc;
 }
 
+/* Screening: how many margins above the best a first repetition may be
+ * and still get the rest of its screening repetitions. */
+#define SCREEN_FAR 4
+
 static int run_adaptive(struct pt_sweep *s, struct pt_sweep_series *se, size_t idx,
                         const struct pt_backend *b, struct pt_error_rec *err) {
   const struct pt_sweep_opts *o = &s->opts;
@@ -346,26 +366,35 @@ static int run_adaptive(struct pt_sweep *s, struct pt_sweep_series *se, size_t i
   se->in_set[se->ngrid - 1] = 1;
 
   /* Screen every candidate on the coarse grid with few repetitions. */
-  phase(s, se, idx, "screen", 0, 0.55, ncoarse * o->ncand);
-  for (size_t i = 0; i < se->ngrid && !rc; i++)
-    for (size_t r = 0; se->in_set[i] && r < o->ncand && !rc; r++)
-      rc = measure(s, se, idx, b, r, i, o->screen_reps, err);
+  phase(s, se, idx, "screen", 0, 0.55, ncoarse * se->ncand);
+  /* One repetition first; only a candidate within SCREEN_FAR margins of the
+   * best there is brought to screen_reps. A slower one cannot be a
+   * contender (a repetition's noise is far below that), and most
+   * candidates are: Simple at small sizes, LL at large ones. */
+  for (size_t i = 0; i < se->ngrid && !rc; i++) {
+    for (size_t r = 0; se->in_set[i] && r < se->ncand && !rc; r++)
+      rc = measure(s, se, idx, b, r, i, 1, err);
+    if (rc || !se->in_set[i] || winner(se, i, 0, 1, &best) < 0) continue;
+    for (size_t r = 0; r < se->ncand && !rc; r++)
+      if (PT(se, r, i)->state == PT_PT_OK && PT(se, r, i)->med <= (1 + SCREEN_FAR * o->margin) * best)
+        rc = measure(s, se, idx, b, r, i, o->screen_reps, err);
+  }
   if (rc) return rc;
 
   /* Keep a candidate only if it is within the margin somewhere. */
-  for (size_t r = 0; r < o->ncand; r++) se->alive[r] = 0;
+  for (size_t r = 0; r < se->ncand; r++) se->alive[r] = 0;
   for (size_t i = 0; i < se->ngrid; i++) {
-    if (!se->in_set[i] || winner(s, se, i, 0, 1, &best) < 0) continue;
-    for (size_t r = 0; r < o->ncand; r++)
+    if (!se->in_set[i] || winner(se, i, 0, 1, &best) < 0) continue;
+    for (size_t r = 0; r < se->ncand; r++)
       if (contender(s, se, r, i, best)) se->alive[r] = 1;
   }
-  for (size_t r = 0; r < o->ncand; r++) nalive += se->alive[r];
+  for (size_t r = 0; r < se->ncand; r++) nalive += se->alive[r];
 
   /* Confirm the contenders of each coarse size with full repetitions. */
   phase(s, se, idx, "confirm", 0.55, 0.7, ncoarse * (nalive < 4 ? nalive : 4));
   for (size_t i = 0; i < se->ngrid && !rc; i++) {
-    if (!se->in_set[i] || winner(s, se, i, 1, 1, &best) < 0) continue;
-    for (size_t r = 0; r < o->ncand && !rc; r++)
+    if (!se->in_set[i] || winner(se, i, 1, 1, &best) < 0) continue;
+    for (size_t r = 0; r < se->ncand && !rc; r++)
       if (se->alive[r] && contender(s, se, r, i, best)) rc = measure(s, se, idx, b, r, i, o->reps, err);
   }
   if (rc) return rc;
@@ -382,11 +411,11 @@ static int run_adaptive(struct pt_sweep *s, struct pt_sweep_series *se, size_t i
       if (j >= se->ngrid || j == i + 1 || !needs_refine(s, se, i, j)) continue;
       size_t m = (i + j) / 2;
       double bi, bj;
-      winner(s, se, i, 1, o->reps, &bi);
-      winner(s, se, j, 1, o->reps, &bj);
+      winner(se, i, 1, o->reps, &bi);
+      winner(se, j, 1, o->reps, &bj);
       se->in_set[m] = 1;
       changed = 1;
-      for (size_t r = 0; r < o->ncand && !rc; r++)
+      for (size_t r = 0; r < se->ncand && !rc; r++)
         if (se->alive[r] && (contender(s, se, r, i, bi) || contender(s, se, r, j, bj)))
           rc = measure(s, se, idx, b, r, m, o->reps, err);
     }
@@ -398,12 +427,12 @@ static int run_adaptive(struct pt_sweep *s, struct pt_sweep_series *se, size_t i
   phase(s, se, idx, "default", 0.9, 1, nset);
   for (size_t i = 0; i < se->ngrid && !rc; i++) {
     if (!se->in_set[i]) continue;
-    rc = measure(s, se, idx, b, o->ncand, i, o->reps, err);
+    rc = measure(s, se, idx, b, se->ncand, i, o->reps, err);
     /* The compiler recognises what NCCL ran at a size by the candidates
      * measured as fast as NCCL's default there (tuner/table.c, identify):
      * only a point with full repetitions is steady enough to match. */
-    const struct spoint *d = PT(se, o->ncand, i);
-    for (size_t r = 0; r < o->ncand && !rc && d->state == PT_PT_OK; r++) {
+    const struct spoint *d = PT(se, se->ncand, i);
+    for (size_t r = 0; r < se->ncand && !rc && d->state == PT_PT_OK; r++) {
       const struct spoint *p = PT(se, r, i);
       if (p->state == PT_PT_OK && fabs(p->med / d->med - 1) <= o->margin)
         rc = measure(s, se, idx, b, r, i, o->reps, err);
@@ -469,9 +498,9 @@ static int append(char **buf, size_t *len, size_t *cap, const char *fmt, ...) {
   }
 }
 
-static int series_to_profile(const struct pt_sweep *s, const struct pt_sweep_series *se,
+static int series_to_profile(const struct pt_sweep_series *se,
                              struct pt_profile *p, char **txt, size_t *len, size_t *cap) {
-  size_t nsz = 0, ncand = s->opts.ncand;
+  size_t nsz = 0, ncand = se->ncand;
   uint64_t sizes[64];
   size_t cols[64];
   for (size_t i = 0; i < se->ngrid && nsz < 64; i++)
@@ -494,8 +523,8 @@ static int series_to_profile(const struct pt_sweep *s, const struct pt_sweep_ser
     if (!row_kept(se, r, ncand)) continue;
     struct pt_point *dst = def;
     if (r < ncand) {
-      struct pt_candidate *c = pt_series_add_candidate(ps, s->opts.cands[r].algo, s->opts.cands[r].proto,
-                                                       s->opts.cands[r].channels, 0);
+      struct pt_candidate *c = pt_series_add_candidate(ps, se->cands[r].algo, se->cands[r].proto,
+                                                       se->cands[r].channels, 0);
       if (!c) goto nomem;
       dst = c->points;
     }
@@ -519,7 +548,7 @@ int pt_sweep_to_profile(const struct pt_sweep *s, struct pt_profile *p, char **r
   char *txt = NULL;
   size_t len = 0, cap = 0;
   int rc = append(&txt, &len, &cap, "( ") ? PT_ENOMEM : 0;
-  for (size_t k = 0; k < s->nseries && !rc; k++) rc = series_to_profile(s, &s->series[k], p, &txt, &len, &cap);
+  for (size_t k = 0; k < s->nseries && !rc; k++) rc = series_to_profile(&s->series[k], p, &txt, &len, &cap);
   if (!rc && append(&txt, &len, &cap, " )")) rc = PT_ENOMEM;
   if (rc) {
     free(txt);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "nccl/common.h"
 #include "pcie/profile.h"
 #include "support/pt_test.h"
 
@@ -448,6 +449,53 @@ START_TEST(wrong_candidate_does_not_lower_the_clamp) {
 }
 END_TEST
 
+/* All-gather (issue 17 §3): NCCL does not clamp the tuner's count there, so
+ * a forced run without a channel variable becomes a candidate measured with
+ * NCCL's own count (channels = 0), which the plugin ranks; a run with a
+ * forced count (NCCL_MAX_NCHANNELS, NCCL_MIN_NCHANNELS, --setting
+ * channels=) is left out with a warning naming it; with nothing else left,
+ * the import is refused and says how to measure. */
+START_TEST(allgather_with_nccls_count) {
+  char *out = outpath("ag.cfg"), args[2048], cmd[4096], *so = NULL, *se = NULL;
+  snprintf(args, sizeof args,
+           "--out '%s' synth/ag8-eager-default.txt synth/ag8-eager-ring-ll.txt synth/ag8-eager-ring-ll-4.txt "
+           "--setting algo=ring,proto=ll,channels=2 synth/ag8-eager-default.txt",
+           out);
+  int rc = import(args, NULL, &se);
+  ck_assert_msg(rc == 0, "status %d: %s", rc, se);
+  ck_assert_msg(strstr(se, "synth/ag8-eager-ring-ll-4.txt: warning: measured allgather with 4 channels forced"),
+                "stderr: %s", se);
+  ck_assert_msg(strstr(se, "synth/ag8-eager-default.txt: warning: measured allgather with 2 channels forced"),
+                "stderr: %s", se);
+  struct pt_profile p;
+  load(&p, out);
+  const struct pt_series *s = p.series[PT_ALLGATHER][PT_MODE_EAGER];
+  ck_assert_ptr_nonnull(s);
+  ck_assert_uint_eq(s->ncand, 1);
+  ck_assert_int_eq(s->cand[0].algo, NCCL_ALGO_RING);
+  ck_assert_int_eq(s->cand[0].proto, NCCL_PROTO_LL);
+  ck_assert_int_eq(s->cand[0].channels, 0);
+  ck_assert_msg(strstr(p.prov.note, "synth/ag8-eager-ring-ll-4.txt (ring/ll/4, left out: a forced count)"), "%s",
+                p.prov.note);
+  pt_profile_release(&p);
+  free(se);
+  /* The table the plugin compiles ranks it, on NCCL's count. */
+  snprintf(cmd, sizeof cmd, "'%s' show '%s' --collective allgather --eager", pt_test_cli(), out);
+  ck_assert_int_eq(pt_test_run(cmd, &so, &se), 0);
+  ck_assert_msg(strstr(so, "ring/ll                  NCCL's"), "%s", so);
+  free(so), free(se);
+  /* A --setting without channels is complete for all-gather. */
+  snprintf(args, sizeof args, "--force --out '%s' synth/ag8-eager-default.txt --setting algo=ring,proto=ll "
+           "synth/ag8-eager-default.txt", out);
+  rc = import(args, NULL, &se);
+  ck_assert_msg(rc == 0, "status %d: %s", rc, se);
+  free(se);
+  free(out);
+  expect_fail(1, "synth/ag8-eager-default.txt synth/ag8-eager-ring-ll-4.txt",
+              "no setting left in eager mode: every allgather setting forced a channel count");
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("import");
   TCase *tc = tcase_create("cli");
@@ -465,6 +513,7 @@ int main(void) {
   tcase_add_test(tc, stdin_log);
   tcase_add_test(tc, pasted_tables);
   tcase_add_test(tc, wrong_candidate_does_not_lower_the_clamp);
+  tcase_add_test(tc, allgather_with_nccls_count);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }

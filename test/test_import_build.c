@@ -72,7 +72,9 @@ static int resolve(const char *pre, struct imp_setting cli, struct imp_setting *
            "8 2 float sum -1 1 0 0 0 1 0 0 0\n# Out of bounds values : 0 OK\n# Avg bus bandwidth : 0\n",
            text);
   parse(&log, full);
-  int rc = imp_setting_resolve(&log, &cli, out, dflt, err);
+  int forced;
+  int rc = imp_setting_resolve(&log, &cli, PT_ALLREDUCE, out, dflt, &forced, err);
+  ck_assert_int_eq(forced, 0);
   nt_log_release(&log);
   return rc;
 }

@@ -572,8 +572,15 @@ START_TEST(control_interface_forces_and_reports) {
   /* Out-of-range requests are refused; algo < 0 hands decisions back. */
   ck_assert_int_eq(ctl->force(7, 0, 1, 0), -1);
   ck_assert_int_eq(ctl->force(1, 3, 1, 0), -1);
-  ck_assert_int_eq(ctl->force(1, 0, 0, 0), -1);
+  ck_assert_int_eq(ctl->force(1, 0, -1, 0), -1);
   ck_assert_int_eq(ctl->force(1, 0, 65, 0), -1);
+  /* Channels 0 forces algo/proto and leaves NCCL's own count (how the
+   * sweep measures all-gather and CollNet candidates). */
+  ck_assert_int_eq(ctl->force(NCCL_ALGO_RING, NCCL_PROTO_LL, 0, 0), 0);
+  decide(&c, ncclFuncAllGather, 1 << 20, 1, 0, &ch);
+  ck_assert_int_eq(ch.algo, NCCL_ALGO_RING);
+  ck_assert_int_eq(ch.proto, NCCL_PROTO_LL);
+  ck_assert_int_eq(ch.nchannels, 0);
   ck_assert_int_eq(ctl->force(-1, 0, 0, 0), 0);
   decide(&c, ncclFuncAllReduce, 65536, 1, 0, &ch);
   ck_assert_int_eq(ch.nchannels, 0);

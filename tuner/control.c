@@ -21,7 +21,7 @@ static int control_force(int algo, int proto, int channels, size_t chunk) {
     atomic_store(&pt__forced, 0);
     return 0;
   }
-  if (algo >= NCCL_NUM_ALGORITHMS || proto < 0 || proto >= NCCL_NUM_PROTOCOLS || channels < 1 ||
+  if (algo >= NCCL_NUM_ALGORITHMS || proto < 0 || proto >= NCCL_NUM_PROTOCOLS || channels < 0 ||
       channels > PT_MAX_CHANNELS || chunk > UINT32_MAX)
     return -1;
   atomic_store(&n_applied, 0);

@@ -354,25 +354,12 @@ static void nccl_fails(const struct pt_series *s, unsigned char *broken) {
   }
 }
 
-/* Where NCCL uses the tuner's channel count without clamping it to
- * comm->nChannels, the plugin never writes one: the AllGatherV path of NCCL
- * 2.29.2 and later asks about an all-gather and takes the count as the number
- * of channels to spread over (scheduler/allgatherv_sched.cc,
- * scheduleCollTasksToPlan's AllGatherV branch), and CollNet tasks run on
- * task->nMaxChannels as given (enqueue.cc, scheduleCollTasksToPlan,
- * task->isCollnet). The plugin cannot see comm->nChannels, which can be
- * below the profile's (docs/decisions.md, "Channels"). */
-static int unclamped(int coll, int algo) {
-  return coll == PT_ALLGATHER || algo == NCCL_ALGO_COLLNET_DIRECT ||
-         algo == NCCL_ALGO_COLLNET_CHAIN;
-}
-
 /* Whether a candidate would run as it was measured. cap > 0: candidates
  * above it would run with fewer channels than they were measured with.
  * Where the plugin leaves the count to NCCL (unclamped), only a candidate
  * measured with NCCL's own count (channels = 0) runs as measured. */
 static int runs_as_measured(int coll, const struct pt_candidate *c, int cap) {
-  if (unclamped(coll, c->algo)) return c->channels == 0;
+  if (pt_channels_unclamped(coll, c->algo)) return c->channels == 0;
   return !cap || c->channels <= cap;
 }
 
@@ -553,7 +540,7 @@ static int rule_fits(const struct pt_rule *r, int coll, int mode, size_t nranks,
  * at most the smallest count the profile measured. NCCL clamps those to
  * comm->nChannels itself (enqueue.cc, scheduleCollTasksToPlan). */
 static uint8_t set_channels(const struct pt_table *t, int coll, int algo, int ch) {
-  if (ch <= 0 || unclamped(coll, algo)) return 0;
+  if (ch <= 0 || pt_channels_unclamped(coll, algo)) return 0;
   if (t->comm_channels) return (uint8_t)(ch < t->comm_channels ? ch : t->comm_channels);
   return (uint8_t)(t->chan_cap && ch > t->chan_cap ? t->chan_cap : ch);
 }

@@ -27,9 +27,11 @@ struct pt_control_stats {
 typedef struct {
   int version; /* 1 */
   /* Forces every following decision to (algo, proto, channels) and, on ABI
-   * v6, the chunk size (0 = NCCL's). algo < 0 stops forcing (the profile, if
+   * v6, the chunk size (0 = NCCL's). channels 0 leaves *nChannels as NCCL
+   * set it (NCCL's own count: how all-gather and CollNet candidates are
+   * measured, measure/sweep.c). algo < 0 stops forcing (the profile, if
    * any, decides again). Resets the stats. Returns 0, or -1 for values out of
-   * range (algo 0..6, proto 0..2, channels 1..64, chunk < 2^32). */
+   * range (algo 0..6, proto 0..2, channels 0..64, chunk < 2^32). */
   int (*force)(int algo, int proto, int channels, size_t chunk);
   /* What happened since the last force(). */
   void (*stats)(struct pt_control_stats *out);

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nccl/common.h"
 #include "pcie/profile.h"
 
 #define PT_MAX_RANKED 4
@@ -155,5 +156,19 @@ int pt_nccl_caps_channels(const char *nccl_version);
  * checks it against dev's ncclTuningGetChannels on every 2.31 output of
  * test/data/nccl-real, every cap and size. */
 int pt_nccl_channels_run(int ch, int nranks, int algo, int proto, uint64_t nbytes);
+
+/* 1 where NCCL uses the tuner's channel count without clamping it to
+ * comm->nChannels, so the plugin never writes one there: the AllGatherV
+ * path of NCCL 2.29.2 and later asks about an all-gather and takes the count
+ * as the number of channels to spread over (scheduler/allgatherv_sched.cc,
+ * scheduleCollTasksToPlan's AllGatherV branch), and CollNet tasks run on
+ * task->nMaxChannels as given (enqueue.cc, scheduleCollTasksToPlan,
+ * task->isCollnet). The plugin cannot see comm->nChannels, which can be
+ * below the profile's (docs/decisions.md, "Channels"). Only candidates
+ * measured with NCCL's own count (channels 0) are ranked there, and the
+ * sweep measures them so (measure/sweep.c). */
+static inline int pt_channels_unclamped(int coll, int algo) {
+  return coll == PT_ALLGATHER || algo == NCCL_ALGO_COLLNET_DIRECT || algo == NCCL_ALGO_COLLNET_CHAIN;
+}
 
 #endif
