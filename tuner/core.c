@@ -12,6 +12,7 @@
 
 #include "core_internal.h"
 #include "pcie/core.h"
+#include "table_hot.h"
 
 #define LOG_PREFIX "PcieTuner: "
 
@@ -182,13 +183,20 @@ __attribute__((noinline)) static int decide_forced(const struct pt_ctx *ctx, int
                 k >= 0 ? "forced by pcie-tune" : "forced choice disabled by NCCL", out);
 }
 
-/* Why a decision was left to NCCL, for the trace. */
-static const char *why_none(const struct pt_interval *iv) {
+/* Why a decision was left to NCCL, for the trace; cost is the table as
+ * NCCL passed it (left unchanged). */
+static const char *why_none(const struct pt_ctx *ctx, int coll, const struct pt_interval *iv,
+                            const float *cost, int num_algo, int num_proto) {
   if (!iv) return "no data for this collective";
   if (!iv->n)
     return iv->kind == PT_IV_OUTSIDE   ? "outside the measured sizes"
            : iv->kind == PT_IV_NO_GAIN ? "NCCL's default is as fast"
                                        : "nothing measured here";
+  const struct pt_ivset *set = pt_hot_set(ctx->table, coll);
+  unsigned unseen = set ? set->hot[iv - set->iv].unseen : 0;
+  if (unseen && num_algo == NCCL_NUM_ALGORITHMS && num_proto == NCCL_NUM_PROTOCOLS &&
+      pt_hot_unseen_best(cost, unseen, pt_hot_best(cost)))
+    return "NCCL's best entry is a combination it did not run when the profile was measured";
   return "no ranked choice usable in NCCL's table";
 }
 
@@ -208,7 +216,7 @@ int pt_core_decide(const struct pt_ctx *ctx, int coll, size_t nbytes, int reg_bu
   static const struct pt_choice none;
   const struct pt_choice *c = k >= 0 ? &iv->c[k] : &none;
   return report(ctx, coll, nbytes, mode, k, c, k >= 0 ? (c->from_rule ? "rule" : rank_names[k])
-                                              : why_none(iv),
+                                              : why_none(ctx, coll, iv, cost, num_algo, num_proto),
                 out);
 }
 
