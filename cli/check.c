@@ -24,8 +24,8 @@ static const char usage[] =
     "       pcie-tune check PROFILE|DIR --nranks N [--nnodes M]\n"
     "\n"
     "Validates each profile as the plugin would load it (docs/profile-format.md).\n"
-    "Prints 'FILE: ok' with the profile's name, hash and decision intervals (all\n"
-    "collectives and modes, as the plugin's init line counts them), or\n"
+    "Prints 'FILE: ok' with the profile's name, hash and decision intervals (one\n"
+    "list per collective, as the plugin's init line counts them), or\n"
     "'FILE:LINE: reason' on stderr. A partial sweep is reported with how much of\n"
     "it is measured: the plugin refuses it until 'pcie-tune profile --resume'\n"
     "finishes it. A DIR is checked as the plugin reads it: every *.cfg directly\n"
@@ -71,9 +71,10 @@ static void json_line(const char *path, const char *status, const char *msg,
 static void ok_line(const char *path, const struct pt_profile *p, const struct pt_table *t) {
   char prov[1400];
   cli_prov_box(p, prov, sizeof prov);
-  printf("%s: ok (name '%s', hash %016llx, %zu decision intervals in %zu collective/mode "
-         "tables)\n  measured on: %s; NCCL %s, backend %s\n",
-         path, p->name, (unsigned long long)p->hash, t->ninterval, t->nsets, prov,
+  printf("%s: ok (name '%s', hash %016llx, %zu decision intervals in %zu collective%s)\n"
+         "  measured on: %s; NCCL %s, backend %s\n",
+         path, p->name, (unsigned long long)p->hash, t->ninterval, t->nsets,
+         t->nsets == 1 ? "" : "s", prov,
          p->prov.nccl_version, p->prov.backend);
 }
 

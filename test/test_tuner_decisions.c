@@ -107,9 +107,9 @@ START_TEST(imported_profile_never_forces_the_slower_choice) {
   ck_assert_ptr_nonnull(at);
   size_t nint = 0, ntab = 0;
   ck_assert_int_eq(sscanf(at, "hash %*x, %zu decision intervals in %zu", &nint, &ntab), 2);
-  ck_assert(asprintf(&want, "decision intervals %zu in %zu collective/mode tables (channels "
+  ck_assert(asprintf(&want, "decision intervals %zu in %zu collective%s (channels "
                             "unknown: <= 4, all-gather keeps NCCL's)",
-                     nint, ntab) > 0);
+                     nint, ntab, ntab == 1 ? "" : "s") > 0);
   ck_assert_uint_eq(ph_log_find(NCCL_LOG_INFO, want), 1);
   free(out), free(err), free(chk), free(want);
   for (int reg = 0; reg < 2; reg++) {
@@ -214,6 +214,41 @@ START_TEST(partial_sweep_is_refused_with_one_warn) {
     ck_assert(!changed);
     close_comm(&pl, &c);
   }
+}
+END_TEST
+
+/* Issue 19: every line the plugin logs at init to say it stepped aside (or
+ * warns) ends with the communicator's commId, as the init INFO line's
+ * "commId %016llx", so that doctor ties it to its communicator. */
+START_TEST(every_init_warn_carries_the_commid) {
+  static const char *const body =
+      "allreduce = { eager = { sizes = [ 1024L, 2048L ]; nccl_default = ( 10.0, 20.0 );\n"
+      "  candidates = ( { algo = \"ring\"; proto = \"ll\"; channels = 2; latency = ( 1.0, 2.0 ); } ); }; };\n";
+  char text[4][1024];
+  snprintf(text[0], sizeof text[0], "%s%s", HEAD("extra = { sweep = { state = \"running\"; }; };"), body);
+  snprintf(text[1], sizeof text[1], "%smatch = { nranks = 4; };\n%s", HEAD(""), body);
+  snprintf(text[2], sizeof text[2], "%snccl_env = { NCCL_PROTO = \"^LL128\"; };\n%s", HEAD(""), body);
+  snprintf(text[3], sizeof text[3], "%sallreduce = 3;\n", HEAD(""));
+  for (int i = 0; i < 4; i++) {
+    use_profile(text[i]);
+    ph_log_clear();
+    struct ph_plugin pl;
+    struct ph_comm c;
+    open_comm(&pl, &c, 6, 8); /* commId 77 */
+    ck_assert_msg(ph_log_find(NCCL_LOG_WARN, NULL) == 1, "case %d: %zu WARNs", i,
+                  ph_log_find(NCCL_LOG_WARN, NULL));
+    ck_assert_msg(ph_log_find(NCCL_LOG_WARN, " (commId 000000000000004d)") == 1,
+                  "case %d: the WARN names no commId", i);
+    close_comm(&pl, &c);
+  }
+  /* Nothing installed fits: the INFO line says so, with the commId too. */
+  unsetenv("PCIE_TUNER_PROFILE");
+  ph_log_clear();
+  struct ph_plugin pl;
+  struct ph_comm c;
+  open_comm(&pl, &c, 6, 8);
+  ck_assert_uint_eq(ph_log_find(NCCL_LOG_INFO, "leaving decisions to NCCL (commId 000000000000004d)"), 1);
+  close_comm(&pl, &c);
 }
 END_TEST
 
@@ -553,6 +588,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, environment_differences_only_warn);
   tcase_add_test(tc, fp8_ring_steering_is_respected);
   tcase_add_test(tc, chunk_only_for_the_decided_candidate);
+  tcase_add_test(tc, every_init_warn_carries_the_commid);
   tcase_add_test(tc, a_combination_nccl_did_not_run_when_measured_is_left_to_nccl);
   tcase_add_test(tc, v2_reads_nccl_algo_and_proto_like_nccl);
   tcase_add_test(tc, abi_v7_is_exported_and_decides_like_v6);
