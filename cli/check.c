@@ -40,6 +40,9 @@ static const char usage[] =
     "  --nranks N    the communicator's nRanks (1..1048576)\n"
     "  --nnodes M    the communicator's nNodes (default 1)\n";
 
+static void mode_rule_warnings(const char *path, const struct pt_profile *p,
+                               const struct pt_table *t, int json);
+
 static void json_line(const char *path, const char *status, const char *msg,
                       const struct pt_profile *p, const struct pt_table *t) {
   printf("{\"file\": ");
@@ -62,6 +65,9 @@ static void json_line(const char *path, const char *status, const char *msg,
     cli_json_str(p->prov.nccl_version);
     printf(", \"box_gpus\": %d, \"measured_on\": ", p->prov.box ? p->prov.box->ngpus : 0);
     cli_json_str(prov);
+    printf(", \"rule_warnings\": [");
+    mode_rule_warnings(path, p, t, 1);
+    printf("]");
   }
   printf("}\n");
 }
@@ -76,6 +82,60 @@ static void ok_line(const char *path, const struct pt_profile *p, const struct p
          path, p->name, (unsigned long long)p->hash, t->ninterval, t->nsets,
          t->nsets == 1 ? "" : "s", prov,
          p->prov.nccl_version, p->prov.backend);
+}
+
+/* Of the merged intervals inside rule r's range, how many the rule decides
+ * (*total gets how many there are). */
+static size_t rule_reach(const struct pt_table *t, const struct pt_rule *r, size_t *total) {
+  const struct pt_ivset *set = t->set[r->coll];
+  size_t n = 0;
+  *total = 0;
+  for (size_t i = 0; set && i < set->n; i++) {
+    const struct pt_interval *iv = &set->iv[i];
+    if (iv->hi < r->min_bytes || iv->lo > r->max_bytes) continue;
+    ++*total;
+    for (int k = 0; k < iv->n; k++)
+      if (iv->c[k].from_rule && iv->c[k].algo == r->algo && iv->c[k].proto == r->proto) {
+        n++;
+        break;
+      }
+  }
+  return n;
+}
+
+/* A rule for one mode only: regBuff, which names the mode, differs between
+ * ranks, so both modes decide from one merged list and such a rule holds
+ * only where the other mode decides the same (docs/decisions.md). `import
+ * --from-nccl-example` writes them from lines conditioned on regBuff. Says
+ * so where it does not apply everywhere: on stderr, or with json as the elements
+ * of a JSON array on stdout. */
+static void mode_rule_warnings(const char *path, const struct pt_profile *p,
+                               const struct pt_table *t, int json) {
+  int n = 0;
+  for (size_t i = 0; i < p->nrules; i++) {
+    const struct pt_rule *r = &p->rules[i];
+    if (r->mode < 0) continue;
+    size_t total, reach = rule_reach(t, r, &total);
+    if (reach == total) continue; /* the other mode agrees everywhere (a paired rule) */
+    char msg[600];
+    snprintf(msg, sizeof msg,
+             "warning: the %s rule for %s mode only (%s/%s, %llu..%llu B) decides only where %s "
+             "mode decides the same: regBuff, which names the mode, differs between ranks, so both "
+             "modes decide from one list; here it decides %zu of the %zu decision intervals in its "
+             "range (the rest: %s mode's choice, or NCCL's). Drop 'mode' to apply it in both modes",
+             pt_coll_name(r->coll), pt_mode_name(r->mode), pt_algo_name(r->algo),
+             pt_proto_name(r->proto), (unsigned long long)r->min_bytes,
+             (unsigned long long)r->max_bytes, pt_mode_name(!r->mode), reach, total,
+             pt_mode_name(!r->mode));
+    if (json) {
+      char where[1200];
+      snprintf(where, sizeof where, "%s:%d: %s", path, r->line, msg);
+      printf("%s", n++ ? ", " : "");
+      cli_json_str(where);
+    } else {
+      fprintf(stderr, "%s:%d: %s\n", path, r->line, msg);
+    }
+  }
 }
 
 static int check_one(const char *path, int quiet, int json) {
@@ -98,6 +158,7 @@ static int check_one(const char *path, int quiet, int json) {
     return 1;
   }
   int status = 0;
+  if (!json) mode_rule_warnings(path, &p, &t, 0);
   if (pt_profile_partial(&p, line, sizeof line)) {
     /* The plugin refuses it: not usable until finished. */
     if (json) json_line(path, "partial", line, &p, &t);
