@@ -14,6 +14,7 @@
 #include "check_dir.h"
 #include "cmds.h"
 #include "json.h"
+#include "nccl/common.h"
 #include "prov_text.h"
 #include "pcie/hostinfo.h"
 #include "pcie/profile.h"
@@ -74,6 +75,22 @@ static void json_line(const char *path, const char *status, const char *msg,
 
 /* "FILE: ok (...)" and where it was measured: the plugin uses a measured
  * profile only on that box and that NCCL (docs/decisions.md). */
+/* The Tree/Ring combinations the profile never saw NCCL run, over all
+ * collectives (table.c, unseen_combos): where NCCL's cost table makes one
+ * of them its best, the plugin leaves the call to NCCL. */
+static void unseen_line(const struct pt_table *t) {
+  unsigned m = 0;
+  for (int c = 0; c < PT_NCOLL; c++)
+    for (size_t i = 0; t->set[c] && i < t->set[c]->n; i++) m |= t->set[c]->hot[i].unseen;
+  if (!m) return;
+  printf("  not run by NCCL when measured:");
+  for (int i = 0, n = 0; i < 2 * NCCL_NUM_PROTOCOLS; i++)
+    if (m >> i & 1)
+      printf("%s %s/%s", n++ ? "," : "", pt_algo_name(i / NCCL_NUM_PROTOCOLS),
+             pt_proto_name(i % NCCL_NUM_PROTOCOLS));
+  printf(" (where NCCL's cost table makes one of them its best, the call is left to NCCL)\n");
+}
+
 static void ok_line(const char *path, const struct pt_profile *p, const struct pt_table *t) {
   char prov[1400];
   cli_prov_box(p, prov, sizeof prov);
@@ -82,6 +99,7 @@ static void ok_line(const char *path, const struct pt_profile *p, const struct p
          path, p->name, (unsigned long long)p->hash, t->ninterval, t->nsets,
          t->nsets == 1 ? "" : "s", prov,
          p->prov.nccl_version, p->prov.backend);
+  unseen_line(t);
 }
 
 /* Of the merged intervals inside rule r's range, how many the rule decides

@@ -20,6 +20,11 @@ START_TEST(valid_profile_is_ok) {
   ck_assert(asprintf(&args, "check %s/profiles/example-8x-pcie.cfg", pt_test_srcdir()) > 0);
   ck_assert_int_eq(run(args, &out, &err), 0);
   ck_assert_ptr_nonnull(strstr(out, "example-8x-pcie.cfg: ok (name 'example-8x-pcie', hash "));
+  ck_assert_ptr_nonnull(strstr(out, "decision intervals in 3 collectives)\n"));
+  /* It measured no LL128: where NCCL runs it, the call is NCCL's. */
+  ck_assert_ptr_nonnull(strstr(out, "\n  not run by NCCL when measured: tree/ll128, ring/ll128 (where "
+                                    "NCCL's cost table makes one of them its best, the call is left to "
+                                    "NCCL)\n"));
   ck_assert_str_eq(err, "");
   free(out);
   free(err);
