@@ -79,29 +79,11 @@ PT_HOT unsigned pt_hot_skip(const struct pt_hot *h, int num_pipe_ops) {
   return skip;
 }
 
-/* Whether one of the unseen Tree/Ring combinations (struct pt_hot; bit i =
- * cost[i] of a 7x3 table) is >= 0 and not above best, NCCL's best entry: on
- * a tie any of them counts, so that the v2 shim's flat table (every usable
- * entry 1.0) yields wherever NCCL may run one. With SSE2 the first eight
- * entries, negatives and NaNs made NaNs as in pt_hot_best, are compared with
- * best at once and the mask of lanes that hold is and'ed with the bits:
- * about a dozen instructions, whatever the mask. */
-PT_HOT int pt_hot_unseen_best(const float *cost, unsigned unseen, float best) {
-#ifdef __SSE2__
-  __m128i v0 = _mm_loadu_si128((const __m128i *)(const void *)cost);
-  __m128i v1 = _mm_loadu_si128((const __m128i *)(const void *)(cost + 4));
-  __m128 b = _mm_set1_ps(best);
-  int le0 = _mm_movemask_ps(_mm_cmple_ps(_mm_castsi128_ps(_mm_or_si128(v0, _mm_srai_epi32(v0, 31))), b));
-  int le1 = _mm_movemask_ps(_mm_cmple_ps(_mm_castsi128_ps(_mm_or_si128(v1, _mm_srai_epi32(v1, 31))), b));
-  return ((unsigned)le0 | (unsigned)le1 << 4) & unseen;
-#else
-  for (int i = 0; i < 2 * NCCL_NUM_PROTOCOLS; i++)
-    if (unseen >> i & 1 && cost[i] >= 0.0f && cost[i] <= best) return 1;
-  return 0;
-#endif
-}
-
-/* The same for a table of another shape (num_algo x num_proto). */
+/* Whether one of the unseen Tree/Ring combinations (struct pt_hot; bit
+ * algo x 3 + proto) is >= 0 and not above best, NCCL's best entry, in a
+ * num_algo x num_proto table (na, np: the part of it NCCL's indices reach).
+ * On a tie any of them counts, so that the v2 shim's flat table (every
+ * usable entry 1.0) yields wherever NCCL may run one. */
 static __attribute__((noinline, cold, unused)) int pt_hot_unseen_best_any(const float *cost,
                                                                           unsigned unseen, int na,
                                                                           int np, int num_proto,
@@ -112,6 +94,24 @@ static __attribute__((noinline, cold, unused)) int pt_hot_unseen_best_any(const 
       if (unseen >> (a * NCCL_NUM_PROTOCOLS + p) & 1 && v >= 0.0f && v <= best) return 1;
     }
   return 0;
+}
+
+/* The same for NCCL's 7x3 table, where bit i is cost[i]. With SSE2 the
+ * first eight entries, negatives and NaNs made NaNs as in pt_hot_best, are
+ * compared with best at once and the mask of lanes that hold is and'ed with
+ * the bits: about a dozen instructions, whatever the mask. */
+PT_HOT int pt_hot_unseen_best(const float *cost, unsigned unseen, float best) {
+#ifdef __SSE2__
+  __m128i v0 = _mm_loadu_si128((const __m128i *)(const void *)cost);
+  __m128i v1 = _mm_loadu_si128((const __m128i *)(const void *)(cost + 4));
+  __m128 b = _mm_set1_ps(best);
+  int le0 = _mm_movemask_ps(_mm_cmple_ps(_mm_castsi128_ps(_mm_or_si128(v0, _mm_srai_epi32(v0, 31))), b));
+  int le1 = _mm_movemask_ps(_mm_cmple_ps(_mm_castsi128_ps(_mm_or_si128(v1, _mm_srai_epi32(v1, 31))), b));
+  return ((unsigned)le0 | (unsigned)le1 << 4) & unseen;
+#else
+  return pt_hot_unseen_best_any(cost, unseen, NCCL_NUM_ALGORITHMS, NCCL_NUM_PROTOCOLS,
+                                NCCL_NUM_PROTOCOLS, best);
+#endif
 }
 
 /* The one apply rule, over a packed ranked list (docs/decisions.md, "Every
