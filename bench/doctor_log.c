@@ -41,7 +41,7 @@ static void rank_lines(FILE *f, int c, int r, int pid, int line) {
   case 2:
     fprintf(f,
             "%sPcieTuner: profile /etc/pcie-tuner/p.cfg name 'p' hash 9f2c4e1a07b3d865 decision "
-            "intervals 14 in 4 collective/mode tables (channels <= 4) (nRanks 8 nNodes 1 commId "
+            "intervals 14 in 4 collectives (channels <= 4) (nRanks 8 nNodes 1 commId "
             "%016llx)\n",
             p, id);
     break;

@@ -14,6 +14,7 @@
 #include "check_dir.h"
 #include "cmds.h"
 #include "json.h"
+#include "nccl/common.h"
 #include "prov_text.h"
 #include "pcie/hostinfo.h"
 #include "pcie/profile.h"
@@ -24,8 +25,8 @@ static const char usage[] =
     "       pcie-tune check PROFILE|DIR --nranks N [--nnodes M]\n"
     "\n"
     "Validates each profile as the plugin would load it (docs/profile-format.md).\n"
-    "Prints 'FILE: ok' with the profile's name, hash and decision intervals (all\n"
-    "collectives and modes, as the plugin's init line counts them), or\n"
+    "Prints 'FILE: ok' with the profile's name, hash and decision intervals (one\n"
+    "list per collective, as the plugin's init line counts them), or\n"
     "'FILE:LINE: reason' on stderr. A partial sweep is reported with how much of\n"
     "it is measured: the plugin refuses it until 'pcie-tune profile --resume'\n"
     "finishes it. A DIR is checked as the plugin reads it: every *.cfg directly\n"
@@ -39,6 +40,9 @@ static const char usage[] =
     "  --json        one JSON object per profile on stdout instead of text\n"
     "  --nranks N    the communicator's nRanks (1..1048576)\n"
     "  --nnodes M    the communicator's nNodes (default 1)\n";
+
+static void mode_rule_warnings(const char *path, const struct pt_profile *p,
+                               const struct pt_table *t, int json);
 
 static void json_line(const char *path, const char *status, const char *msg,
                       const struct pt_profile *p, const struct pt_table *t) {
@@ -62,19 +66,94 @@ static void json_line(const char *path, const char *status, const char *msg,
     cli_json_str(p->prov.nccl_version);
     printf(", \"box_gpus\": %d, \"measured_on\": ", p->prov.box ? p->prov.box->ngpus : 0);
     cli_json_str(prov);
+    printf(", \"rule_warnings\": [");
+    mode_rule_warnings(path, p, t, 1);
+    printf("]");
   }
   printf("}\n");
 }
 
 /* "FILE: ok (...)" and where it was measured: the plugin uses a measured
  * profile only on that box and that NCCL (docs/decisions.md). */
+/* The Tree/Ring combinations the profile never saw NCCL run, over all
+ * collectives (table.c, unseen_combos): where NCCL's cost table makes one
+ * of them its best, the plugin leaves the call to NCCL. */
+static void unseen_line(const struct pt_table *t) {
+  unsigned m = 0;
+  for (int c = 0; c < PT_NCOLL; c++)
+    for (size_t i = 0; t->set[c] && i < t->set[c]->n; i++) m |= t->set[c]->hot[i].unseen;
+  if (!m) return;
+  printf("  not run by NCCL when measured:");
+  for (int i = 0, n = 0; i < 2 * NCCL_NUM_PROTOCOLS; i++)
+    if (m >> i & 1)
+      printf("%s %s/%s", n++ ? "," : "", pt_algo_name(i / NCCL_NUM_PROTOCOLS),
+             pt_proto_name(i % NCCL_NUM_PROTOCOLS));
+  printf(" (where NCCL's cost table makes one of them its best, the call is left to NCCL)\n");
+}
+
 static void ok_line(const char *path, const struct pt_profile *p, const struct pt_table *t) {
   char prov[1400];
   cli_prov_box(p, prov, sizeof prov);
-  printf("%s: ok (name '%s', hash %016llx, %zu decision intervals in %zu collective/mode "
-         "tables)\n  measured on: %s; NCCL %s, backend %s\n",
-         path, p->name, (unsigned long long)p->hash, t->ninterval, t->nsets, prov,
+  printf("%s: ok (name '%s', hash %016llx, %zu decision intervals in %zu collective%s)\n"
+         "  measured on: %s; NCCL %s, backend %s\n",
+         path, p->name, (unsigned long long)p->hash, t->ninterval, t->nsets,
+         t->nsets == 1 ? "" : "s", prov,
          p->prov.nccl_version, p->prov.backend);
+  unseen_line(t);
+}
+
+/* Of the merged intervals inside rule r's range, how many the rule decides
+ * (*total gets how many there are). */
+static size_t rule_reach(const struct pt_table *t, const struct pt_rule *r, size_t *total) {
+  const struct pt_ivset *set = t->set[r->coll];
+  size_t n = 0;
+  *total = 0;
+  for (size_t i = 0; set && i < set->n; i++) {
+    const struct pt_interval *iv = &set->iv[i];
+    if (iv->hi < r->min_bytes || iv->lo > r->max_bytes) continue;
+    ++*total;
+    for (int k = 0; k < iv->n; k++)
+      if (iv->c[k].from_rule && iv->c[k].algo == r->algo && iv->c[k].proto == r->proto) {
+        n++;
+        break;
+      }
+  }
+  return n;
+}
+
+/* A rule for one mode only: regBuff, which names the mode, differs between
+ * ranks, so both modes decide from one merged list and such a rule holds
+ * only where the other mode decides the same (docs/decisions.md). `import
+ * --from-nccl-example` writes them from lines conditioned on regBuff. Says
+ * so where it does not apply everywhere: on stderr, or with json as the elements
+ * of a JSON array on stdout. */
+static void mode_rule_warnings(const char *path, const struct pt_profile *p,
+                               const struct pt_table *t, int json) {
+  int n = 0;
+  for (size_t i = 0; i < p->nrules; i++) {
+    const struct pt_rule *r = &p->rules[i];
+    if (r->mode < 0) continue;
+    size_t total, reach = rule_reach(t, r, &total);
+    if (reach == total) continue; /* the other mode agrees everywhere (a paired rule) */
+    char msg[600];
+    snprintf(msg, sizeof msg,
+             "warning: the %s rule for %s mode only (%s/%s, %llu..%llu B) decides only where %s "
+             "mode decides the same: regBuff, which names the mode, differs between ranks, so both "
+             "modes decide from one list; here it decides %zu of the %zu decision intervals in its "
+             "range (the rest: %s mode's choice, or NCCL's). Drop 'mode' to apply it in both modes",
+             pt_coll_name(r->coll), pt_mode_name(r->mode), pt_algo_name(r->algo),
+             pt_proto_name(r->proto), (unsigned long long)r->min_bytes,
+             (unsigned long long)r->max_bytes, pt_mode_name(!r->mode), reach, total,
+             pt_mode_name(!r->mode));
+    if (json) {
+      char where[1200];
+      snprintf(where, sizeof where, "%s:%d: %s", path, r->line, msg);
+      printf("%s", n++ ? ", " : "");
+      cli_json_str(where);
+    } else {
+      fprintf(stderr, "%s:%d: %s\n", path, r->line, msg);
+    }
+  }
 }
 
 static int check_one(const char *path, int quiet, int json) {
@@ -97,6 +176,7 @@ static int check_one(const char *path, int quiet, int json) {
     return 1;
   }
   int status = 0;
+  if (!json) mode_rule_warnings(path, &p, &t, 0);
   if (pt_profile_partial(&p, line, sizeof line)) {
     /* The plugin refuses it: not usable until finished. */
     if (json) json_line(path, "partial", line, &p, &t);

@@ -14,8 +14,10 @@
  *   trees, transports, the graph search) belong to the communicator their
  *   thread is initialising: NCCL prints them on that thread between START
  *   and COMPLETE.
- * - The plugin's init line is tied after the last line: by commId where it
- *   has one, else to the first communicator of its thread (then process)
+ * - The plugin's init lines (the INFO line and every refusal, which end
+ *   with "(commId %016llx)" since issue 19) are tied after the last line:
+ *   by commId where they have one, else (older plugins) to the first
+ *   communicator of its thread (then process)
  *   with the same nRanks that no plugin line took yet, so a plugin line
  *   printed before NCCL's still lands on its rank and counts once.
  */
@@ -213,6 +215,22 @@ static void add_decision(struct doctor *d, const struct nl_line *l) {
   d->dec[d->ndec++] = key;
 }
 
+/* The hex digits after the last "(commId " in msg, or NULL. */
+static const char *last_commid(const char *msg) {
+  const char *at = NULL;
+  for (const char *c = msg; c && (c = strstr(c, "(commId ")); c++) at = c;
+  return at ? at + strlen("(commId ") : NULL;
+}
+
+/* A reason without the trailing " (commId ...)" the plugin adds. */
+static void set_reason(char *dst, size_t len, const char *reason) {
+  const char *c = last_commid(reason);
+  size_t n = c ? (size_t)(c - strlen(" (commId ") - reason) : strlen(reason);
+  if (n >= len) n = len - 1;
+  memcpy(dst, reason, n);
+  dst[n] = 0;
+}
+
 static void add_plug(struct doctor *d, int pi, const struct nl_line *l, const struct outcome *o) {
   struct plug *n = dr_grow(d->plugs, d->nplug, sizeof *n, &d->oom);
   if (!n) return;
@@ -226,6 +244,13 @@ static void add_plug(struct doctor *d, int pi, const struct nl_line *l, const st
     set_commid(n->commid, sizeof n->commid, l->commid);
     n->nranks = atoi(l->field[4]);
     n->nnodes = atoi(l->field[5]);
+  } else {
+    /* The plugin ends every init refusal with "(commId %016llx)"
+     * (tuner/core.c, initf); older lines have none, and are tied by thread
+     * and order (dr_tie). */
+    char hex[32];
+    const char *c = last_commid(l->msg);
+    if (c && sscanf(c, "%31[0-9a-fA-F]", hex) == 1) set_commid(n->commid, sizeof n->commid, hex);
   }
 }
 
@@ -371,11 +396,14 @@ void dr_take(struct doctor *d, const struct nl_line *l) {
     /* fall through */
   case NL_PT_REFUSE:
     p->ours = 1;
+    /* A WARN that the profile still decides (NCCL_* differ from when it
+     * was measured) is no outcome: the init line after it is. */
+    if (strstr(l->msg, "; the profile still decides")) break;
     memset(&o, 0, sizeof o);
     o.state = M_REFUSED;
     o.warn = l->level == NL_WARN;
     o.cls = nl_refusal_class(l->field[0], l->level);
-    SET(o.reason, l->field[0]);
+    set_reason(o.reason, sizeof o.reason, l->field[0]);
     add_plug(d, pi, l, &o);
     break;
   case NL_PT_TRACE: p->ours = 1; add_decision(d, l); break;

@@ -20,6 +20,11 @@ START_TEST(valid_profile_is_ok) {
   ck_assert(asprintf(&args, "check %s/profiles/example-8x-pcie.cfg", pt_test_srcdir()) > 0);
   ck_assert_int_eq(run(args, &out, &err), 0);
   ck_assert_ptr_nonnull(strstr(out, "example-8x-pcie.cfg: ok (name 'example-8x-pcie', hash "));
+  ck_assert_ptr_nonnull(strstr(out, "decision intervals in 3 collectives)\n"));
+  /* It measured no LL128: where NCCL runs it, the call is NCCL's. */
+  ck_assert_ptr_nonnull(strstr(out, "\n  not run by NCCL when measured: tree/ll128, ring/ll128 (where "
+                                    "NCCL's cost table makes one of them its best, the call is left to "
+                                    "NCCL)\n"));
   ck_assert_str_eq(err, "");
   free(out);
   free(err);
@@ -129,6 +134,45 @@ END_TEST
  * ranges left to NCCL say why, boundaries are exact, no speed-up below 1x,
  * graph calls are said to use the eager data, and check, show and the
  * interval counts agree. */
+/* import --from-nccl-example turns a line conditioned on regBuff into a
+ * mode-specific rule; since regBuff differs between ranks it decides only
+ * where the other mode decides the same, and check says so (text and JSON).
+ * A rule paired with the same rule for the other mode is not warned about. */
+START_TEST(mode_specific_rules_are_warned_about) {
+  char *dir = pt_test_tmpdir(), *out, *err, *args = NULL;
+  char *conf = pt_test_write(dir, "ex.conf",
+                             "allreduce,0,65536,ring,ll,-1,-1,-1,-1,1\n"
+                             "allreduce,65537,1048576,ring,simple,-1,-1,-1\n"
+                             "allreduce,1048577,4194304,tree,simple,-1,-1,-1,-1,0\n"
+                             "allreduce,1048577,4194304,tree,simple,-1,-1,-1,-1,1\n");
+  ck_assert(asprintf(&args, "import --out %s/ex.cfg --from-nccl-example %s", dir, conf) > 0);
+  ck_assert_int_eq(run(args, &out, &err), 0);
+  free(out), free(err), free(args);
+  ck_assert(asprintf(&args, "check %s/ex.cfg", dir) > 0);
+  ck_assert_int_eq(run(args, &out, &err), 0);
+  ck_assert_ptr_nonnull(strstr(out, "ex.cfg: ok (name 'ex', hash "));
+  ck_assert_ptr_nonnull(strstr(out, "4 decision intervals in 1 collective)"));
+  char *want = NULL;
+  ck_assert(asprintf(&want,
+                     "%s/ex.cfg:13: warning: the allreduce rule for graph mode only (ring/ll, 0..65536 B) "
+                     "decides only where eager mode decides the same: regBuff, which names the mode, "
+                     "differs between ranks, so both modes decide from one list; here it decides 0 of "
+                     "the 1 decision intervals in its range (the rest: eager mode's choice, or NCCL's). "
+                     "Drop 'mode' to apply it in both modes\n",
+                     dir) > 0);
+  ck_assert_str_eq(err, want); /* one warning: lines 15 and 16 pair up */
+  free(out), free(err), free(args), free(want);
+  ck_assert(asprintf(&args, "check --json %s/ex.cfg", dir) > 0);
+  ck_assert_int_eq(run(args, &out, &err), 0);
+  ck_assert_ptr_nonnull(strstr(out, "\"rule_warnings\": [\""));
+  ck_assert_ptr_nonnull(strstr(out, "ex.cfg:13: warning: the allreduce rule for graph mode only"));
+  ck_assert_str_eq(err, "");
+  free(out), free(err), free(args), free(conf);
+  pt_test_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 START_TEST(show_reads_like_the_decisions) {
   char *dir = pt_test_tmpdir(), *out, *err, *args = NULL;
   const char *src = pt_test_srcdir();
@@ -188,6 +232,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, missing_file_fails);
   tcase_add_test(tc, partial_and_defaultless_profiles);
   tcase_add_test(tc, show_reads_like_the_decisions);
+  tcase_add_test(tc, mode_specific_rules_are_warned_about);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -255,6 +255,31 @@ START_TEST(plugin_line_before_nccl_lines) {
 }
 END_TEST
 
+/* Two communicators per process (a TP group of 2 and the world of 4),
+ * their lines interleaved across four processes, the plugin's lines moved
+ * ahead of NCCL's by the engine's capture: the refusal WARN carries its
+ * commId (tuner/core.c) and lands on the world communicator, not on the
+ * first one its thread printed; a WARN that the profile still decides is
+ * no refusal. Lines without a commId (older plugins) keep the thread and
+ * order heuristic (ranks_that_differ_are_an_error, reworded-v2.30.log). */
+START_TEST(refusals_tied_by_commid) {
+  struct result r = doctor("two-comms-interleaved-v2.30.log");
+  ck_assert_int_eq(r.rc, 0);
+  has(r.out, "communicator a1: nRanks 2 nNodes 1, 2 ranks in the log\n"
+             "  ranks 0-1: profile 'tp2' hash 5e5e5e5e5e5e5e5e (/p/tp2.cfg, 9 intervals)");
+  has(r.out, "communicator a2: nRanks 2 nNodes 1, 2 ranks in the log\n"
+             "  ranks 0-1: profile 'tp2' hash 5e5e5e5e5e5e5e5e");
+  has(r.out, "communicator b2: nRanks 4 nNodes 1, 4 ranks in the log\n"
+             "  ranks 0-3: left to NCCL, not fitting (WARN): profile /p/tp2.cfg does not match "
+             "nRanks=4 nNodes=1 (its match: nranks = 2)\n");
+  has(r.out, "gpu-b:9103 rank 2 nRanks 4: [not fitting]");
+  has(r.out, "verdict: WORKING");
+  ck_assert_ptr_null(strstr(r.out, "(commId"));
+  ck_assert_str_eq(r.err, "");
+  done(&r);
+}
+END_TEST
+
 /* torchrun's "[rankN]:" prefix; a mismatch names the rank that differs,
  * with its host, pid and GPU; a Ray prefix on some lines. */
 START_TEST(mismatch_names_the_rank) {
@@ -475,6 +500,7 @@ int main(void) {
   tcase_add_test(tc, reads_what_simulate_prints);
   tcase_add_test(tc, plugin_line_before_nccl_lines);
   tcase_add_test(tc, mismatch_names_the_rank);
+  tcase_add_test(tc, refusals_tied_by_commid);
   tcase_add_test(tc, absolute_path_not_found);
   tcase_add_test(tc, communicator_diagnosis);
   tcase_add_test(tc, quoted_effects_match_the_tables);

@@ -107,9 +107,9 @@ START_TEST(imported_profile_never_forces_the_slower_choice) {
   ck_assert_ptr_nonnull(at);
   size_t nint = 0, ntab = 0;
   ck_assert_int_eq(sscanf(at, "hash %*x, %zu decision intervals in %zu", &nint, &ntab), 2);
-  ck_assert(asprintf(&want, "decision intervals %zu in %zu collective/mode tables (channels "
+  ck_assert(asprintf(&want, "decision intervals %zu in %zu collective%s (channels "
                             "unknown: <= 4, all-gather keeps NCCL's)",
-                     nint, ntab) > 0);
+                     nint, ntab, ntab == 1 ? "" : "s") > 0);
   ck_assert_uint_eq(ph_log_find(NCCL_LOG_INFO, want), 1);
   free(out), free(err), free(chk), free(want);
   for (int reg = 0; reg < 2; reg++) {
@@ -214,6 +214,41 @@ START_TEST(partial_sweep_is_refused_with_one_warn) {
     ck_assert(!changed);
     close_comm(&pl, &c);
   }
+}
+END_TEST
+
+/* Issue 19: every line the plugin logs at init to say it stepped aside (or
+ * warns) ends with the communicator's commId, as the init INFO line's
+ * "commId %016llx", so that doctor ties it to its communicator. */
+START_TEST(every_init_warn_carries_the_commid) {
+  static const char *const body =
+      "allreduce = { eager = { sizes = [ 1024L, 2048L ]; nccl_default = ( 10.0, 20.0 );\n"
+      "  candidates = ( { algo = \"ring\"; proto = \"ll\"; channels = 2; latency = ( 1.0, 2.0 ); } ); }; };\n";
+  char text[4][1024];
+  snprintf(text[0], sizeof text[0], "%s%s", HEAD("extra = { sweep = { state = \"running\"; }; };"), body);
+  snprintf(text[1], sizeof text[1], "%smatch = { nranks = 4; };\n%s", HEAD(""), body);
+  snprintf(text[2], sizeof text[2], "%snccl_env = { NCCL_PROTO = \"^LL128\"; };\n%s", HEAD(""), body);
+  snprintf(text[3], sizeof text[3], "%sallreduce = 3;\n", HEAD(""));
+  for (int i = 0; i < 4; i++) {
+    use_profile(text[i]);
+    ph_log_clear();
+    struct ph_plugin pl;
+    struct ph_comm c;
+    open_comm(&pl, &c, 6, 8); /* commId 77 */
+    ck_assert_msg(ph_log_find(NCCL_LOG_WARN, NULL) == 1, "case %d: %zu WARNs", i,
+                  ph_log_find(NCCL_LOG_WARN, NULL));
+    ck_assert_msg(ph_log_find(NCCL_LOG_WARN, " (commId 000000000000004d)") == 1,
+                  "case %d: the WARN names no commId", i);
+    close_comm(&pl, &c);
+  }
+  /* Nothing installed fits: the INFO line says so, with the commId too. */
+  unsetenv("PCIE_TUNER_PROFILE");
+  ph_log_clear();
+  struct ph_plugin pl;
+  struct ph_comm c;
+  open_comm(&pl, &c, 6, 8);
+  ck_assert_uint_eq(ph_log_find(NCCL_LOG_INFO, "leaving decisions to NCCL (commId 000000000000004d)"), 1);
+  close_comm(&pl, &c);
 }
 END_TEST
 
@@ -346,6 +381,87 @@ START_TEST(fp8_ring_steering_is_respected) {
 }
 END_TEST
 
+/* Issue 17 (merge gap): a profile measured while NCCL had LL128 off (a
+ * PCIe box's default), used where NCCL_PROTO opts it in. NCCL's cost table,
+ * the same on every rank, enables a combination the profile never saw NCCL
+ * run; where it is NCCL's best entry, the measured default is not what NCCL
+ * runs, and the call is NCCL's. Elsewhere the profile still decides. */
+static const char *ll128_gap(const char *env, const char *ll128_row) {
+  static char text[2048];
+  snprintf(text, sizeof text,
+           HEAD("") "%s\nallreduce = { eager = { sizes = [ 1024L, 4194304L ];\n"
+           "  nccl_default = ( 20.0, 2000.0 );\n"
+           "  candidates = ( { algo = \"ring\"; proto = \"simple\"; channels = 2; latency = ( 10.0, 1000.0 ); }%s ); }; };\n",
+           env, ll128_row);
+  return text;
+}
+
+/* A table with Ring's three protocols only (the rest disabled): best is
+ * the lowest cost, LL128 at ll128 (-1 = disabled). */
+static void ring_table(float t[7][3], float ll, float ll128, float simple) {
+  for (int a = 0; a < 7; a++)
+    for (int p = 0; p < 3; p++) t[a][p] = -1.0f;
+  t[NCCL_ALGO_RING][NCCL_PROTO_LL] = ll;
+  t[NCCL_ALGO_RING][NCCL_PROTO_LL128] = ll128;
+  t[NCCL_ALGO_RING][NCCL_PROTO_SIMPLE] = simple;
+}
+
+START_TEST(a_combination_nccl_did_not_run_when_measured_is_left_to_nccl) {
+  static const char *const unsup =
+      ",\n { algo = \"ring\"; proto = \"ll128\"; channels = 2; latency = ( \"unsupported\", \"unsupported\" ); }";
+  static const char *const measured =
+      ",\n { algo = \"ring\"; proto = \"ll128\"; channels = 2; latency = ( 30.0, 3000.0 ); }";
+  struct {
+    const char *env, *row;
+    int yields; /* 1: NCCL's best LL128 is left to NCCL */
+  } cases[] = {
+      {"", unsup, 1},                                               /* recorded unsupported */
+      {"", "", 1},                                                  /* never measured, env unknown */
+      {"nccl_env = { };", "", 1},                                   /* NCCL's default: LL128 off on PCIe */
+      {"nccl_env = { NCCL_PROTO = \"^LL128\"; };", "", 1},         /* disabled by name */
+      {"nccl_env = { NCCL_PROTO = \"LL,LL128,Simple\"; };", "", 0}, /* on, not swept: default saw it */
+      {"", measured, 0},                                            /* measured: the profile knows it */
+  };
+  setenv("PCIE_TUNER_TRACE", "1", 1); /* the trace says why */
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    use_profile(ll128_gap(cases[i].env, cases[i].row));
+    ph_log_clear();
+    struct ph_plugin pl;
+    struct ph_comm c;
+    struct ph_choice ch;
+    open_comm(&pl, &c, 6, 8);
+    for (size_t n = 1024; n <= 4194304; n *= 64) {
+      float t[7][3], before[7][3];
+      /* NCCL now runs LL128 (its best entry). */
+      ring_table(t, 5.0f, 1.0f, 2.0f);
+      memcpy(before, t, sizeof t);
+      ph_decide(&c, ncclFuncAllReduce, n, 0, t, &ch);
+      ck_assert_int_eq(ch.rc, ncclSuccess);
+      if (cases[i].yields)
+        ck_assert_msg(!memcmp(before, t, sizeof t) && ch.nchannels == 0 &&
+                          ph_log_find(NCCL_LOG_INFO, "did not run when the profile was measured") > 0,
+                      "case %zu, %zu B: the plugin overrode NCCL's LL128 with %d/%d", i, n, ch.algo,
+                      ch.proto);
+      else
+        ck_assert_msg(ch.algo == NCCL_ALGO_RING && ch.proto == NCCL_PROTO_SIMPLE,
+                      "case %zu, %zu B: measured ranking not applied (%d/%d)", i, n, ch.algo, ch.proto);
+      /* LL128 enabled but not NCCL's best (NCCL runs LL, as when measured):
+       * the measured ranking applies. */
+      ring_table(t, 1.0f, 3.0f, 2.0f);
+      ph_decide(&c, ncclFuncAllReduce, n, 0, t, &ch);
+      ck_assert_msg(ch.algo == NCCL_ALGO_RING && ch.proto == NCCL_PROTO_SIMPLE,
+                    "case %zu, %zu B: LL128 not NCCL's best, yet nothing decided", i, n);
+      /* LL128 off, as when measured. */
+      ring_table(t, 1.0f, -1.0f, 2.0f);
+      ph_decide(&c, ncclFuncAllReduce, n, 0, t, &ch);
+      ck_assert_int_eq(ch.proto, NCCL_PROTO_SIMPLE);
+    }
+    close_comm(&pl, &c);
+  }
+  unsetenv("PCIE_TUNER_TRACE");
+}
+END_TEST
+
 /* getChunkSize returns a chunk only for the decision NCCL runs. */
 START_TEST(chunk_only_for_the_decided_candidate) {
   use_profile(HEAD("") "communicator = { channels = 8; };\nallreduce = {\n"
@@ -395,7 +511,11 @@ START_TEST(v2_reads_nccl_algo_and_proto_like_nccl) {
   use_profile(HEAD("") "allreduce = { eager = { sizes = [ 1024L, 1048576L ]; candidates = (\n"
               "  { algo = \"ring\"; proto = \"ll\"; channels = 2; latency = ( 1.0, 10.0 ); },\n"
               "  { algo = \"tree\"; proto = \"simple\"; channels = 2; latency = ( 2.0, 20.0 ); },\n"
-              "  { algo = \"ring\"; proto = \"simple\"; channels = 2; latency = ( 3.0, 30.0 ); } ); }; };\n");
+              "  { algo = \"ring\"; proto = \"simple\"; channels = 2; latency = ( 3.0, 30.0 ); },\n"
+              /* LL128 measured, so a forced LL128 ("^LL") is no unseen
+               * combination (a_combination_nccl_did_not_run_...). */
+              "  { algo = \"tree\"; proto = \"ll128\"; channels = 2; latency = ( 9.0, 90.0 ); },\n"
+              "  { algo = \"ring\"; proto = \"ll128\"; channels = 2; latency = ( 9.5, 95.0 ); } ); }; };\n");
   int a, p;
   v2_answer(NULL, NULL, ncclFuncAllReduce, &a, &p);
   ck_assert(a == NCCL_ALGO_RING && p == NCCL_PROTO_LL);
@@ -468,6 +588,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, environment_differences_only_warn);
   tcase_add_test(tc, fp8_ring_steering_is_respected);
   tcase_add_test(tc, chunk_only_for_the_decided_candidate);
+  tcase_add_test(tc, every_init_warn_carries_the_commid);
+  tcase_add_test(tc, a_combination_nccl_did_not_run_when_measured_is_left_to_nccl);
   tcase_add_test(tc, v2_reads_nccl_algo_and_proto_like_nccl);
   tcase_add_test(tc, abi_v7_is_exported_and_decides_like_v6);
   suite_add_tcase(s, tc);

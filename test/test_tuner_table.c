@@ -246,6 +246,43 @@ START_TEST(apply_respects_disabled_entries) {
 }
 END_TEST
 
+/* The unseen-combination check (table_hot.h) on every table shape: a
+ * profile with ring/ll128 recorded unsupported yields where that entry is
+ * NCCL's best, in a 7x3 table (SSE2 path) and in smaller ones (scalar
+ * path), and never reads beyond a table of one algorithm (ASan). */
+START_TEST(unseen_best_on_every_table_shape) {
+  load(HEAD "allreduce = { graph = { sizes = [ 1000L, 100000L ]; nccl_default = ( 40.0, 400.0 );\n"
+            "  candidates = ( { algo = \"tree\"; proto = \"ll\"; channels = 2; latency = ( 10.0, 100.0 ); },\n"
+            "                 { algo = \"ring\"; proto = \"ll128\"; channels = 2; latency = ( \"unsupported\", \"unsupported\" ); } );\n"
+            "}; };\n");
+  const struct pt_interval *iv;
+  int nch = 0;
+  float t[7][3];
+  for (int a = 0; a < 7; a++)
+    for (int p = 0; p < 3; p++) t[a][p] = -1.0f;
+  t[NCCL_ALGO_TREE][NCCL_PROTO_LL] = 3.0f;
+  t[NCCL_ALGO_RING][NCCL_PROTO_LL128] = 1.0f; /* NCCL's best: never measured running */
+  ck_assert_int_eq(pt_table_decide(&tab, PT_ALLREDUCE, 10000, &t[0][0], 7, 3, 1, &nch, &iv), -1);
+  ck_assert_float_eq(t[NCCL_ALGO_TREE][NCCL_PROTO_LL], 3.0f);
+  t[NCCL_ALGO_RING][NCCL_PROTO_LL128] = 3.0f; /* a tie counts as NCCL's too */
+  ck_assert_int_eq(pt_table_decide(&tab, PT_ALLREDUCE, 10000, &t[0][0], 7, 3, 1, &nch, &iv), -1);
+  t[NCCL_ALGO_RING][NCCL_PROTO_LL128] = 5.0f; /* enabled, not NCCL's best: the profile decides */
+  ck_assert_int_eq(pt_table_decide(&tab, PT_ALLREDUCE, 10000, &t[0][0], 7, 3, 1, &nch, &iv), 0);
+  ck_assert_float_eq(t[NCCL_ALGO_TREE][NCCL_PROTO_LL], 0.0f);
+  float two[2][3] = {{3.0f, -1.0f, -1.0f}, {-1.0f, 1.0f, -1.0f}};
+  ck_assert_int_eq(pt_table_decide(&tab, PT_ALLREDUCE, 10000, &two[0][0], 2, 3, 1, &nch, &iv), -1);
+  two[1][1] = -1.0f;
+  ck_assert_int_eq(pt_table_decide(&tab, PT_ALLREDUCE, 10000, &two[0][0], 2, 3, 1, &nch, &iv), 0);
+  /* Tree only, LL and LL128: Ring is out of range. Tree/LL128 was never
+   * measured and LL128 is off by NCCL's default on PCIe: unseen too. */
+  float one[1][2] = {{3.0f, 1.0f}};
+  ck_assert_int_eq(pt_table_decide(&tab, PT_ALLREDUCE, 10000, &one[0][0], 1, 2, 1, &nch, &iv), -1);
+  one[0][1] = 5.0f;
+  ck_assert_int_eq(pt_table_decide(&tab, PT_ALLREDUCE, 10000, &one[0][0], 1, 2, 1, &nch, &iv), 0);
+  unload();
+}
+END_TEST
+
 START_TEST(chunk_rounds_to_the_grain) {
   load(HEAD "allreduce = { graph = { sizes = [ 1000L, 1000000L ];\n"
             "  candidates = ( { algo = \"ring\"; proto = \"simple\"; channels = 4; chunk = 131000L; latency = ( 10.0, 100.0 ); },\n"
@@ -329,6 +366,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, rules_override_inside_their_range);
   tcase_add_test(tc, bucketed_lookup_matches_a_linear_scan);
   tcase_add_test(tc, apply_respects_disabled_entries);
+  tcase_add_test(tc, unseen_best_on_every_table_shape);
   tcase_add_test(tc, chunk_rounds_to_the_grain);
   tcase_add_test(tc, nccl_choice_between_sizes_is_identified);
   tcase_add_test(tc, a_failing_default_is_never_deferred_to);

@@ -12,6 +12,7 @@
 
 #include "core_internal.h"
 #include "pcie/core.h"
+#include "table_hot.h"
 
 #define LOG_PREFIX "PcieTuner: "
 
@@ -26,6 +27,21 @@ __attribute__((format(printf, 4, 5))) static void logf_(ncclDebugLogger_t log, i
   vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
   log((ncclDebugLogLevel)level, flags, __FILE__, __LINE__, LOG_PREFIX "%s", buf);
+}
+
+/* An init line that says the plugin stepped aside (or warns): it ends with
+ * the communicator's commId, as the init INFO line carries it, so that
+ * `pcie-tune doctor` ties it to its communicator whatever order lines from
+ * several communicators arrive in. */
+__attribute__((format(printf, 5, 6))) static void initf(ncclDebugLogger_t log, uint64_t comm_id,
+                                                        int level, unsigned long flags,
+                                                        const char *fmt, ...) {
+  char buf[1400];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  logf_(log, level, flags, "%s (commId %016llx)", buf, (unsigned long long)comm_id);
 }
 
 static int env_on(const char *name) {
@@ -44,8 +60,8 @@ static int refuse(const struct pt_ctx *ctx, const struct pt_profile *p, int abi,
                   size_t note_len) {
   char msg[1024], env[1024], must[1024], warn[1024];
   if (pt_profile_partial(p, msg, sizeof msg)) {
-    logf_(ctx->log, NCCL_LOG_WARN, NCCL_ALL, "%s: %s; leaving every decision to NCCL", p->path,
-          msg);
+    initf(ctx->log, ctx->comm_id, NCCL_LOG_WARN, NCCL_ALL, "%s: %s; leaving every decision to NCCL",
+          p->path, msg);
     return 1;
   }
   pt_env_compare(p, env, sizeof env);
@@ -53,14 +69,14 @@ static int refuse(const struct pt_ctx *ctx, const struct pt_profile *p, int abi,
                          env_on("PCIE_TUNER_ACCEPT_FOREIGN"), must, warn, sizeof must, note,
                          note_len);
   if (no) {
-    logf_(ctx->log, NCCL_LOG_WARN, NCCL_ALL,
+    initf(ctx->log, ctx->comm_id, NCCL_LOG_WARN, NCCL_ALL,
           "%s: %s%s%s; leaving every decision to NCCL (measure this box with pcie-tune profile, "
           "or set PCIE_TUNER_ACCEPT_FOREIGN=1 to use the profile anyway)",
           p->path, must, env[0] ? "; also " : "", env);
     return 1;
   }
   if (env[0] || warn[0])
-    logf_(ctx->log, NCCL_LOG_WARN, NCCL_ALL,
+    initf(ctx->log, ctx->comm_id, NCCL_LOG_WARN, NCCL_ALL,
           "%s: %s%s%s; the profile still decides, alike on every rank (NCCL's disabled choices "
           "are never revived, its channel count is never exceeded)",
           p->path, warn, warn[0] && env[0] ? "; " : "", env);
@@ -78,7 +94,7 @@ void pt_core_init_abi(struct pt_ctx **out, uint64_t comm_id, size_t nranks, size
   struct pt_ctx *ctx = calloc(1, sizeof *ctx);
   *out = ctx;
   if (!ctx) {
-    logf_(log, NCCL_LOG_WARN, NCCL_ALL, "out of memory at init; leaving decisions to NCCL");
+    initf(log, comm_id, NCCL_LOG_WARN, NCCL_ALL, "out of memory at init; leaving decisions to NCCL");
     return;
   }
   ctx->log = log;
@@ -92,13 +108,13 @@ void pt_core_init_abi(struct pt_ctx **out, uint64_t comm_id, size_t nranks, size
   /* Nothing installed fits: plain INFO. A profile the user named that does
    * not fit is a mistake worth a WARN. */
   if (rc == PT_ENOENT && !(spec && spec[0])) {
-    logf_(log, NCCL_LOG_INFO, NCCL_INIT | NCCL_TUNING, "%s; leaving decisions to NCCL", msg);
+    initf(log, comm_id, NCCL_LOG_INFO, NCCL_INIT | NCCL_TUNING, "%s; leaving decisions to NCCL", msg);
     return;
   }
   if (rc) {
     /* NCCL_ALL: the default NCCL_DEBUG_SUBSYS would hide a TUNING-only WARN. */
-    logf_(log, NCCL_LOG_WARN, NCCL_ALL, "%s; leaving every decision to NCCL for this communicator",
-          msg);
+    initf(log, comm_id, NCCL_LOG_WARN, NCCL_ALL,
+          "%s; leaving every decision to NCCL for this communicator", msg);
     return;
   }
   const struct pt_profile *p = &ctx->loaded->prof;
@@ -110,7 +126,7 @@ void pt_core_init_abi(struct pt_ctx **out, uint64_t comm_id, size_t nranks, size
     if (!ctx->own || pt_table_build_for(ctx->own, p, nranks, nnodes)) {
       free(ctx->own);
       ctx->own = NULL;
-      logf_(log, NCCL_LOG_WARN, NCCL_ALL, "out of memory at init; leaving decisions to NCCL");
+      initf(log, comm_id, NCCL_LOG_WARN, NCCL_ALL, "out of memory at init; leaving decisions to NCCL");
       goto passive;
     }
     ctx->table = ctx->own;
@@ -121,10 +137,10 @@ void pt_core_init_abi(struct pt_ctx **out, uint64_t comm_id, size_t nranks, size
     snprintf(ch, sizeof ch, "channels unknown: <= %d, all-gather keeps NCCL's",
              ctx->table->chan_cap);
   logf_(log, NCCL_LOG_INFO, NCCL_INIT | NCCL_TUNING,
-        "profile %s name '%s' hash %016llx decision intervals %zu in %zu collective/mode tables "
+        "profile %s name '%s' hash %016llx decision intervals %zu in %zu collective%s "
         "(%s) (nRanks %zu nNodes %zu commId %016llx) (%s)",
         p->path, p->name, (unsigned long long)p->hash, ctx->table->ninterval, ctx->table->nsets,
-        ch, nranks, nnodes, (unsigned long long)comm_id, note);
+        ctx->table->nsets == 1 ? "" : "s", ch, nranks, nnodes, (unsigned long long)comm_id, note);
   return;
 passive:
   pt_registry_release(ctx->loaded);
@@ -182,13 +198,20 @@ __attribute__((noinline)) static int decide_forced(const struct pt_ctx *ctx, int
                 k >= 0 ? "forced by pcie-tune" : "forced choice disabled by NCCL", out);
 }
 
-/* Why a decision was left to NCCL, for the trace. */
-static const char *why_none(const struct pt_interval *iv) {
+/* Why a decision was left to NCCL, for the trace; cost is the table as
+ * NCCL passed it (left unchanged). */
+static const char *why_none(const struct pt_ctx *ctx, int coll, const struct pt_interval *iv,
+                            const float *cost, int num_algo, int num_proto) {
   if (!iv) return "no data for this collective";
   if (!iv->n)
     return iv->kind == PT_IV_OUTSIDE   ? "outside the measured sizes"
            : iv->kind == PT_IV_NO_GAIN ? "NCCL's default is as fast"
                                        : "nothing measured here";
+  const struct pt_ivset *set = pt_hot_set(ctx->table, coll);
+  unsigned unseen = set ? set->hot[iv - set->iv].unseen : 0;
+  if (unseen && num_algo == NCCL_NUM_ALGORITHMS && num_proto == NCCL_NUM_PROTOCOLS &&
+      pt_hot_unseen_best(cost, unseen, pt_hot_best(cost)))
+    return "NCCL's best entry is a combination it did not run when the profile was measured";
   return "no ranked choice usable in NCCL's table";
 }
 
@@ -208,7 +231,7 @@ int pt_core_decide(const struct pt_ctx *ctx, int coll, size_t nbytes, int reg_bu
   static const struct pt_choice none;
   const struct pt_choice *c = k >= 0 ? &iv->c[k] : &none;
   return report(ctx, coll, nbytes, mode, k, c, k >= 0 ? (c->from_rule ? "rule" : rank_names[k])
-                                              : why_none(iv),
+                                              : why_none(ctx, coll, iv, cost, num_algo, num_proto),
                 out);
 }
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "nccl/common.h"
+#include "pcie/core.h"
 #include "pcie/table.h"
 #include "table_hot.h"
 
@@ -611,6 +612,54 @@ static int merge_modes(const struct ivlist *g, const struct ivlist *e, struct iv
   }
 }
 
+/* The value of a recorded NCCL_* variable, or NULL. */
+static const char *env_value(const struct pt_profile *p, const char *name) {
+  for (size_t i = 0; i < p->nenv; i++)
+    if (!strcmp(p->env[i].name, name)) return p->env[i].value;
+  return NULL;
+}
+
+/* Which Tree/Ring combinations (bit algo x 3 + proto) NCCL did not run for
+ * coll when the profile was measured: a candidate recorded "unsupported"
+ * with no usable measurement, or one never measured that the recorded
+ * NCCL_ALGO/NCCL_PROTO (NCCL's defaults when nccl_env is absent) do not
+ * enable for certain. NCCL's default for LL128 is "where NCCL judges it
+ * safe" (graph/tuning.cc, ncclTopoTuneModel: only up to PXB/PXN and over
+ * NVLink inside a node), never on a PCIe-only box, so an unmeasured LL128
+ * counts as off unless NCCL_PROTO named it. A sweep drops a candidate that
+ * was unsupported at every size (measure/sweep.c, row_kept), so "never
+ * measured" is also what "always unsupported" looks like in a profile.
+ * NCCL's cost table, the same on every rank, then tells at each call
+ * whether NCCL runs one of them now (table_hot.h, pt_hot_apply). */
+static uint8_t unseen_combos(const struct pt_profile *p, int coll) {
+  struct pt_nccl_enable en;
+  const char *algo = p->env_recorded ? env_value(p, "NCCL_ALGO") : NULL;
+  const char *proto = p->env_recorded ? env_value(p, "NCCL_PROTO") : NULL;
+  if (pt_nccl_enabled(algo, proto, &en)) pt_nccl_enabled(NULL, NULL, &en);
+  uint8_t seen = 0, unsup = 0, any = 0;
+  for (int md = 0; md < PT_NMODES; md++) {
+    const struct pt_series *s = p->series[coll][md];
+    if (!s) continue;
+    any = 1;
+    for (size_t k = 0; k < s->ncand; k++) {
+      const struct pt_candidate *c = &s->cand[k];
+      if (c->algo > NCCL_ALGO_RING || c->proto >= NCCL_NUM_PROTOCOLS) continue;
+      uint8_t bit = (uint8_t)(1u << (c->algo * NCCL_NUM_PROTOCOLS + c->proto));
+      for (size_t i = 0; i < s->nsizes; i++) {
+        if (c->points[i].state == PT_PT_OK) seen |= bit;
+        if (c->points[i].state == PT_PT_UNSUPPORTED) unsup |= bit;
+      }
+    }
+  }
+  if (!any) return 0; /* rules only: what the user wrote stands */
+  uint8_t off = 0;
+  for (int a = NCCL_ALGO_TREE; a <= NCCL_ALGO_RING; a++)
+    for (int pr = 0; pr < NCCL_NUM_PROTOCOLS; pr++)
+      if (en.algo[coll][a] != 1 || en.proto[coll][pr] != 1)
+        off |= (uint8_t)(1u << (a * NCCL_NUM_PROTOCOLS + pr));
+  return (uint8_t)((unsup | off) & ~seen);
+}
+
 /* A collective's table: both modes compiled, then merged (merge_modes). */
 static int build_set(struct pt_table *t, struct pt_ivset *set, const struct pt_profile *p, int coll,
                      size_t nranks, size_t nnodes) {
@@ -624,7 +673,16 @@ static int build_set(struct pt_table *t, struct pt_ivset *set, const struct pt_p
   if (!rc) merge_equal(&l);
   set->iv = l.iv;
   set->n = l.n;
-  return rc ? rc : l.n ? index_keys(set) : 0;
+  rc = rc ? rc : l.n ? index_keys(set) : 0;
+  /* A hand rule stands as written; measured rankings yield to NCCL where it
+   * now runs a combination the profile never saw it run. */
+  uint8_t unseen = rc ? 0 : unseen_combos(p, coll);
+  for (size_t i = 0; unseen && i < set->n; i++) {
+    int rule = 0;
+    for (int k = 0; k < set->iv[i].n; k++) rule |= set->iv[i].c[k].from_rule;
+    if (!rule) set->hot[i].unseen = unseen;
+  }
+  return rc;
 }
 
 int pt_profile_has_comm_rules(const struct pt_profile *p) {

@@ -79,6 +79,41 @@ PT_HOT unsigned pt_hot_skip(const struct pt_hot *h, int num_pipe_ops) {
   return skip;
 }
 
+/* Whether one of the unseen Tree/Ring combinations (struct pt_hot; bit
+ * algo x 3 + proto) is >= 0 and not above best, NCCL's best entry, in a
+ * num_algo x num_proto table (na, np: the part of it NCCL's indices reach).
+ * On a tie any of them counts, so that the v2 shim's flat table (every
+ * usable entry 1.0) yields wherever NCCL may run one. */
+static __attribute__((noinline, cold, unused)) int pt_hot_unseen_best_any(const float *cost,
+                                                                          unsigned unseen, int na,
+                                                                          int np, int num_proto,
+                                                                          float best) {
+  for (int a = NCCL_ALGO_TREE; a <= NCCL_ALGO_RING && a < na; a++)
+    for (int p = 0; p < np; p++) {
+      float v = cost[a * num_proto + p];
+      if (unseen >> (a * NCCL_NUM_PROTOCOLS + p) & 1 && v >= 0.0f && v <= best) return 1;
+    }
+  return 0;
+}
+
+/* The same for NCCL's 7x3 table, where bit i is cost[i]. With SSE2 the
+ * first eight entries, negatives and NaNs made NaNs as in pt_hot_best, are
+ * compared with best at once and the mask of lanes that hold is and'ed with
+ * the bits: about a dozen instructions, whatever the mask. */
+PT_HOT int pt_hot_unseen_best(const float *cost, unsigned unseen, float best) {
+#ifdef __SSE2__
+  __m128i v0 = _mm_loadu_si128((const __m128i *)(const void *)cost);
+  __m128i v1 = _mm_loadu_si128((const __m128i *)(const void *)(cost + 4));
+  __m128 b = _mm_set1_ps(best);
+  int le0 = _mm_movemask_ps(_mm_cmple_ps(_mm_castsi128_ps(_mm_or_si128(v0, _mm_srai_epi32(v0, 31))), b));
+  int le1 = _mm_movemask_ps(_mm_cmple_ps(_mm_castsi128_ps(_mm_or_si128(v1, _mm_srai_epi32(v1, 31))), b));
+  return ((unsigned)le0 | (unsigned)le1 << 4) & unseen;
+#else
+  return pt_hot_unseen_best_any(cost, unseen, NCCL_NUM_ALGORITHMS, NCCL_NUM_PROTOCOLS,
+                                NCCL_NUM_PROTOCOLS, best);
+#endif
+}
+
 /* The one apply rule, over a packed ranked list (docs/decisions.md, "Every
  * getCollInfo call"). Returns the applied rank, or -1 with nothing changed. */
 PT_HOT int pt_hot_apply(const struct pt_hot *h, float *cost, int num_algo, int num_proto,
@@ -95,8 +130,10 @@ PT_HOT int pt_hot_apply(const struct pt_hot *h, float *cost, int num_algo, int n
    * no real cost ratio between usable choices comes near PT_STEER_AWAY_RATIO. */
   int na = NCCL_NUM_ALGORITHMS, np = NCCL_NUM_PROTOCOLS;
   float best = FLT_MAX;
+  int unseen = 0;
   if (__builtin_expect(num_algo == NCCL_NUM_ALGORITHMS && num_proto == NCCL_NUM_PROTOCOLS, 1)) {
     best = pt_hot_best(cost);
+    if (h->unseen) unseen = pt_hot_unseen_best(cost, h->unseen, best);
   } else {
     if (num_algo <= 0 || num_proto <= 0) return -1;
     na = num_algo < na ? num_algo : na;
@@ -106,7 +143,12 @@ PT_HOT int pt_hot_apply(const struct pt_hot *h, float *cost, int num_algo, int n
         float v = cost[a * num_proto + p];
         best = v >= 0.0f && v < best ? v : best;
       }
+    if (h->unseen) unseen = pt_hot_unseen_best_any(cost, h->unseen, na, np, num_proto, best);
   }
+  /* NCCL's best entry is a combination it did not run when the profile was
+   * measured (LL128 opted in since, say): the measured default is not what
+   * NCCL runs now, so no candidate is known to beat it. */
+  if (unseen) return -1;
   float limit = best > 0.0f ? best * (float)PT_STEER_AWAY_RATIO : FLT_MAX;
   for (int k = 0; k < h->n; k++) {
     if (skip >> k & 1 || h->algo[k] >= na || h->proto[k] >= np) continue;

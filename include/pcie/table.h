@@ -56,7 +56,13 @@ struct pt_hot {
   uint8_t channels[PT_MAX_RANKED]; /* written to *nChannels; 0 = left alone */
   uint8_t n;
   uint8_t cond; /* bit k: entry k holds only for numPipeOps in [pipe_lo, pipe_hi] */
-  uint8_t pad[2];
+  /* bit algo x 3 + proto (Tree/Ring x LL/LL128/Simple): combinations NCCL
+   * did not run when the profile was measured (recorded unsupported, or never
+   * measured and not shown enabled). Where NCCL's own best entry is one of
+   * them, the measured default says nothing about what NCCL now runs: the
+   * call is left to NCCL (table.c, unseen_combos). */
+  uint8_t unseen;
+  uint8_t pad;
   uint16_t pipe_lo[PT_MAX_RANKED], pipe_hi[PT_MAX_RANKED];
 };
 
