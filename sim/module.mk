@@ -27,6 +27,8 @@ demo:
 	@PCIE_TUNER_SO=$(abspath $(SO)) $(CLI) simulate $(DEMO_PROFILE) --box $(DEMO_BOX)
 	@echo
 	@echo "Chart: $(abspath $(DEMO_DIR)/$(DEMO_BOX).svg)"
-	@echo "To use the plugin with this profile in an NCCL job:"
+	@echo "This profile describes the simulated box: a job on real GPUs refuses it (another box)."
+	@echo "On your box, measure it, then use the plugin in the job:"
+	@echo "$(abspath $(CLI)) profile --backend nccl --gpus 0-7 --out my-box.cfg"
 	@echo "export NCCL_TUNER_PLUGIN=$(abspath $(SO))"
-	@echo "export PCIE_TUNER_PROFILE=$(abspath $(DEMO_PROFILE))"
+	@echo "export PCIE_TUNER_PROFILE=\$$PWD/my-box.cfg"
