@@ -39,18 +39,7 @@ static void teardown(void) {
   free(dir);
 }
 
-__attribute__((format(printf, 1, 2))) static int run(const char *fmt, ...) {
-  char *args = NULL;
-  va_list ap;
-  va_start(ap, fmt);
-  ck_assert(vasprintf(&args, fmt, ap) > 0);
-  va_end(ap);
-  free(out);
-  free(err);
-  int rc = pt_test_cli_run(dir, 10, &out, &err, "%s </dev/null", args);
-  free(args);
-  return rc;
-}
+#define run(...) pt_test_cli_rerun(dir, 10, &out, &err, __VA_ARGS__)
 
 static void write_set(void) {
   char *p = NULL;

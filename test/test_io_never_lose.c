@@ -40,18 +40,7 @@ static void teardown(void) {
 }
 
 /* pcie-tune ARGS in dir under a 20 s guard (124: it hung). */
-__attribute__((format(printf, 1, 2))) static int run(const char *fmt, ...) {
-  char *args = NULL;
-  va_list ap;
-  va_start(ap, fmt);
-  ck_assert(vasprintf(&args, fmt, ap) > 0);
-  va_end(ap);
-  free(out);
-  free(err);
-  int rc = pt_test_cli_run(dir, 20, &out, &err, "%s </dev/null", args);
-  free(args);
-  return rc;
-}
+#define run(...) pt_test_cli_rerun(dir, 20, &out, &err, __VA_ARGS__)
 
 static char *slurp(const char *name) {
   char *p = pt_test_path(dir, name), *cmd = NULL, *text = NULL;

@@ -127,6 +127,20 @@ int pt_test_cli_run(const char *dir, unsigned guard_s, char **out, char **err, c
   return rc;
 }
 
+int pt_test_cli_rerun(const char *dir, unsigned guard_s, char **out, char **err, const char *fmt, ...) {
+  char *args = NULL;
+  va_list ap;
+  va_start(ap, fmt);
+  ck_assert(vasprintf(&args, fmt, ap) > 0);
+  va_end(ap);
+  free(*out);
+  free(*err);
+  *out = *err = NULL;
+  int rc = pt_test_cli_run(dir, guard_s, out, err, "%s </dev/null", args);
+  free(args);
+  return rc;
+}
+
 char *pt_test_path(const char *dir, const char *name) {
   char *p = NULL;
   ck_assert(asprintf(&p, "%s/%s", dir, name) > 0);

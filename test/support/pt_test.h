@@ -34,6 +34,11 @@ int pt_test_run(const char *cmd, char **out, char **err);
 int pt_test_cli_run(const char *dir, unsigned guard_s, char **out, char **err, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
+/* pt_test_cli_run with stdin from /dev/null, for suites that keep one
+ * out/err pair: frees what *out and *err held first. */
+int pt_test_cli_rerun(const char *dir, unsigned guard_s, char **out, char **err, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
 /* Runs one suite (CK_NORMAL) and returns the process exit status. */
 struct Suite;
 int pt_test_main(struct Suite *s);
