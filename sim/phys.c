@@ -35,7 +35,7 @@ static double link_gbs(const struct pt_hw_dev *d) { return lane_gbs[d->gen] * d-
  * two GPUs' closest common switch, or through the CPU(s); SHM stages every
  * step in host memory, so it always goes up to the CPU and back. */
 static void hop(const struct pt_hw *hw, const struct pt_phys *ph, int a, int b, int shm,
-                double *lat, double *bw) {
+                double *lat, double *bw, unsigned *cpus) {
   int ua[PT_HW_MAX_SWITCHES + 1], ub[PT_HW_MAX_SWITCHES + 1];
   int na = ancestors(hw, a, ua), nb = ancestors(hw, b, ub);
   int ia = na - 1, ib = nb - 1, sys = ua[na - 1] != ub[nb - 1];
@@ -62,6 +62,10 @@ static void hop(const struct pt_hw *hw, const struct pt_phys *ph, int a, int b, 
     }
   int through_cpu = sys || shm || common < 0;
   if (!through_cpu) nsw++; /* the common switch itself */
+  /* The CPUs whose root complex forwards this hop's peer writes (SHM hops
+   * are host-memory copies, not forwarded peer traffic). */
+  *cpus = 0;
+  if (through_cpu && !shm) *cpus = 1u << (-ua[na - 1] - 1) | 1u << (-ub[nb - 1] - 1);
   *lat = nsw * ph->hop_us[PT_PHYS_SW] + through_cpu * ph->hop_us[PT_PHYS_RC] + sys * ph->hop_us[PT_PHYS_SYS] +
          shm * ph->hop_us[PT_PHYS_SHM];
   w *= ph->pcie_eff;
@@ -73,13 +77,25 @@ void pt_box_truth_from_hw(struct pt_box *b, const struct pt_phys *ph) {
   const struct pt_hw *hw = &b->hw;
   struct pt_box_truth *t = &b->truth;
   int n = hw->ngpus, shm = b->derived.shm_pairs > 0;
-  double lat = 0, bw = INFINITY;
+  double lat = 0, bw = INFINITY, hw_bw[PT_HW_MAX_GPUS];
+  unsigned via[PT_HW_MAX_GPUS];
+  int load[PT_HW_MAX_CPUS] = {0};
   /* The ring in rank order, as NCCL's search orders GPUs of one switch or
    * socket next to each other on these topologies. */
   for (int g = 0; g < n && n > 1; g++) {
-    double l, w;
-    hop(hw, ph, g, (g + 1) % n, shm, &l, &w);
+    double l;
+    hop(hw, ph, g, (g + 1) % n, shm, &l, &hw_bw[g], &via[g]);
     lat += l / n;
+    for (int c = 0; c < PT_HW_MAX_CPUS; c++) load[c] += (int)(via[g] >> c & 1);
+  }
+  /* Every hop through a CPU shares that CPU's forwarding capacity with the
+   * other hops routed through it: four GPUs attached directly to one socket
+   * put four ring hops through it, two switches on one socket only the two
+   * hops between the switches. */
+  for (int g = 0; g < n && n > 1; g++) {
+    double w = hw_bw[g];
+    for (int c = 0; c < PT_HW_MAX_CPUS; c++)
+      if (via[g] >> c & 1) w = fmin(w, ph->rc_bw / load[c]);
     bw = fmin(bw, w);
   }
   if (n < 2) bw = 1000;
@@ -129,7 +145,7 @@ static double *slot(struct pt_phys *p, int i) {
                                &p->hop_us[2],   &p->hop_us[3],   &p->chan_bw[0],  &p->chan_bw[1],
                                &p->chan_bw[2],  &p->pcie_eff,    &p->sys_bw,      &p->shm_bw,
                                &p->chan_us,     &p->overlap[0],  &p->overlap[1],  &p->overlap[2],
-                               &p->launch_us[0], &p->launch_us[1], &p->warp_exp};
+                               &p->launch_us[0], &p->launch_us[1], &p->warp_exp, &p->rc_bw};
   return s[i];
 }
 
@@ -138,7 +154,7 @@ const char *pt_phys_param_name(int i) {
       "base_us.ll", "base_us.ll128", "base_us.simple", "step_us.ll", "step_us.ll128", "step_us.simple",
       "hop_us.switch", "hop_us.root_complex", "hop_us.socket", "hop_us.host_memory", "chan_bw.ll",
       "chan_bw.ll128", "chan_bw.simple", "pcie_eff", "sys_bw", "shm_bw", "chan_us", "overlap.ll",
-      "overlap.ll128", "overlap.simple", "launch_us.eager", "launch_us.graph", "warp_exp"};
+      "overlap.ll128", "overlap.simple", "launch_us.eager", "launch_us.graph", "warp_exp", "rc_bw"};
   return i >= 0 && i < PT_PHYS_NPARAM ? names[i] : "?";
 }
 
@@ -157,17 +173,18 @@ void pt_phys_from_vec(struct pt_phys *p, const double *v) {
  * .shm.cfg tables (test_sim_loo prints the fit and fails when these are not
  * what it gives). */
 static const struct pt_phys fitted_params = {
-    .base_us = {1.27117, 11.0342, 4.12877},
-    .step_us = {0.246054, 1.59653, 1.37491},
-    .hop_us = {0.106336, 0.410542, 0.92366, 0.662066},
-    .chan_bw = {17.5997, 14, 11.6369},
-    .pcie_eff = 0.851907,
-    .sys_bw = 40.3133,
-    .shm_bw = 2.46808,
-    .chan_us = 0.243533,
-    .overlap = {1.00761, 1.35703, 1},
+    .base_us = {1.23914, 11.2103, 4.34809},
+    .step_us = {0.260897, 1.62722, 1.54208},
+    .hop_us = {0.128027, 0.34089, 0.795889, 0.677138},
+    .chan_bw = {14.3008, 14, 12.1563},
+    .pcie_eff = 0.907871,
+    .sys_bw = 45,
+    .shm_bw = 2.45534,
+    .chan_us = 0.242922,
+    .overlap = {1.01946, 1.44277, 1},
     .launch_us = {4.5, 1.5},
-    .warp_exp = 0.634539,
+    .warp_exp = 0.434928,
+    .rc_bw = 189.958,
 };
 
 const struct pt_phys *pt_phys_fitted(void) { return &fitted_params; }
@@ -189,6 +206,7 @@ static const struct pt_phys prior_params = {
     .overlap = {2.0, 2.0, 1.0},
     .launch_us = {4.5, 1.5},
     .warp_exp = 0.5,
+    .rc_bw = 150.0,
 };
 
 const struct pt_phys *pt_phys_prior(void) { return &prior_params; }

@@ -4,10 +4,10 @@
  * physical truth fitted on all the others: *.box.cfg are the P2P tables,
  * *.shm.cfg the host-staged ones, whose sources state neither the PCIe
  * generation, nor the CPU, nor the NCCL version (docs/sim.md says why they
- * are out of the target). Target per table, at 8 KiB-2 MiB, for NCCL's
+ * are out of the target). Target per P2P table, at 8 KiB-2 MiB, for NCCL's
  * default curve and every forced curve: median |ln(sim/real)| <= 0.15 and
- * 90th percentile <= 0.35. A curve that misses it must not get worse than
- * the figure docs/sim.md states for it. Prints those figures, and checks
+ * 90th percentile <= 0.35; the SHM tables must not get worse than the
+ * figures docs/sim.md states for them. Prints those figures, and checks
  * that the parameters compiled into sim/phys.c are what the fit on every
  * table gives. */
 #include <check.h>
@@ -26,16 +26,18 @@
 #define TARGET_MEDIAN 0.15
 #define TARGET_P90 0.35
 
-/* Curves that miss the target today, with the figures docs/sim.md quotes:
- * a regression guard, not a target (docs/sim.md says why they miss). */
+/* The host-staged tables are out of the target: their source states neither
+ * the PCIe generation, nor the CPU, nor the transport, nor the NCCL version
+ * (the issue lets such a table be excluded; docs/sim.md gives the reason and
+ * these figures). They still fit the two host-memory parameters, and their
+ * cross-prediction is held to these figures: a regression guard, not a
+ * target. Every .box.cfg table is held to the target. */
 static const struct {
   const char *table, *curve;
   double median, p90;
-} misses[] = {
-    {"rtxpro6000-4x8x-default-vs-LL128tuner-voipmonitor-turin.4x.box.cfg", "plugin", 0.154, 0.235},
-    {"rtxpro6000-8x-ring-rootcomplexA-vs-B-voipmonitor-wrx90.box.cfg", "", 0.199, 0.309},
-    {"rtx4090-2x-default-kalavai-docker.shm.cfg", "", 0.243, 0.375},
-    {"rtx4090-4x-default-kalavai-docker.shm.cfg", "", 0.241, 0.399},
+} out_of_target[] = {
+    {"rtx4090-2x-default-kalavai-docker.shm.cfg", "", 0.242, 0.370},
+    {"rtx4090-4x-default-kalavai-docker.shm.cfg", "", 0.241, 0.389},
 };
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -99,15 +101,15 @@ static int report(const char *tag, const char *name, const struct pt_box *b, int
     }
   for (size_t k = 0; k < nc; k++) {
     int good = ce[k].median <= TARGET_MEDIAN && ce[k].p90 <= TARGET_P90, recorded = 0;
-    for (size_t m = 0; m < sizeof misses / sizeof *misses && !good; m++)
-      if (!strcmp(misses[m].table, name) && !strcmp(misses[m].curve, ce[k].curve)) {
+    for (size_t m = 0; m < sizeof out_of_target / sizeof *out_of_target && !good; m++)
+      if (!strcmp(out_of_target[m].table, name) && !strcmp(out_of_target[m].curve, ce[k].curve)) {
         recorded = 1;
-        if (judge && (ce[k].median > misses[m].median || ce[k].p90 > misses[m].p90)) bad++;
+        if (judge && (ce[k].median > out_of_target[m].median || ce[k].p90 > out_of_target[m].p90)) bad++;
       }
     if (judge && !good && !recorded) bad++;
     printf("%-9s %-66s %-12s rows %2d median %.3f p90 %.3f%s\n", tag, name,
            ce[k].curve[0] ? ce[k].curve : "NCCL default", ce[k].n, ce[k].median, ce[k].p90,
-           good ? "" : "  misses the target");
+           good ? "" : recorded ? "  misses the target (out of it: source states no hardware or NCCL)" : "  misses the target");
   }
   fflush(stdout);
   return bad;

@@ -79,8 +79,11 @@ struct pt_phys {
   double overlap[3];  /* per protocol: q of the truth's formula */
   double launch_us[PT_NMODES];
   double warp_exp;    /* a channel's bandwidth scales as (warps / full warps)^warp_exp */
+  double rc_bw;       /* GB/s of GPU peer traffic one CPU's root complex forwards
+                         between its root ports, shared by every ring hop routed
+                         through that CPU */
 };
-#define PT_PHYS_NPARAM 23
+#define PT_PHYS_NPARAM 24
 
 /* A published measurement the box is calibrated against. algo < 0 means
  * "NCCL's default choice"; otherwise the latency of that candidate.
@@ -184,7 +187,7 @@ double pt_box_anchor_us(const struct pt_box *b, const struct pt_box_anchor *a);
  * launch costs, which these eager tables cannot tell from the fixed
  * costs); PT_PHYS_FIT_SHM: the host-memory hop and bandwidth. */
 #define PT_PHYS_FIT_SHM ((1ul << 9) | (1ul << 15))
-#define PT_PHYS_FIT_P2P ((((1ul << 19) - 1) | (1ul << 22)) & ~PT_PHYS_FIT_SHM)
+#define PT_PHYS_FIT_P2P ((((1ul << 19) - 1) | (1ul << 22) | (1ul << 23)) & ~PT_PHYS_FIT_SHM)
 double pt_phys_fit(struct pt_box *boxes, size_t nboxes, long skip, unsigned long mask,
                    const struct pt_phys *start, struct pt_phys *out);
 
