@@ -307,6 +307,8 @@ int cmd_simulate(int argc, char **argv) {
              box.nranks, box.nnodes, box.nranks);
     nccl_line(NCCL_LOG_INFO, line);
   }
+  const char *caveat = pt_box_truth_caveat(&box);
+  if (caveat) fprintf(stderr, "pcie-tune simulate: note: box '%s': %s\n", box.name, caveat);
   char warning[1100] = "";
   struct ph_log_entry le;
   for (size_t i = 0; ph_log_get(i, &le) == 0; i++) {

@@ -43,3 +43,10 @@ void pt_box_view_label(const struct pt_box *b, char *buf, size_t len) {
   if (n->nccl_version >= PT_NCCL_V2_31 && used < len)
     snprintf(buf + used, len - used, ", NCCL %d.%d view", n->nccl_version / 10000, n->nccl_version / 100 % 100);
 }
+
+const char *pt_box_truth_caveat(const struct pt_box *b) {
+  if (!b->phys || b->truth.transport != PT_XPORT_SHM) return NULL;
+  return "its SHM (host-staged) truth rests on two consumer tables that state no hardware or NCCL "
+         "version; on a server host (the held-out ASUS Turin table) it is 8-13x too slow at 512 KB-32 MB "
+         "(docs/sim.md, \"Leave-one-out\")";
+}

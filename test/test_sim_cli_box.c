@@ -133,6 +133,29 @@ START_TEST(box_file_nccl_version_picks_the_view) {
 }
 END_TEST
 
+/* A box whose NCCL stages pairs through host memory says its truth there is
+ * not checked out of sample (box and simulate); a P2P box says nothing. */
+START_TEST(shm_truth_carries_its_caveat) {
+  char *out, *err;
+  ck_assert_int_eq(run(&out, &err, "box %s%s", "gen4-4x-shm", ""), 0);
+  ck_assert_msg(strstr(out, "truth: physical model; its SHM (host-staged) truth rests on two consumer tables"),
+                "%s", out);
+  free(out), free(err);
+  ck_assert_int_eq(run(&out, &err, "box %s%s", "gen5-8x-p2p", ""), 0);
+  ck_assert_msg(!strstr(out, "truth:"), "%s", out);
+  free(out), free(err);
+  char *dir = pt_test_tmpdir(), prof[1100];
+  snprintf(prof, sizeof prof, "%s/p.cfg", dir);
+  ck_assert_int_eq(run(&out, &err, "profile --backend sim --box gen4-4x-shm --out %s%s --quiet", prof, ""), 0);
+  free(out), free(err);
+  ck_assert_int_eq(run(&out, &err, "simulate %s%s --box gen4-4x-shm", prof, ""), 0);
+  ck_assert_msg(strstr(err, "note: box 'gen4-4x-shm': its SHM (host-staged) truth"), "%s", err);
+  free(out), free(err);
+  pt_test_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("sim_cli_box");
   TCase *tc = tcase_create("core");
@@ -141,6 +164,7 @@ int main(void) {
   tcase_add_test(tc, bad_input_is_reported);
   tcase_add_test(tc, typed_view_is_labelled);
   tcase_add_test(tc, box_file_nccl_version_picks_the_view);
+  tcase_add_test(tc, shm_truth_carries_its_caveat);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }

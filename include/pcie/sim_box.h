@@ -159,6 +159,10 @@ int pt_box_derive(struct pt_box *b, struct pt_error_rec *err);
 /* "derived from hardware (ring 2 x 24.0 GB/s PHB, 4 channels)" or "typed by
  * hand (override)": for provenance and show. */
 void pt_box_view_label(const struct pt_box *b, char *buf, size_t len);
+/* What a box's truth cannot be trusted for, in one sentence (docs/sim.md,
+ * "Leave-one-out"), or NULL: the physical truth of a box where NCCL stages
+ * GPU pairs through host memory (SHM) rests on two consumer tables only. */
+const char *pt_box_truth_caveat(const struct pt_box *b);
 
 /* ---- the physical truth (sim/phys.c, sim/phys_fit.c) ---- */
 /* The global parameters fitted on every table in the .box.cfg files of test/data/real
