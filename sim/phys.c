@@ -4,9 +4,10 @@
  * step crosses one hop of the ring; what a hop costs follows from the PCIe
  * elements between the two GPUs (switches, the CPU's root complex, the
  * socket interconnect, host memory when NCCL uses SHM) and its bandwidth
- * from the narrowest link on the way. NCCL's per-protocol and per-channel
- * behaviour (a step's GPU-side cost, what one channel drives, payload
- * efficiency, warps) are global parameters too. Nothing here is fitted per
+ * from the narrowest link on the way, or from its share of what a CPU's
+ * root complex forwards when the hop is routed through the CPU. NCCL's
+ * per-protocol and per-channel behaviour (a step's GPU-side cost, what one
+ * channel drives, payload efficiency, warps) are global parameters too. Nothing here is fitted per
  * box: a box's truth is a pure function of its hardware and these numbers.
  */
 #include <math.h>
@@ -193,7 +194,9 @@ const struct pt_phys *pt_phys_fitted(void) { return &fitted_params; }
  * latencies the sources state (0.44-0.52 us through a switch, 0.71-0.74 us
  * through one socket, 1.27-1.36 us across two: test/data/real luke and
  * asus-broadcom headers) less a GPU-side part, PCIe at 80 % of its raw
- * rate, and NCCL's own per-protocol latencies for the rest. */
+ * rate, NCCL's own per-protocol latencies for the rest, and a root complex
+ * forwarding 150 GB/s: no source measures it, and the fit needs a start where
+ * the cap binds to move it at all (docs/sim.md gives other starts). */
 static const struct pt_phys prior_params = {
     .base_us = {2.1, 9.5, 3.9},
     .step_us = {0.5, 1.25, 2.85},
