@@ -34,14 +34,7 @@ static int run(char **out, char **err, const char *fmt, ...) {
   return pt_test_cli_run(dir, 300, out, err, "%s", args);
 }
 
-static struct pt_profile *load(const char *name) {
-  char path[1200];
-  struct pt_error_rec e;
-  struct pt_profile *p = calloc(1, sizeof *p);
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  ck_assert_msg(pt_profile_load(p, path, &e) == 0, "%s: %s", path, e.msg);
-  return p;
-}
+static struct pt_profile *load(const char *name) { return pt_test_load_profile(dir, name); }
 
 /* The verify step's total on box with NCCL_MIN_NCHANNELS=min_ch (0 =
  * unset), every size at its fastest working (algo, proto, channels up to
@@ -124,8 +117,7 @@ START_TEST(sim_picks_the_count_the_box_rewards) {
   ck_assert_int_eq(p->env_recorded, 1);
   ck_assert_int_eq((int)p->nenv, 1);
   ck_assert_int_eq(atoi(pt_profile_env(p, "NCCL_MIN_NCHANNELS")), want);
-  pt_profile_release(p);
-  free(p);
+  pt_test_free_profile(p);
   free(out);
   free(err);
   /* simulate applies the job's NCCL_MIN_NCHANNELS to the box's derived
@@ -172,8 +164,7 @@ START_TEST(sim_keeps_nccl_count_where_more_channels_do_not_pay) {
   struct pt_profile *p = load("p.cfg");
   ck_assert_int_eq(p->comm_channels, 4);
   ck_assert_ptr_null(pt_profile_env(p, "NCCL_MIN_NCHANNELS"));
-  pt_profile_release(p);
-  free(p);
+  pt_test_free_profile(p);
   free(out);
   free(err);
   rc = run(&out, &err, "show p.cfg");
@@ -212,8 +203,7 @@ START_TEST(nccl_backend_records_the_variable) {
   ck_assert_msg(v && !strcmp(v, "8"), "nccl_env lacks NCCL_MIN_NCHANNELS=8");
   ck_assert_int_eq(p->comm_channels, 8);
   ck_assert_int_eq((int)p->series[PT_ALLREDUCE][PT_MODE_GRAPH]->nsizes, 3);
-  pt_profile_release(p);
-  free(p);
+  pt_test_free_profile(p);
   free(out);
   free(err);
 }

@@ -66,19 +66,7 @@ static int profile(char **err, const char *env, const char *fmt, ...) {
   return rc;
 }
 
-static struct pt_profile *load(const char *name) {
-  char path[1200];
-  struct pt_error_rec e;
-  struct pt_profile *p = calloc(1, sizeof *p);
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  ck_assert_msg(pt_profile_load(p, path, &e) == 0, "%s: %s", path, e.msg);
-  return p;
-}
-
-static void unload(struct pt_profile *p) {
-  pt_profile_release(p);
-  free(p);
-}
+static struct pt_profile *load(const char *name) { return pt_test_load_profile(dir, name); }
 
 static const struct pt_point *point(const struct pt_profile *p, int mode, int algo, int proto, int ch,
                                     uint64_t n) {
@@ -141,7 +129,7 @@ START_TEST(both_modes_both_process_models_warmup_0) {
     ck_assert_int_eq(p->env_recorded, 1);
     ck_assert_ptr_null(pt_profile_env(p, "NCCL_TUNER_PLUGIN"));
     ck_assert_ptr_null(pt_profile_env(p, "NCCL_DEBUG_FILE"));
-    unload(p);
+    pt_test_free_profile(p);
     char *text = slurp(name);
     char want[32];
     snprintf(want, sizeof want, "comm_channels = %d;", comm);
@@ -192,7 +180,7 @@ START_TEST(times_are_the_collective_not_the_host) {
   ck_assert_str_eq(p->prov.buffers, "cudaMalloc");
   ck_assert_int_eq(p->prov.has_graph_register, 1);
   ck_assert_int_eq(p->prov.graph_register, 1);
-  unload(p);
+  pt_test_free_profile(p);
 }
 END_TEST
 
@@ -207,7 +195,7 @@ START_TEST(every_timed_replay_is_checked) {
   free(err);
   struct pt_profile *p = load("w.cfg");
   ck_assert_int_eq(point(p, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 2, 16384)->state, PT_PT_WRONG);
-  unload(p);
+  pt_test_free_profile(p);
   char *text = slurp("w.cfg");
   ck_assert_msg(strstr(text, "\"wrong\"") || strstr(text, "wrong"), "%s", text);
   free(text);
@@ -234,7 +222,7 @@ START_TEST(slow_is_not_hang_and_hang_is_local) {
   ck_assert_int_eq(point(p, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 1, 8192)->state, PT_PT_OK);
   ck_assert_int_eq(point(p, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 1, 16384)->state, PT_PT_HANG);
   ck_assert_int_eq(point(p, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 1, 32768)->state, PT_PT_MISSING);
-  unload(p);
+  pt_test_free_profile(p);
 }
 END_TEST
 
@@ -293,8 +281,8 @@ START_TEST(decisions_match_the_sim_backend) {
                   "%llu B: nccl/double picks %d/%d/%d, sim picks %d/%d/%d", (unsigned long long)gs->sizes[k],
                   a->algo, a->proto, a->channels, b->algo, b->proto, b->channels);
   }
-  unload(g);
-  unload(s);
+  pt_test_free_profile(g);
+  pt_test_free_profile(s);
 }
 END_TEST
 
@@ -375,7 +363,7 @@ START_TEST(sigkill_and_ctrl_c_then_resume) {
     free(out), free(err);
     struct pt_profile *p = load(name);
     ck_assert_int_eq(point(p, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 2, 32768)->state, PT_PT_OK);
-    unload(p);
+    pt_test_free_profile(p);
   }
 }
 END_TEST
@@ -399,7 +387,7 @@ START_TEST(size_lists_workloads_and_channel_env) {
   ck_assert_ptr_null(point(p, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 16, 14336));
   ck_assert_int_eq(p->comm_channels, 8);
   ck_assert_str_eq(pt_profile_env(p, "NCCL_MIN_NCHANNELS"), "8");
-  unload(p);
+  pt_test_free_profile(p);
   char *text = slurp("l.cfg");
   ck_assert_msg(strstr(text, "comm_channels = 8;") && strstr(text, "NCCL_MIN_NCHANNELS=8"), "%s", text);
   free(text);
@@ -416,7 +404,7 @@ START_TEST(a_dying_rank_is_a_crash) {
   struct pt_profile *p = load("c.cfg");
   ck_assert_int_eq(point(p, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_LL, 1, 8192)->state, PT_PT_CRASH);
   ck_assert_int_eq(point(p, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_LL, 2, 16384)->state, PT_PT_OK);
-  unload(p);
+  pt_test_free_profile(p);
   char *text = slurp("c.cfg");
   ck_assert_msg(strstr(text, "killed by signal 11") || strstr(text, "crash"), "%s", text);
   free(text);
@@ -441,7 +429,7 @@ START_TEST(in_place_with_nccl_buffers) {
   ck_assert_int_eq(point(p, PT_MODE_GRAPH, -1, 0, 0, 32768)->state, PT_PT_OK);
   ck_assert_str_eq(p->prov.buffers, "ncclMemAlloc");
   ck_assert_int_eq(p->prov.graph_register, 0);
-  unload(p);
+  pt_test_free_profile(p);
   char *text = slurp("ip.cfg");
   ck_assert_msg(strstr(text, "placement = \"in-place\"") && strstr(text, "buffers = \"ncclMemAlloc\"") &&
                     strstr(text, "--in-place"), "%s", text);
@@ -474,7 +462,7 @@ START_TEST(warm_up_by_time_is_one_count_for_all_ranks) {
     struct pt_profile *p = load(name);
     ck_assert_int_eq(point(p, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 2, 16384)->state,
                      (k ? PT_PT_WRONG : PT_PT_OK));
-    unload(p);
+    pt_test_free_profile(p);
   }
 }
 END_TEST
@@ -509,7 +497,7 @@ START_TEST(single_process_disabled_is_unsupported) {
     const struct pt_point *q = point(p, m, NCCL_ALGO_RING, NCCL_PROTO_LL128, 1, 8192);
     ck_assert_msg(!q || q->state == PT_PT_UNSUPPORTED, "ll128: state %d", q ? q->state : -1);
   }
-  unload(p);
+  pt_test_free_profile(p);
 }
 END_TEST
 
@@ -526,7 +514,7 @@ START_TEST(a_crash_is_retried_once) {
   struct pt_profile *p = load("c.cfg");
   for (uint64_t n = 4096; n <= 16384; n *= 2)
     ck_assert_int_eq(point(p, PT_MODE_GRAPH, NCCL_ALGO_RING, NCCL_PROTO_LL, 1, n)->state, PT_PT_OK);
-  unload(p);
+  pt_test_free_profile(p);
 }
 END_TEST
 
@@ -576,14 +564,7 @@ START_TEST(ctrl_c_while_the_worker_starts) {
   for (int i = 0; i < 200 && !alive(); i++) nap_ms(20);
   ck_assert_msg(alive(), "no worker started");
   nap_ms(500);
-  struct timespec t0, t1;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  ck_assert_int_eq(kill(pid, SIGINT), 0);
-  int status;
-  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-  clock_gettime(CLOCK_MONOTONIC, &t1);
-  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 130, "status 0x%x", status);
-  ck_assert_msg(t1.tv_sec - t0.tv_sec < 5, "took %ld s to stop", (long)(t1.tv_sec - t0.tv_sec));
+  pt_test_interrupt(pid);
   for (int i = 0; i < 100 && alive(); i++) nap_ms(20);
   ck_assert_msg(!alive(), "a worker or rank outlived the profiler");
   char *said = slurp("x.err");

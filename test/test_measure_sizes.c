@@ -32,19 +32,7 @@ static void cli(const char *args) {
   free(err);
 }
 
-static struct pt_profile *load(const char *name) {
-  char path[1200];
-  struct pt_error_rec e;
-  struct pt_profile *p = calloc(1, sizeof *p);
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  ck_assert_msg(pt_profile_load(p, path, &e) == 0, "%s: %s", path, e.msg);
-  return p;
-}
-
-static void unload(struct pt_profile *p) {
-  pt_profile_release(p);
-  free(p);
-}
+static struct pt_profile *load(const char *name) { return pt_test_load_profile(dir, name); }
 
 /* Every listed size is a column, with NCCL's default measured and no
  * candidate left "-" there. */
@@ -63,7 +51,7 @@ static void all_measured(const char *name, const uint64_t *want, size_t nwant) {
                     pt_algo_name(s->cand[c].algo), pt_proto_name(s->cand[c].proto), s->cand[c].channels,
                     (unsigned long long)want[w]);
   }
-  unload(p);
+  pt_test_free_profile(p);
 }
 
 START_TEST(every_listed_size_is_measured) {
@@ -181,7 +169,7 @@ START_TEST(interpolated_figures_are_marked) {
   ck_assert_uint_eq(dots, s->nsizes);
   ck_assert_ptr_nonnull(strstr(svg, "NCCL / chosen, interpolated"));
   free(svg);
-  unload(p);
+  pt_test_free_profile(p);
 }
 END_TEST
 
@@ -220,7 +208,7 @@ START_TEST(show_says_why_a_gain_is_left_to_nccl) {
     }
   ck_assert(found);
   free(out);
-  unload(p);
+  pt_test_free_profile(p);
 }
 END_TEST
 
@@ -238,7 +226,7 @@ START_TEST(buffers_keys_are_validated) {
   struct pt_profile *p = load("ok.cfg");
   ck_assert_str_eq(p->prov.buffers, "ncclMemAlloc");
   ck_assert(p->prov.has_graph_register && p->prov.graph_register == 0);
-  unload(p);
+  pt_test_free_profile(p);
   snprintf(text, sizeof text, head, "managed", "1");
   free(pt_test_write(dir, "bad.cfg", text));
   ck_assert_int_eq(pt_test_cli_run(dir, 60, &out, &err, "check bad.cfg"), 1);

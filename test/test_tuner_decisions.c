@@ -24,12 +24,7 @@ static char *dir;
 
 static void setup(void) {
   dir = pt_test_tmpdir();
-  unsetenv("PCIE_TUNER_PROFILE");
-  unsetenv("PCIE_TUNER_TRACE");
-  unsetenv("NCCL_PROTO");
-  unsetenv("NCCL_ALGO");
-  unsetenv("NCCL_MAX_NCHANNELS");
-  ph_log_clear();
+  pt_test_reset_tuner();
 }
 
 static void teardown(void) {
@@ -37,11 +32,7 @@ static void teardown(void) {
   free(dir);
 }
 
-static void use_profile(const char *text) {
-  char *p = pt_test_write(dir, "p.cfg", text);
-  setenv("PCIE_TUNER_PROFILE", p, 1);
-  free(p);
-}
+static void use_profile(const char *text) { pt_test_use_profile(dir, "p.cfg", text); }
 
 static void open_comm(struct ph_plugin *pl, struct ph_comm *c, int version, int nranks) {
   char err[512];

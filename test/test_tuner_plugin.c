@@ -42,10 +42,7 @@ static char *dir;
 
 static void setup(void) {
   dir = pt_test_tmpdir();
-  unsetenv("PCIE_TUNER_PROFILE");
-  unsetenv("PCIE_TUNER_TRACE");
-  unsetenv("NCCL_PROTO");
-  ph_log_clear();
+  pt_test_reset_tuner();
 }
 
 static void teardown(void) {
@@ -53,11 +50,7 @@ static void teardown(void) {
   free(dir);
 }
 
-static void use_profile(const char *name, const char *text) {
-  char *p = pt_test_write(dir, name, text);
-  setenv("PCIE_TUNER_PROFILE", p, 1);
-  free(p);
-}
+static void use_profile(const char *name, const char *text) { pt_test_use_profile(dir, name, text); }
 
 static void open_plugin(struct ph_plugin *pl, int version) {
   char err[512];

@@ -2,6 +2,7 @@
 #include "pt_test.h"
 
 #include <check.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pcie/host.h"
 #include "pcie/nccl_model.h"
+#include "pcie/profile.h"
 
 static const char *env_or_abort(const char *name) {
   const char *v = getenv(name);
@@ -52,6 +55,34 @@ void pt_test_use_example_profile(void) {
   char *p = NULL;
   ck_assert(asprintf(&p, "%s/profiles/example-8x-pcie.cfg", pt_test_srcdir()) > 0);
   setenv("PCIE_TUNER_PROFILE", p, 1);
+  free(p);
+}
+
+void pt_test_use_profile(const char *dir, const char *name, const char *text) {
+  char *p = pt_test_write(dir, name, text);
+  setenv("PCIE_TUNER_PROFILE", p, 1);
+  free(p);
+}
+
+void pt_test_reset_tuner(void) {
+  static const char *const vars[] = {"PCIE_TUNER_PROFILE", "PCIE_TUNER_TRACE", "NCCL_PROTO", "NCCL_ALGO",
+                                     "NCCL_MAX_NCHANNELS"};
+  for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) unsetenv(vars[i]);
+  ph_log_clear();
+}
+
+struct pt_profile *pt_test_load_profile(const char *dir, const char *name) {
+  char *path = pt_test_path(dir, name);
+  struct pt_error_rec e;
+  struct pt_profile *p = calloc(1, sizeof *p);
+  ck_assert_ptr_nonnull(p);
+  ck_assert_msg(pt_profile_load(p, path, &e) == 0, "%s: %s", path, e.msg);
+  free(path);
+  return p;
+}
+
+void pt_test_free_profile(struct pt_profile *p) {
+  pt_profile_release(p);
   free(p);
 }
 
@@ -151,4 +182,14 @@ double pt_test_now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+void pt_test_interrupt(pid_t pid) {
+  double t0 = pt_test_now_s();
+  ck_assert_int_eq(kill(pid, SIGINT), 0);
+  int status;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  double took = pt_test_now_s() - t0;
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 130, "status 0x%x", status);
+  ck_assert_msg(took < 5, "took %.1f s to stop", took);
 }

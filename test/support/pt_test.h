@@ -4,6 +4,7 @@
 #define PCIE_PT_TEST_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* $PCIE_TUNER_SO / $PCIE_TUNE / $PT_SRCDIR; abort the test when unset. */
 const char *pt_test_so(void);
@@ -22,6 +23,17 @@ double pt_test_now_s(void);
 void pt_test_rmtree(const char *dir);
 /* Points PCIE_TUNER_PROFILE at the shipped example profile. */
 void pt_test_use_example_profile(void);
+/* Writes text to dir/name and points PCIE_TUNER_PROFILE at it. */
+void pt_test_use_profile(const char *dir, const char *name, const char *text);
+/* Unsets what would steer the plugin from the caller's environment
+ * (PCIE_TUNER_PROFILE, PCIE_TUNER_TRACE, NCCL_PROTO, NCCL_ALGO,
+ * NCCL_MAX_NCHANNELS) and clears the simulated host's NCCL log. */
+void pt_test_reset_tuner(void);
+/* Loads dir/name as a profile (the test fails when it does not load);
+ * pt_test_free_profile releases and frees it. */
+struct pt_profile;
+struct pt_profile *pt_test_load_profile(const char *dir, const char *name);
+void pt_test_free_profile(struct pt_profile *p);
 /* NCCL's cost table on an nranks-GPU PCIe node (sim/nccl_model.c). */
 void pt_test_nccl_table(float t[7][3], int coll, size_t nbytes, int nranks, int ll128);
 /* Runs a shell command, capturing stdout and stderr (malloc'ed, NUL-ended);
@@ -38,6 +50,10 @@ int pt_test_cli_run(const char *dir, unsigned guard_s, char **out, char **err, c
  * out/err pair: frees what *out and *err held first. */
 int pt_test_cli_rerun(const char *dir, unsigned guard_s, char **out, char **err, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+
+/* Sends SIGINT to pid and requires it to exit with 130 (the CLI's Ctrl-C
+ * status) within 5 s. */
+void pt_test_interrupt(pid_t pid);
 
 /* Runs one suite (CK_NORMAL) and returns the process exit status. */
 struct Suite;
