@@ -402,6 +402,16 @@ int nh_count_threads(void)
   return count_dir("/proc/self/task");
 }
 
+int nh_settled_threads(int want)
+{
+  int n = nh_count_threads();
+  for (int i = 0; i < 2000 && n > want; i++) {
+    usleep(1000);
+    n = nh_count_threads();
+  }
+  return n;
+}
+
 static void *idle(void *arg)
 {
   *(pid_t *)arg = gettid();

@@ -75,6 +75,11 @@ void nh_fill(void *buf, size_t size, uint64_t seed);
 long nh_check(const void *buf, size_t size, uint64_t seed);
 int nh_count_fds(void);
 int nh_count_threads(void);
+/* The thread count once it is no longer above want, or after 2 s: a thread
+ * that has returned may stay listed in /proc/self/task for a moment after
+ * it was joined, so a count taken right after a close can be one too high;
+ * a thread that was really left behind still shows. */
+int nh_settled_threads(int want);
 /* Starts and joins one thread, so that runtimes that add a thread of their
  * own on first use (TSan) have done so before a baseline is taken. */
 void nh_warm_threads(void);
