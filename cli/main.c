@@ -1,11 +1,11 @@
 /*
  * pcie-tune: dispatches to one subcommand per file (cli/<name>.c). Owns the
- * top-level usage only; each subcommand parses its own options.
+ * top-level usage only; each subcommand declares its options in one table
+ * (cli/opt.h).
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "args.h"
 #include "cmds.h"
 
 struct subcommand {
@@ -44,11 +44,6 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "--version")) {
     printf("pcie-tune 0.1.0\n");
     return 0;
-  }
-  /* One spelling for every command's option loop: --opt=value and -q. */
-  if (cli_normalize(&argc, &argv)) {
-    fprintf(stderr, "pcie-tune: out of memory\n");
-    return 1;
   }
   for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
     if (!strcmp(argv[1], subcommands[i].name)) return subcommands[i].fn(argc - 1, argv + 1);
