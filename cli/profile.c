@@ -38,10 +38,18 @@ static void print_error(const struct pt_error_rec *e) {
   fprintf(stderr, "pcie-tune profile: %s\n", buf);
 }
 
-/* Opens the backend the options name; min_ch > 0 derives a simulated box's
- * NCCL view with NCCL_MIN_NCHANNELS=min_ch (the nccl backend's workers get
- * it from the environment instead). Returns 0, or an exit status. */
-static int open_backend(const struct profile_opts *o, int min_ch, struct pt_backend *be) {
+/* Where an exploration stands: the variable, and its value for this sweep
+ * (has 0: NCCL's own). */
+struct explore_at {
+  const struct pt_explore_var *var;
+  int has;
+  long long value;
+};
+
+/* Opens the backend the options name; at (exploring) derives a simulated
+ * box's NCCL view with the variable set (the nccl backend's workers get it
+ * from the environment instead). Returns 0, or an exit status. */
+static int open_backend(const struct profile_opts *o, const struct explore_at *at, struct pt_backend *be) {
   struct pt_error_rec e;
   int rc;
   /* The worker's options: the rows of the table it receives (cli/opt.h). */
@@ -77,13 +85,13 @@ static int open_backend(const struct profile_opts *o, int min_ch, struct pt_back
       print_error(&e);
       return 1;
     }
-    if (min_ch) {
-      /* sim/nccl_derive.c models NCCL_MIN_NCHANNELS on the box's hardware. */
-      box.hw.min_nchannels = min_ch;
+    if (at && at->has) {
+      /* sim/nccl_derive.c models the variable on the box's hardware. */
+      at->var->box(&box, at->value);
       if (!box.has_hw || pt_box_derive(&box, &e)) {
-        fprintf(stderr, "pcie-tune profile: box '%s': %s\n", o->m.box,
-                box.has_hw ? e.msg : "its NCCL view is typed by hand, so NCCL_MIN_NCHANNELS cannot change it; "
-                                     "--explore-channels needs a box derived from hardware (docs/sim.md)");
+        fprintf(stderr, "pcie-tune profile: box '%s': %s%s%s\n", o->m.box,
+                box.has_hw ? e.msg : "its NCCL view is typed by hand, so ", box.has_hw ? "" : at->var->name,
+                box.has_hw ? "" : " cannot change it; --explore needs a box derived from hardware (docs/sim.md)");
         return 2;
       }
     }
@@ -112,10 +120,10 @@ struct run_state {
   struct pt_progress pg;
   double last_write;
   int warned, written;
-  /* --explore-channels: the profile is built into *keep, not written, and
-   * min_ch (0 = NCCL's own count) shaped the communicator. */
+  /* --explore: the profile is built into *keep, not written, and at
+   * shaped the communicator. */
   struct pt_profile *keep;
-  int min_ch;
+  const struct explore_at *at;
 };
 
 static double now_s(void) {
@@ -149,10 +157,10 @@ static int save(const struct run_state *r, int complete, unsigned flags, struct 
   }
   /* A simulated box's view does not come from this process's environment
    * (sweepfile.c): record the variable its derivation was given. */
-  if (!rc && r->min_ch && !prof.env_recorded) {
+  if (!rc && r->at && r->at->has && !prof.env_recorded) {
     prof.env_recorded = 1;
-    if (!(prof.env = calloc(1, sizeof *prof.env)) || !(prof.env[0].name = strdup("NCCL_MIN_NCHANNELS")) ||
-        asprintf(&prof.env[0].value, "%d", r->min_ch) < 0)
+    if (!(prof.env = calloc(1, sizeof *prof.env)) || !(prof.env[0].name = strdup(r->at->var->name)) ||
+        asprintf(&prof.env[0].value, "%lld", r->at->value) < 0)
       rc = PT_ENOMEM;
     if (prof.env) prof.nenv = 1;
   }
@@ -188,14 +196,15 @@ static void on_progress(void *arg, const struct pt_sweep_progress *p) {
 
 /* The sweep itself, once options are final. With keep, the finished
  * profile goes to *keep (the caller releases it) instead of --out, and
- * min_ch is as open_backend's. */
-static int run(struct profile_opts *o, const char *args, int resume, int min_ch, struct pt_profile *keep) {
+ * at is as open_backend's. */
+static int run(struct profile_opts *o, const char *args, int resume, const struct explore_at *at,
+               struct pt_profile *keep) {
   struct pt_backend be = {0};
   struct pt_sweep sw = {0};
   struct pt_sweep_opts so;
   struct pt_cand_spec cands[2 * 3 * PT_MAX_CHANNELS];
   struct pt_error_rec e;
-  struct run_state r = {.o = o, .args = args, .sw = &sw, .be = &be, .keep = keep, .min_ch = min_ch};
+  struct run_state r = {.o = o, .args = args, .sw = &sw, .be = &be, .keep = keep, .at = at};
   int status, rc;
   /* Before the first worker starts (NCCL's init can take minutes): Ctrl-C
    * stops the profiler at any time, and its workers with it. */
@@ -204,7 +213,7 @@ static int run(struct profile_opts *o, const char *args, int resume, int min_ch,
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
-  if ((status = open_backend(o, min_ch, &be))) goto out;
+  if ((status = open_backend(o, at, &be))) goto out;
   status = 1;
   be.info(be.self, &r.bi);
   pt_sweep_opts_default(&so);
@@ -292,10 +301,12 @@ static int run(struct profile_opts *o, const char *args, int resume, int min_ch,
     goto out;
   }
   if (keep) {
+    char lb[96];
+    snprintf(lb, sizeof lb, "%s=%lld", at->var->name, at->value);
     if (!o->quiet)
-      fprintf(stderr, "pcie-tune profile: measured with %s%.0d (%d communicator channels; %llu repetitions in "
-                      "%llu measurements)\n", min_ch ? "NCCL_MIN_NCHANNELS=" : "NCCL's own channel count",
-              min_ch, r.bi.comm_channels, (unsigned long long)sw.samples, (unsigned long long)sw.calls);
+      fprintf(stderr, "pcie-tune profile: measured with %s (%d communicator channels; %llu repetitions in "
+                      "%llu measurements)\n", at->has ? lb : at->var->unset, r.bi.comm_channels,
+              (unsigned long long)sw.samples, (unsigned long long)sw.calls);
     status = 0;
     goto out;
   }
@@ -325,109 +336,63 @@ struct items {
 static int add_item(void *ctx, const struct pt_workload_item *item, char *why, size_t len) {
   struct items *l = ctx;
   if (l->n == MAX_EXPLORE_ITEMS) {
-    snprintf(why, len, "more than %d workload lines; --explore-channels judges at most that many", MAX_EXPLORE_ITEMS);
+    snprintf(why, len, "more than %d workload lines; --explore judges at most that many", MAX_EXPLORE_ITEMS);
     return -1;
   }
   l->it[l->n++] = (struct pt_explore_item){item->coll, item->bytes, item->count};
   return 0;
 }
 
-/* --explore-channels: the sweep with NCCL's own channel count, then with
- * NCCL_MIN_NCHANNELS=k for each k; each profile is judged on the workload
- * by the latency its table's measured choices give (measure/explore.h),
- * against NCCL's default of the first run. A higher count must gain more
- * than the margin; the winner is written to --out with its nccl_env. */
+struct explore_ctx {
+  struct profile_opts *o;
+  const char *args;
+  struct explore_at at;
+};
+
+/* pt_explore's sweep: one run with the variable as given. */
+static int explore_sweep(void *arg, int has, long long value, struct pt_profile *out) {
+  struct explore_ctx *c = arg;
+  c->at.has = has;
+  c->at.value = value;
+  return run(c->o, c->args, 0, &c->at, out);
+}
+
+/* --explore: the sweeps and their judging are measure/explore.h's; here
+ * the workload, the report and the winner written to --out with its
+ * nccl_env. */
 static int explore(struct profile_opts *o, const char *args) {
   static struct pt_explore_item items[MAX_EXPLORE_ITEMS];
+  static struct pt_explore_result res;
   struct items l = {items, 0};
-  struct pt_profile prof[1 + PT_MAX_CHANNELS];
-  int minv[1 + PT_MAX_CHANNELS];
-  double total[1 + PT_MAX_CHANNELS], dflt[1 + PT_MAX_CHANNELS], base = 0;
   struct pt_error_rec e;
-  char why[256];
-  size_t n = 0;
-  int status = 1, nccl = !strcmp(o->backend, "nccl");
-  int mode = (o->mode_mask & (1u << PT_MODE_GRAPH)) ? PT_MODE_GRAPH : PT_MODE_EAGER;
+  struct explore_ctx c = {o, args, {o->explore_var, 0, 0}};
   FILE *sum = strcmp(o->out, "-") ? stdout : stderr; /* '-' is the profile's */
-  memset(prof, 0, sizeof prof);
-  if (o->workload) {
-    if (pt_workload_read(o->workload, add_item, &l, &e)) {
-      print_error(&e);
-      return 1;
-    }
-  } else {
-    l.n = pt_explore_default_workload(items);
+  if (o->workload && pt_workload_read(o->workload, add_item, &l, &e)) {
+    print_error(&e);
+    return 1;
   }
+  if (!o->workload) l.n = pt_explore_default_workload(items);
   for (size_t i = 0; i < l.n; i++)
     if (!(o->coll_mask & (1u << items[i].coll)))
-      return cli_bad(&profile_cli, "the workload has %s, which --collectives does not measure", pt_coll_name(items[i].coll));
-  if (nccl && getenv("NCCL_MIN_NCHANNELS"))
-    fprintf(stderr, "pcie-tune profile: note: NCCL_MIN_NCHANNELS=%s is set; --explore-channels sets it per run "
-                    "and measures the first run without it\n", getenv("NCCL_MIN_NCHANNELS"));
-  for (size_t i = 0; i <= o->nexplore; i++) {
-    int k = i ? o->explore[i - 1] : 0;
-    /* NCCL_MIN_NCHANNELS only adds channels: at or below NCCL's own count
-     * the communicator, and so the sweep, would be the first one again. */
-    if (k && prof[0].comm_channels && k <= prof[0].comm_channels) {
-      fprintf(stderr, "pcie-tune profile: NCCL_MIN_NCHANNELS=%d skipped: NCCL already builds %d channels\n", k,
-              prof[0].comm_channels);
-      continue;
+      return cli_bad(&profile_cli, "the workload has %s, which --collectives does not measure",
+                     pt_coll_name(items[i].coll));
+  struct pt_explore_run r = {o->explore_var, o->explore, o->nexplore, items, l.n, o->workload,
+                             (o->mode_mask & (1u << PT_MODE_GRAPH)) ? PT_MODE_GRAPH : PT_MODE_EAGER,
+                             !strcmp(o->backend, "nccl"), "pcie-tune profile", explore_sweep, &c};
+  int status = pt_explore(&r, &res);
+  if (!status) {
+    pt_explore_report(sum, &r, &res);
+    if (pt_profile_write(&res.prof[res.winner], o->out, o->force ? PT_WRITE_FORCE : 0, &e)) {
+      print_error(&e);
+      status = 1;
     }
-    /* The nccl backend's workers inherit this process's environment. */
-    if (nccl && k) {
-      char v[16];
-      snprintf(v, sizeof v, "%d", k);
-      setenv("NCCL_MIN_NCHANNELS", v, 1);
-    } else if (nccl) {
-      unsetenv("NCCL_MIN_NCHANNELS");
-    }
-    if ((status = run(o, args, 0, k, &prof[n]))) goto out;
-    status = 1;
-    minv[n] = k;
-    /* Each run's NCCL default too: what the variable alone does, without
-     * the plugin, so the plugin is credited only with its own share. */
-    if (pt_explore_total(&prof[n], mode, items, l.n, 1, &dflt[n], why, sizeof why) ||
-        pt_explore_total(&prof[n], mode, items, l.n, 0, &total[n], why, sizeof why)) {
-      fprintf(stderr, "pcie-tune profile: cannot judge the run with %s%.0d on the workload: %s\n",
-              k ? "NCCL_MIN_NCHANNELS=" : "NCCL's own channel count", k, why);
-      goto out;
-    }
-    if (!n) base = dflt[0];
-    n++;
   }
-  size_t w = pt_explore_pick(total, n, pt_profile_margin(&prof[0]));
-  fprintf(sum, "channel exploration, %s mode, on %s (%zu line%s):\n", mode == PT_MODE_GRAPH ? "graph" : "eager",
-          o->workload ? o->workload : "the verify step (tokens 1,4,8,16,32,64,128 x 14336 B)", l.n,
-          l.n == 1 ? "" : "s");
-  fprintf(sum, "  %-20s %8s %14s %10s %13s\n", "NCCL_MIN_NCHANNELS", "channels", "workload us", "vs default",
-          "plugin's share");
-  fprintf(sum, "  %-20s %8d %14.2f %9.3fx %13s  NCCL's default\n", "unset", prof[0].comm_channels, base, 1.0, "-");
-  for (size_t i = 0; i < n; i++) {
-    char kv[16];
-    snprintf(kv, sizeof kv, "%d", minv[i]);
-    if (i)
-      fprintf(sum, "  %-20s %8d %14.2f %9.3fx %13s  NCCL's default at %d channels, no plugin\n", kv,
-              prof[i].comm_channels, dflt[i], base / dflt[i], "-", prof[i].comm_channels);
-    fprintf(sum, "  %-20s %8d %14.2f %9.3fx %12.3fx  tuned%s\n", minv[i] ? kv : "unset", prof[i].comm_channels,
-            total[i], base / total[i], dflt[i] / total[i], i == w ? "  <- chosen" : "");
+  if (!status) {
+    pt_explore_advice(sum, &r, &res);
+    if (!o->quiet)
+      fprintf(stderr, "pcie-tune profile: wrote %s\n", strcmp(o->out, "-") ? o->out : "the profile to standard output");
   }
-  if ((status = pt_profile_write(&prof[w], o->out, o->force ? PT_WRITE_FORCE : 0, &e))) {
-    print_error(&e);
-    status = 1;
-    goto out;
-  }
-  if (minv[w])
-    fprintf(sum, "of the %.2fx, NCCL_MIN_NCHANNELS=%d alone gives %.2fx and the plugin %.2fx on top\n"
-                 "run the job with (the plugin refuses the profile otherwise):\nexport NCCL_MIN_NCHANNELS=%d\n",
-            base / total[w], minv[w], base / dflt[w], dflt[w] / total[w], minv[w]);
-  else
-    fprintf(sum, "more channels gain no more than %.0f%%: keep NCCL's own count (leave NCCL_MIN_NCHANNELS unset)\n",
-            pt_profile_margin(&prof[0]) * 100);
-  if (!o->quiet)
-    fprintf(stderr, "pcie-tune profile: wrote %s\n", strcmp(o->out, "-") ? o->out : "the profile to standard output");
-  status = 0;
-out:
-  for (size_t i = 0; i <= n && i <= o->nexplore; i++) pt_profile_release(&prof[i]);
+  pt_explore_result_release(&res);
   return status;
 }
 
@@ -435,6 +400,6 @@ int cmd_profile(int argc, char **argv) {
   static struct profile_opts o; /* large; one per process */
   int rc = profile_options(argc, argv, &o);
   if (rc) return rc == CLI_HELP ? 0 : rc;
-  if (o.resume) return run(&o, o.record, 1, 0, NULL);
-  return o.nexplore ? explore(&o, o.record) : run(&o, o.record, 0, 0, NULL);
+  if (o.resume) return run(&o, o.record, 1, NULL, NULL);
+  return o.nexplore ? explore(&o, o.record) : run(&o, o.record, 0, NULL, NULL);
 }

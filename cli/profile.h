@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 
+#include "measure/explore.h"
 #include "measure/sweepfile.h"
 #include "measure_opts.h"
 #include "opt.h"
@@ -28,7 +29,8 @@ struct profile_opts {
   size_t nsizes;
   int channels[PT_MAX_CHANNELS];
   size_t nch;
-  int explore[PT_MAX_CHANNELS]; /* --explore-channels, ascending */
+  const struct pt_explore_var *explore_var; /* --explore VAR=LIST (--explore-channels LIST) */
+  long long explore[PT_EXPLORE_MAX];        /* LIST, ascending */
   size_t nexplore;
   struct cli_state st;                 /* what was given (the resumed record's, with --resume) */
   char record[PROFILE_RECORD_LEN];     /* the sweep's options, stored in the profile */

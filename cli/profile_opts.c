@@ -78,10 +78,29 @@ static int channels(void *opts, const char *v, char *why, size_t len) {
   return why_is(why, len, "comma list of 1..64");
 }
 
+/* The values of one setting to explore; --explore and --explore-channels
+ * are one option under two spellings. */
+static int explore_list(struct profile_opts *o, const char *var, const char *list, char *why, size_t len) {
+  if (o->explore_var) {
+    snprintf(why, len, "--explore and --explore-channels exclude each other (give one)");
+    return CLI_WHOLE;
+  }
+  if (!(o->explore_var = pt_explore_var_find(var))) {
+    snprintf(why, len, "VAR=LIST with VAR one of %s", pt_explore_var_names());
+    return -1;
+  }
+  return pt_explore_values(o->explore_var, list, o->explore, &o->nexplore, why, len);
+}
+
+static int explore(void *opts, const char *v, char *why, size_t len) {
+  char var[64];
+  const char *eq = strchr(v, '=');
+  snprintf(var, sizeof var, "%.*s", eq ? (int)(eq - v) : 0, v);
+  return explore_list(opts, var, eq ? eq + 1 : "", why, len);
+}
+
 static int explore_channels(void *opts, const char *v, char *why, size_t len) {
-  struct profile_opts *o = opts;
-  if (!count_list(v, o->explore, &o->nexplore)) return 0;
-  return why_is(why, len, "comma list of 1..64");
+  return explore_list(opts, "NCCL_MIN_NCHANNELS", v, why, len);
 }
 
 /* --sizes MIN:MAX, or a LIST merged with --workload's sizes. */
@@ -160,9 +179,11 @@ static const struct cli_opt profile_rows[] = {
     CLI_ROW("screen-reps", 0, CLI_UINT, "N", F(screen_reps), 1, PT_SWEEP_MAX_REPS, "3", REC, 0,
      "repetitions when screening (adaptive only)"),
     CLI_ROW("full", 0, CLI_FLAG, NULL, F(full), 0, 0, NULL, REC, 0, "measure the full grid instead of sweeping adaptively"),
-    CLI_ROW("explore-channels", 0, CLI_CUSTOM, "LIST", 0, 0, 0, NULL, 0, 0,
-     "sweep again with NCCL_MIN_NCHANNELS=k for each k of LIST,\njudge each on the workload (--workload, else the "
-     "verify-step\nsizes) and keep the best; prints the export line (docs/cli.md)",
+    CLI_ROW("explore", 0, CLI_CUSTOM, "VAR=LIST", 0, 0, 0, NULL, 0, 0,
+     "sweep again with the NCCL variable VAR set to each value of\nLIST (VAR: NCCL_MIN_NCHANNELS), judge each on the "
+     "workload\n(--workload, else the verify-step sizes) and keep the best;\nprints the export line (docs/cli.md)",
+     .parse = explore),
+    CLI_ROW("explore-channels", 0, CLI_CUSTOM, "LIST", 0, 0, 0, NULL, 0, 0, "--explore NCCL_MIN_NCHANNELS=LIST",
      .parse = explore_channels),
     CLI_ROW("name", 0, CLI_STR, "NAME", F(name), 0, 0, NULL, REC, 0, "profile name (default: the box's name)"),
     CLI_ROW("budget", 0, CLI_UINT, "N", F(budget), 1, ~0ULL, NULL, CLI_RESUME, 0,
