@@ -229,10 +229,6 @@ int cmd_box(int argc, char **argv) {
   char err[600], base[sizeof ((struct pt_box *)0)->name];
   /* Before reading: the dump itself, under any name, is never the output. */
   int rc = pt_output_check(out, force ? PT_OUT_FORCE : 0, &topo, 1, &e);
-  if (rc == PT_EEXIST) {
-    fprintf(stderr, "pcie-tune box: %s exists; use --force to overwrite it\n", out);
-    return 1;
-  }
   if (rc) return box_error(&e, "");
   if (pt_hw_from_topo_xml(topo, &hw, err, sizeof err)) {
     fprintf(stderr, "pcie-tune box: %s\n", err);

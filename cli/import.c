@@ -277,10 +277,6 @@ int cmd_import(int argc, char **argv) {
    * device, or in a missing directory (include/pcie/files.h). */
   int rc = a.example ? pt_output_check(a.out, a.force ? PT_OUT_FORCE : 0, &a.example, 1, &err)
                      : pt_output_check(a.out, a.force ? PT_OUT_FORCE : 0, a.path, a.nlogs, &err);
-  if (rc == PT_EEXIST) {
-    fprintf(stderr, "%s: already exists; not overwritten (use --force)\n", a.out);
-    goto out;
-  }
   if (rc) {
     print_error(&err);
     goto out;
@@ -315,10 +311,6 @@ int cmd_import(int argc, char **argv) {
                 in[i].log.name, dropped[i], p.comm_channels);
   }
   rc = pt_profile_write(&p, a.out, a.force ? PT_WRITE_FORCE : 0, &err);
-  if (rc == PT_EEXIST) {
-    fprintf(stderr, "%s: already exists; not overwritten (use --force)\n", a.out);
-    goto out;
-  }
   if (rc) {
     print_error(&err);
     goto out;

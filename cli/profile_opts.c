@@ -319,10 +319,6 @@ int profile_options(int argc, char **argv, struct profile_opts *o) {
    * directory, a FIFO or device, the --box or --workload file itself. */
   const char *inputs[2] = {o->m.box, o->workload};
   rc = pt_output_check(o->out, o->force ? PT_OUT_FORCE : 0, inputs, 2, &e);
-  if (rc == PT_EEXIST) {
-    fprintf(stderr, "pcie-tune profile: %s exists; use --force to overwrite it, or --resume to continue it\n", o->out);
-    return 1;
-  }
   if (rc) {
     print_error(&e);
     return 1;

@@ -1,7 +1,8 @@
-/* Every command's --help against what its parser accepts (cli/opt.h):
- * every option of the command's table is listed in `pcie-tune CMD --help`,
- * and every option --help lists is accepted by `pcie-tune CMD`, run as a
- * user runs it. Also the one wording of usage errors on every command. */
+/* What every command shares, run as a user runs pcie-tune: --help against
+ * what the parser accepts (cli/opt.h: every option of the command's table
+ * is listed in `pcie-tune CMD --help`, every option listed is accepted),
+ * one wording for each kind of usage error, for an existing output file,
+ * and for a standard output that cannot be written. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,6 +121,72 @@ START_TEST(usage_errors_read_alike) {
 }
 END_TEST
 
+/* A full disk under standard output is an error on every command, in the
+ * shared writer's words (before, show, check, simulate, box NAME and
+ * doctor said nothing and exited 0). */
+START_TEST(unwritable_stdout_fails_every_command) {
+  static const char *const cmds_[] = {
+      "show %s/profiles/example-8x-pcie.cfg",
+      "show --json %s/profiles/example-8x-pcie.cfg",
+      "check %s/profiles/example-8x-pcie.cfg",
+      "simulate %s/profiles/example-8x-pcie.cfg --box gen5-8x-p2p",
+      "box gen5-8x-p2p",
+      "doctor %s/test/data/ncclog/loaded-v2.24.log",
+      "import --out - %1$s/test/data/nccltests/synth/ar8-eager-default.txt "
+      "%1$s/test/data/nccltests/synth/ar8-eager-ring-ll-4.txt",
+      "--help",
+  };
+  for (size_t i = 0; i < sizeof cmds_ / sizeof cmds_[0]; i++) {
+    char args[512], *out, *err;
+    snprintf(args, sizeof args, cmds_[i], pt_test_srcdir());
+    /* The same command to a writable output first: it works there. */
+    ck_assert_msg(pt_test_cli_run(dir, 60, &out, &err, "%s", args) != 2, "%s: %s", args, err);
+    free(out);
+    free(err);
+    int rc = pt_test_cli_run(dir, 60, &out, &err, "%s >/dev/full", args);
+    ck_assert_msg(rc != 0 && strstr(err, "No space left on device"), "pcie-tune %s >/dev/full: exit %d\n%s", args,
+                  rc, err);
+    free(out);
+    free(err);
+  }
+}
+END_TEST
+
+/* An existing output is refused in one wording, the shared writer's, by
+ * every command that writes a file. */
+START_TEST(existing_output_reads_alike) {
+  char *src = NULL, *out, *err;
+  ck_assert(asprintf(&src, "%s", pt_test_srcdir()) > 0);
+  free(pt_test_write(dir, "taken", "keep me\n"));
+  const char *const cmds_[] = {
+      "profile --backend sim --box gen4-4x-shm --out taken",
+      "import --out taken %1$s/test/data/nccltests/synth/ar8-eager-default.txt "
+      "%1$s/test/data/nccltests/synth/ar8-eager-ring-ll-4.txt",
+      "show %s/profiles/example-8x-pcie.cfg --svg taken",
+      "box --from-topo %s/test/data/nccl-real/rand13-sm86-8x-2cpu-intel.xml --out taken",
+  };
+  for (size_t i = 0; i < sizeof cmds_ / sizeof cmds_[0]; i++) {
+    char args[512];
+    snprintf(args, sizeof args, cmds_[i], src);
+    ck_assert_int_eq(pt_test_cli_run(dir, 60, &out, &err, "%s", args), 1);
+    ck_assert_msg(strstr(err, "taken: already exists; pass --force to overwrite it\n"), "pcie-tune %s:\n%s", args,
+                  err);
+    free(out);
+    free(err);
+  }
+  char *kept = NULL;
+  ck_assert(asprintf(&kept, "%s/taken", dir) > 0);
+  FILE *f = fopen(kept, "r");
+  char line[32] = "";
+  ck_assert_ptr_nonnull(f);
+  ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+  fclose(f);
+  ck_assert_str_eq(line, "keep me\n");
+  free(kept);
+  free(src);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("cli_options");
   TCase *tc = tcase_create("core");
@@ -128,6 +195,8 @@ int main(void) {
   tcase_add_test(tc, every_option_in_the_table_is_listed);
   tcase_add_test(tc, every_listed_option_is_accepted);
   tcase_add_test(tc, usage_errors_read_alike);
+  tcase_add_test(tc, unwritable_stdout_fails_every_command);
+  tcase_add_test(tc, existing_output_reads_alike);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }

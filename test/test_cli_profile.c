@@ -118,7 +118,7 @@ START_TEST(profile_show_simulate) {
   ck_assert_ptr_nonnull(strstr(err, "wrote p.cfg"));
   free(out), free(err);
   /* Never overwritten without --force. */
-  expect(1, "exists; use --force", "profile --backend sim --box gen5-8x-dual-misdetect --out p.cfg");
+  expect(1, "p.cfg: already exists; pass --force to overwrite it", "profile --backend sim --box gen5-8x-dual-misdetect --out p.cfg");
   expect(0, NULL, "profile --backend sim --box gen5-8x-dual-misdetect --out p.cfg --force --quiet");
 
   ck_assert_int_eq(run(&out, &err, "show p.cfg --svg p.svg"), 0);
