@@ -194,6 +194,97 @@ static void on_progress(void *arg, const struct pt_sweep_progress *p) {
   }
 }
 
+/* The sweep engine's options from the profile's; 0 or the exit status. */
+static int sweep_opts(const struct profile_opts *o, const struct pt_backend_info *bi, struct pt_sweep_opts *so,
+                      struct pt_cand_spec *cands, size_t max) {
+  pt_sweep_opts_default(so);
+  so->min_bytes = o->min_bytes;
+  so->max_bytes = o->max_bytes;
+  so->sizes = o->sizes;
+  so->nsizes = o->nsizes;
+  so->coll_mask = o->coll_mask;
+  so->mode_mask = (unsigned)o->mode_mask;
+  so->reps = (unsigned)o->reps;
+  so->screen_reps = (unsigned)(o->screen_reps < o->reps ? o->screen_reps : o->reps);
+  so->full = o->full;
+  so->budget = o->budget;
+  so->stop = &interrupted;
+  so->cands = cands;
+  so->ncand = pt_sweep_cands(o->algo_mask, o->proto_mask, o->channels, o->nch, bi->max_channels, cands, max);
+  if (so->ncand) return 0;
+  fprintf(stderr, "pcie-tune profile: no candidate left: every --channels value is above the "
+                  "target's %d channels\n", bi->max_channels);
+  return 2;
+}
+
+/* What NCCL_ALGO/NCCL_PROTO do to a GPU sweep; returns 1 when the summary
+ * must explain why ll128 came back unsupported. */
+static int nccl_env_notes(const struct profile_opts *o) {
+  const char *proto_env = getenv("NCCL_PROTO"), *algo_env = getenv("NCCL_ALGO");
+  if (strcmp(o->backend, "nccl")) return 0;
+  if (algo_env || proto_env)
+    fprintf(stderr, "pcie-tune profile: warning: NCCL_ALGO=%s NCCL_PROTO=%s are set: candidates they exclude "
+                    "come back unsupported\n", algo_env ? algo_env : "(unset)", proto_env ? proto_env : "(unset)");
+  /* NCCL disables LL128 on PCIe unless NCCL_PROTO enables it: say so in the
+   * summary, rather than leave "unsupported" unexplained. */
+  return (o->proto_mask & (1u << NCCL_PROTO_LL128)) &&
+         (!proto_env || !strstr(proto_env, "LL128") || strchr(proto_env, '^'));
+}
+
+/* After the sweep: the profile written (or kept for --explore), and what
+ * to say. Returns the exit status. */
+static int finish(struct run_state *r, int resume, int ll128_note) {
+  struct pt_error_rec e;
+  int rc;
+  /* A partial file (ours, or a checkpoint) is ours to replace; a finished
+   * sweep obeys --force. */
+  unsigned flags = (r->o->force || resume || r->sw->stopped || r->written) ? PT_WRITE_FORCE : 0;
+  if (r->keep && r->sw->stopped) {
+    fprintf(stderr, "pcie-tune profile: interrupted after %llu repetitions; --explore-channels cannot be "
+                    "resumed yet, nothing written\n", (unsigned long long)r->sw->samples);
+    return interrupted ? 128 + (int)interrupted : 1;
+  }
+  if ((rc = save(r, !r->sw->stopped, flags, &e))) {
+    /* One rank: NCCL copies without choosing an algorithm and never asks
+     * a tuner (enqueue.cc), so no candidate could be forced. */
+    if (r->bi.nranks == 1 && !strcmp(r->o->backend, "nccl"))
+      fprintf(stderr, "pcie-tune profile: nothing to write for one GPU: NCCL never asks a tuner on a one-rank "
+                      "communicator, so every candidate came back unsupported; profile two GPUs or more "
+                      "(e.g. --gpus 0-1)\n");
+    else
+      print_error(&e);
+    return interrupted ? 128 + (int)interrupted : 1;
+  }
+  if (r->sw->stopped && !strcmp(r->o->out, "-")) {
+    fprintf(stderr, "pcie-tune profile: %s after %llu repetitions; partial profile written to "
+                    "standard output (only a file can be resumed)\n",
+            interrupted ? "interrupted" : "budget reached", (unsigned long long)r->sw->samples);
+    return interrupted ? 128 + (int)interrupted : 1;
+  } else if (r->sw->stopped) {
+    fprintf(stderr, "pcie-tune profile: %s after %llu repetitions; partial profile written to %s\n"
+                    "continue with: pcie-tune profile --resume --out %s\n",
+            interrupted ? "interrupted" : "budget reached", (unsigned long long)r->sw->samples, r->o->out, r->o->out);
+    return interrupted ? 128 + (int)interrupted : 1;
+  }
+  if (r->keep) {
+    char lb[96];
+    snprintf(lb, sizeof lb, "%s=%lld", r->at->var->name, r->at->value);
+    if (!r->o->quiet)
+      fprintf(stderr, "pcie-tune profile: measured with %s (%d communicator channels; %llu repetitions in "
+                      "%llu measurements)\n", r->at->has ? lb : r->at->var->unset, r->bi.comm_channels,
+              (unsigned long long)r->sw->samples, (unsigned long long)r->sw->calls);
+    return 0;
+  }
+  if (!r->o->quiet) /* "wrote -" would read as a file named '-' */
+    fprintf(stderr, "pcie-tune profile: wrote %s (%llu repetitions in %llu measurements)\n",
+            !strcmp(r->o->out, "-") ? "the profile to standard output" : r->o->out,
+            (unsigned long long)r->sw->samples, (unsigned long long)r->sw->calls);
+  if (ll128_note)
+    fprintf(stderr, "pcie-tune profile: note: ll128 is unsupported unless NCCL_PROTO enables it (NCCL disables "
+                    "LL128 on PCIe); to measure it: NCCL_PROTO=LL,LL128,Simple pcie-tune profile ...\n");
+  return 0;
+}
+
 /* The sweep itself, once options are final. With keep, the finished
  * profile goes to *keep (the caller releases it) instead of --out, and
  * at is as open_backend's. */
@@ -216,35 +307,9 @@ static int run(struct profile_opts *o, const char *args, int resume, const struc
   if ((status = open_backend(o, at, &be))) goto out;
   status = 1;
   be.info(be.self, &r.bi);
-  pt_sweep_opts_default(&so);
-  so.min_bytes = o->min_bytes;
-  so.max_bytes = o->max_bytes;
-  so.sizes = o->sizes;
-  so.nsizes = o->nsizes;
-  so.coll_mask = o->coll_mask;
-  so.mode_mask = o->mode_mask;
-  so.reps = o->reps;
-  so.screen_reps = o->screen_reps < o->reps ? o->screen_reps : o->reps;
-  so.full = o->full;
-  so.budget = o->budget;
-  so.stop = &interrupted;
-  so.cands = cands;
-  so.ncand = pt_sweep_cands(o->algo_mask, o->proto_mask, o->channels, o->nch, r.bi.max_channels, cands,
-                            sizeof cands / sizeof cands[0]);
-  if (!so.ncand) {
-    fprintf(stderr, "pcie-tune profile: no candidate left: every --channels value is above the "
-                    "target's %d channels\n", r.bi.max_channels);
-    status = 2;
-    goto out;
-  }
-  const char *proto_env = getenv("NCCL_PROTO"), *algo_env = getenv("NCCL_ALGO");
-  /* NCCL disables LL128 on PCIe unless NCCL_PROTO enables it: say so in the
-   * summary, rather than leave "unsupported" unexplained. */
-  int ll128_note = !strcmp(o->backend, "nccl") && (o->proto_mask & (1u << NCCL_PROTO_LL128)) &&
-                   (!proto_env || !strstr(proto_env, "LL128") || strchr(proto_env, '^'));
-  if (!strcmp(o->backend, "nccl") && (algo_env || proto_env))
-    fprintf(stderr, "pcie-tune profile: warning: NCCL_ALGO=%s NCCL_PROTO=%s are set: candidates they exclude "
-                    "come back unsupported\n", algo_env ? algo_env : "(unset)", proto_env ? proto_env : "(unset)");
+  if ((status = sweep_opts(o, &r.bi, &so, cands, sizeof cands / sizeof cands[0]))) goto out;
+  status = 1;
+  int ll128_note = nccl_env_notes(o);
   pt_progress_init(&r.pg, o->quiet);
   r.last_write = now_s();
   so.progress = on_progress;
@@ -266,58 +331,7 @@ static int run(struct profile_opts *o, const char *args, int resume, const struc
     print_error(&e);
     goto out;
   }
-  /* A partial file (ours, or a checkpoint) is ours to replace; a finished
-   * sweep obeys --force. */
-  unsigned flags = (o->force || resume || sw.stopped || r.written) ? PT_WRITE_FORCE : 0;
-  if (keep && sw.stopped) {
-    fprintf(stderr, "pcie-tune profile: interrupted after %llu repetitions; --explore-channels cannot be "
-                    "resumed yet, nothing written\n", (unsigned long long)sw.samples);
-    status = interrupted ? 128 + (int)interrupted : 1;
-    goto out;
-  }
-  if ((rc = save(&r, !sw.stopped, flags, &e))) {
-    /* One rank: NCCL copies without choosing an algorithm and never asks
-     * a tuner (enqueue.cc), so no candidate could be forced. */
-    if (r.bi.nranks == 1 && !strcmp(o->backend, "nccl"))
-      fprintf(stderr, "pcie-tune profile: nothing to write for one GPU: NCCL never asks a tuner on a one-rank "
-                      "communicator, so every candidate came back unsupported; profile two GPUs or more "
-                      "(e.g. --gpus 0-1)\n");
-    else
-      print_error(&e);
-    if (interrupted) status = 128 + (int)interrupted;
-    goto out;
-  }
-  if (sw.stopped && !strcmp(o->out, "-")) {
-    fprintf(stderr, "pcie-tune profile: %s after %llu repetitions; partial profile written to "
-                    "standard output (only a file can be resumed)\n",
-            interrupted ? "interrupted" : "budget reached", (unsigned long long)sw.samples);
-    status = interrupted ? 128 + (int)interrupted : 1;
-    goto out;
-  } else if (sw.stopped) {
-    fprintf(stderr, "pcie-tune profile: %s after %llu repetitions; partial profile written to %s\n"
-                    "continue with: pcie-tune profile --resume --out %s\n",
-            interrupted ? "interrupted" : "budget reached", (unsigned long long)sw.samples, o->out, o->out);
-    status = interrupted ? 128 + (int)interrupted : 1;
-    goto out;
-  }
-  if (keep) {
-    char lb[96];
-    snprintf(lb, sizeof lb, "%s=%lld", at->var->name, at->value);
-    if (!o->quiet)
-      fprintf(stderr, "pcie-tune profile: measured with %s (%d communicator channels; %llu repetitions in "
-                      "%llu measurements)\n", at->has ? lb : at->var->unset, r.bi.comm_channels,
-              (unsigned long long)sw.samples, (unsigned long long)sw.calls);
-    status = 0;
-    goto out;
-  }
-  if (!o->quiet) /* "wrote -" would read as a file named '-' */
-    fprintf(stderr, "pcie-tune profile: wrote %s (%llu repetitions in %llu measurements)\n",
-            !strcmp(o->out, "-") ? "the profile to standard output" : o->out,
-            (unsigned long long)sw.samples, (unsigned long long)sw.calls);
-  if (ll128_note)
-    fprintf(stderr, "pcie-tune profile: note: ll128 is unsupported unless NCCL_PROTO enables it (NCCL disables "
-                    "LL128 on PCIe); to measure it: NCCL_PROTO=LL,LL128,Simple pcie-tune profile ...\n");
-  status = 0;
+  status = finish(&r, resume, ll128_note);
 out:
   pt_sweep_release(&sw);
   if (be.close) be.close(be.self);

@@ -247,10 +247,10 @@ static const char *served_from(const struct pt_profile *p, int coll, int mode) {
                                  "series for this collective";
 }
 
-static void print_text(const struct pt_profile *p, const struct pt_table *t,
-                       const struct pt_ivset *set, int coll, int mode, int bytes, long nranks,
-                       long nnodes) {
-  char lo[48], hi[48], ch[64], run[16], why[300];
+/* The table's heading lines: what was measured, how channels and the
+ * margin apply, and the column names. */
+static void print_heading(const struct pt_profile *p, const struct pt_table *t, const struct pt_ivset *set,
+                          int coll, int mode, long nranks, long nnodes) {
   const struct pt_series *s = pt_profile_series(p, coll, mode);
   size_t rows = 0;
   for (size_t i = 0; i < set->n; i++) rows += !i || !same_row(&set->iv[i - 1], &set->iv[i]);
@@ -305,74 +305,87 @@ static void print_text(const struct pt_profile *p, const struct pt_table *t,
          "interpolated between measured sizes (simulate --box gives the truth there)\n");
   printf("%14s %14s  %-24s %6s %11s %11s %13s  %s\n", "from", "to", "choice", "runs", "latency",
          "NCCL", "speedup", "why / fallbacks");
-  for (size_t i = 0; i < set->n;) {
-    const struct pt_interval *iv = &set->iv[i];
-    size_t j = i;
-    double smin = INFINITY, smax = 0;
-    while (j < set->n && same_row(iv, &set->iv[j])) {
-      double sp = speedup(&set->iv[j]);
-      if (sp > 0) {
-        smin = fmin(smin, sp);
-        smax = fmax(smax, sp);
-      }
-      j++;
+}
+
+/* One row, from interval i up to the last neighbour with the same first
+ * choice; returns the interval after it. */
+static size_t print_row(const struct pt_profile *p, const struct pt_table *t, const struct pt_ivset *set,
+                        const struct pt_series *s, size_t i, int bytes, long nranks) {
+  char lo[48], hi[48], ch[64], run[16], why[300];
+  const struct pt_interval *iv = &set->iv[i];
+  size_t j = i;
+  double smin = INFINITY, smax = 0;
+  while (j < set->n && same_row(iv, &set->iv[j])) {
+    double sp = speedup(&set->iv[j]);
+    if (sp > 0) {
+      smin = fmin(smin, sp);
+      smax = fmax(smax, sp);
     }
-    size_str(lo, sizeof lo, iv->lo, bytes);
-    size_str(hi, sizeof hi, set->iv[j - 1].hi, bytes);
-    if (!iv->n) {
-      printf("%14s %14s  %-24s %6s %11s %11s %13s  %s\n", lo, hi, "(NCCL decides)", "-", "-", "-",
-             "-", why_nccl(iv, s, pt_profile_margin(p), why, sizeof why, bytes));
-      i = j;
-      continue;
-    }
-    choice_name(ch, sizeof ch, &iv->c[0]);
-    runs_str(run, sizeof run, p, t, &iv->c[0], iv->lo, set->iv[j - 1].hi, nranks);
-    printf("%14s %14s  %-24s %6s", lo, hi, ch, run);
-    double lat = iv->c[0].lat_us, def = iv->default_us;
-    size_t nmeas = iv->c[0].from_rule ? 0 : row_figures(s, iv->lo, set->iv[j - 1].hi, &iv->c[0], &lat, &def,
-                                                        &smin, &smax);
-    const char *mark = nmeas || iv->c[0].from_rule ? " " : "~";
-    if (lat > 0) printf(" %s%7.1f \u00b5s", mark, lat);
-    else printf(" %11s", "-");
-    if (def > 0) printf(" %s%7.1f \u00b5s", mark, def);
-    else printf(" %11s", "-");
-    /* A measured choice within the margin of NCCL's default pins the
-     * choice NCCL makes there (it could switch inside the range to a
-     * slower one it also runs; interpolated, it may even look slower than
-     * NCCL's interpolated line, which is no figure NCCL ran): said so, not "1.00x" under a header that
-     * promises a gain. Never a speed-up below 1x: a rule that may not beat
-     * NCCL is labelled as such. */
-    int pins = !iv->c[0].from_rule && iv->kind != PT_IV_NCCL_FAILS && smax > 0 &&
-               smax < 1.0 + pt_profile_margin(p);
-    char r[40];
-    if (pins) snprintf(r, sizeof r, "= NCCL's");
-    else if (smax >= 1.0 && smin >= 1.0 && smax - smin < 0.005) snprintf(r, sizeof r, "%s%.2fx", mark, smin);
-    else if (smax >= 1.0 && smin >= 1.0) snprintf(r, sizeof r, "%s%.2f-%.2fx", mark, smin, smax);
-    else snprintf(r, sizeof r, "%s", iv->c[0].from_rule && smin < 1.0 ? "rule" : "-");
-    printf(" %13s", r);
-    snprintf(why, sizeof why, "%s%s",
-             iv->c[0].from_rule                ? "rule"
-             : iv->kind == PT_IV_NCCL_FAILS ? "measured; NCCL's own choice fails here"
-                                            : "measured",
-             pins ? "; pins the choice NCCL makes here" : "");
-    if (iv->c[0].pipe_lo || iv->c[0].pipe_hi) {
-      size_t w = strlen(why);
-      if (iv->c[0].pipe_lo == iv->c[0].pipe_hi)
-        snprintf(why + w, sizeof why - w, " when numPipeOps = %d", iv->c[0].pipe_lo);
-      else if (iv->c[0].pipe_hi)
-        snprintf(why + w, sizeof why - w, " when numPipeOps is %d..%d", iv->c[0].pipe_lo,
-                 iv->c[0].pipe_hi);
-      else
-        snprintf(why + w, sizeof why - w, " when numPipeOps >= %d", iv->c[0].pipe_lo);
-    }
-    printf("  %s", why);
-    for (int k = 1; k < iv->n; k++) {
-      choice_name(ch, sizeof ch, &iv->c[k]);
-      printf("%s%s", k == 1 ? "; then " : ", ", ch);
-    }
-    printf("\n");
-    i = j;
+    j++;
   }
+  size_str(lo, sizeof lo, iv->lo, bytes);
+  size_str(hi, sizeof hi, set->iv[j - 1].hi, bytes);
+  if (!iv->n) {
+    printf("%14s %14s  %-24s %6s %11s %11s %13s  %s\n", lo, hi, "(NCCL decides)", "-", "-", "-",
+           "-", why_nccl(iv, s, pt_profile_margin(p), why, sizeof why, bytes));
+    return j;
+  }
+  choice_name(ch, sizeof ch, &iv->c[0]);
+  runs_str(run, sizeof run, p, t, &iv->c[0], iv->lo, set->iv[j - 1].hi, nranks);
+  printf("%14s %14s  %-24s %6s", lo, hi, ch, run);
+  double lat = iv->c[0].lat_us, def = iv->default_us;
+  size_t nmeas = iv->c[0].from_rule ? 0 : row_figures(s, iv->lo, set->iv[j - 1].hi, &iv->c[0], &lat, &def,
+                                                      &smin, &smax);
+  const char *mark = nmeas || iv->c[0].from_rule ? " " : "~";
+  if (lat > 0) printf(" %s%7.1f \u00b5s", mark, lat);
+  else printf(" %11s", "-");
+  if (def > 0) printf(" %s%7.1f \u00b5s", mark, def);
+  else printf(" %11s", "-");
+  /* A measured choice within the margin of NCCL's default pins the
+   * choice NCCL makes there (it could switch inside the range to a
+   * slower one it also runs; interpolated, it may even look slower than
+   * NCCL's interpolated line, which is no figure NCCL ran): said so, not "1.00x" under a header that
+   * promises a gain. Never a speed-up below 1x: a rule that may not beat
+   * NCCL is labelled as such. */
+  int pins = !iv->c[0].from_rule && iv->kind != PT_IV_NCCL_FAILS && smax > 0 &&
+             smax < 1.0 + pt_profile_margin(p);
+  char r[40];
+  if (pins) snprintf(r, sizeof r, "= NCCL's");
+  else if (smax >= 1.0 && smin >= 1.0 && smax - smin < 0.005) snprintf(r, sizeof r, "%s%.2fx", mark, smin);
+  else if (smax >= 1.0 && smin >= 1.0) snprintf(r, sizeof r, "%s%.2f-%.2fx", mark, smin, smax);
+  else snprintf(r, sizeof r, "%s", iv->c[0].from_rule && smin < 1.0 ? "rule" : "-");
+  printf(" %13s", r);
+  snprintf(why, sizeof why, "%s%s",
+           iv->c[0].from_rule                ? "rule"
+           : iv->kind == PT_IV_NCCL_FAILS ? "measured; NCCL's own choice fails here"
+                                          : "measured",
+           pins ? "; pins the choice NCCL makes here" : "");
+  if (iv->c[0].pipe_lo || iv->c[0].pipe_hi) {
+    size_t w = strlen(why);
+    if (iv->c[0].pipe_lo == iv->c[0].pipe_hi)
+      snprintf(why + w, sizeof why - w, " when numPipeOps = %d", iv->c[0].pipe_lo);
+    else if (iv->c[0].pipe_hi)
+      snprintf(why + w, sizeof why - w, " when numPipeOps is %d..%d", iv->c[0].pipe_lo,
+               iv->c[0].pipe_hi);
+    else
+      snprintf(why + w, sizeof why - w, " when numPipeOps >= %d", iv->c[0].pipe_lo);
+  }
+  printf("  %s", why);
+  for (int k = 1; k < iv->n; k++) {
+    choice_name(ch, sizeof ch, &iv->c[k]);
+    printf("%s%s", k == 1 ? "; then " : ", ", ch);
+  }
+  printf("\n");
+  return j;
+}
+
+static void print_text(const struct pt_profile *p, const struct pt_table *t,
+                       const struct pt_ivset *set, int coll, int mode, int bytes, long nranks,
+                       long nnodes) {
+  char why[300];
+  const struct pt_series *s = pt_profile_series(p, coll, mode);
+  print_heading(p, t, set, coll, mode, nranks, nnodes);
+  for (size_t i = 0; i < set->n;) i = print_row(p, t, set, s, i, bytes, nranks);
   for (size_t k = 0; s && k < s->ncand; k++) {
     const struct pt_candidate *c = &s->cand[k];
     char name[64];
