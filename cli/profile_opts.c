@@ -170,7 +170,7 @@ static const struct cli_opt profile_rows[] = {
     CLI_ROW("collectives", 0, CLI_CUSTOM, "LIST", 0, 0, 0, "allreduce", REC, 0,
      "allreduce,allgather,reducescatter,broadcast,reduce or all", .parse = collectives),
     CLI_ROW("algos", 0, CLI_CUSTOM, "LIST", 0, 0, 0, "ring,tree", REC, 0, "ring,tree", .parse = algos),
-    CLI_ROW("protos", 0, CLI_CUSTOM, "LIST", 0, 0, 0, "all", REC, 0,
+    CLI_ROW("protos", 0, CLI_CUSTOM, "LIST", 0, 0, 0, "ll,ll128,simple", REC, 0,
      "ll,ll128,simple or all (disabled ones report unsupported)", .parse = protos),
     CLI_ROW("channels", 0, CLI_CUSTOM, "LIST", 0, 0, 0, "1-16", REC, 0,
      "channel counts (those above the box's are dropped)", .parse = channels),

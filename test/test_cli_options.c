@@ -187,6 +187,63 @@ START_TEST(existing_output_reads_alike) {
 }
 END_TEST
 
+static char *slurp(const char *rel) {
+  char *path = NULL, *buf;
+  ck_assert(asprintf(&path, "%s/%s", pt_test_srcdir(), rel) > 0);
+  FILE *f = fopen(path, "r");
+  ck_assert_msg(f != NULL, "cannot open %s", path);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  rewind(f);
+  buf = calloc(1, (size_t)n + 1);
+  ck_assert(buf && fread(buf, 1, (size_t)n, f) == (size_t)n);
+  fclose(f);
+  free(path);
+  return buf;
+}
+
+/* docs/cli.md's option table (profile's; the man page is made from the
+ * page) against the command's table, which --help prints: the same
+ * options, and each default where the row has one. */
+START_TEST(docs_option_table_matches_the_options) {
+  char *doc = slurp("docs/cli.md");
+  char *sec = strstr(doc, "\n## profile\n"), *end = sec ? strstr(sec + 1, "\n## ") : NULL;
+  ck_assert_ptr_nonnull(sec);
+  if (end) *end = 0;
+  struct cli_state st;
+  cli_rows(&profile_cli, &st);
+  unsigned char documented[CLI_MAX_ROWS] = {0};
+  size_t rows = 0;
+  for (char *l = strstr(sec, "\n| `-"); l; l = strstr(l + 1, "\n| `-")) {
+    char *cell_end = strstr(l + 3, " | "), *def = cell_end ? cell_end + 3 : NULL;
+    char *def_end = def ? strstr(def, " | ") : NULL;
+    ck_assert_ptr_nonnull(def_end);
+    rows++;
+    /* Every option the first cell names ("`--graph`, `--eager`, `--both`"). */
+    for (char *o = strstr(l, "`--"); o && o < cell_end; o = strstr(o + 1, "`--")) {
+      size_t len = strspn(o + 3, "abcdefghijklmnopqrstuvwxyz0123456789-"), k = 0;
+      while (k < st.nrows && (strlen(st.row[k]->name) != len || strncmp(st.row[k]->name, o + 3, len))) k++;
+      ck_assert_msg(k < st.nrows, "docs/cli.md documents profile --%.*s, which profile does not accept", (int)len,
+                    o + 3);
+      documented[k] = 1;
+      const struct cli_opt *r = st.row[k];
+      if (r->def && r->kind != CLI_SET) {
+        char want[80];
+        snprintf(want, sizeof want, "%s", r->def);
+        *def_end = 0;
+        ck_assert_msg(strstr(def, want), "docs/cli.md gives --%s the default '%s'; the table says %s", r->name, def,
+                      want);
+        *def_end = ' ';
+      }
+    }
+  }
+  for (size_t k = 0; k < st.nrows; k++)
+    ck_assert_msg(documented[k], "profile --%s is not in docs/cli.md's option table", st.row[k]->name);
+  ck_assert_uint_ge(rows, 30);
+  free(doc);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("cli_options");
   TCase *tc = tcase_create("core");
@@ -197,6 +254,7 @@ int main(void) {
   tcase_add_test(tc, usage_errors_read_alike);
   tcase_add_test(tc, unwritable_stdout_fails_every_command);
   tcase_add_test(tc, existing_output_reads_alike);
+  tcase_add_test(tc, docs_option_table_matches_the_options);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }
