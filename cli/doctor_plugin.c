@@ -9,18 +9,14 @@
 #include <string.h>
 
 #include "doctor.h"
+#include "pcie/ncclver.h"
 
-/* The newest tuner ABI an NCCL release tries first (src/plugin/tuner.cc,
- * ncclTunerPluginLoad, per tag); 0 when unknown. */
+/* The newest tuner ABI an NCCL release tries first: the plugin's own
+ * table (tuner/ncclver.c); 0 when unknown. */
 static int newest_abi(const char *version) {
   int maj = 0, min = 0;
-  if (sscanf(version, "%d.%d", &maj, &min) != 2 || maj != 2) return 0;
-  if (min <= 21) return min >= 19 ? 2 : 0;
-  if (min <= 23) return 3;
-  if (min <= 27) return 4;
-  if (min <= 29) return 5;
-  if (min <= 31) return 6;
-  return 7;
+  if (pt_nccl_version_parse(version, &maj, &min) || maj != 2) return 0;
+  return pt_nccl_tuner_abi(min);
 }
 
 static int proc_abi(const struct proc *p) {

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "pcie/ncclver.h"
 #include "nccl/common.h"
 #include "pcie/host.h"
 #include "pcie/hostinfo.h"
@@ -405,6 +406,27 @@ START_TEST(tuner_abi_bounds_an_unknown_version) {
 }
 END_TEST
 
+/* One table maps NCCL releases to tuner ABIs, read both ways: by the
+ * plugin (an ABI bounds an unknown version) and by doctor (a release's
+ * newest ABI). 2.19 and 2.20 know only v1; v2 is 2.21's alone. */
+START_TEST(release_abi_table_reads_both_ways) {
+  ck_assert_int_eq(pt_nccl_tuner_abi(18), 0);
+  ck_assert_int_eq(pt_nccl_tuner_abi(19), 1);
+  ck_assert_int_eq(pt_nccl_tuner_abi(20), 1);
+  ck_assert_int_eq(pt_nccl_tuner_abi(21), 2);
+  ck_assert_int_eq(pt_nccl_tuner_abi(23), 3);
+  ck_assert_int_eq(pt_nccl_tuner_abi(29), 5);
+  ck_assert_int_eq(pt_nccl_tuner_abi(31), 6);
+  ck_assert_int_eq(pt_nccl_tuner_abi(40), 7);
+  for (int minor = 19; minor <= 40; minor++) {
+    int lo, hi;
+    pt_nccl_version_range(pt_nccl_tuner_abi(minor), &lo, &hi);
+    ck_assert_msg(lo <= minor && minor <= hi, "2.%d: ABI v%d's range is 2.%d-2.%d", minor, pt_nccl_tuner_abi(minor),
+                  lo, hi);
+  }
+}
+END_TEST
+
 /* §2: the issue's reproducer. A profile that recorded an empty NCCL
  * environment; one rank runs as-is, the other with NCCL_P2P_LEVEL=SYS (a
  * launcher that sets it on some ranks). Both must decide alike. */
@@ -487,6 +509,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, communicator_gpus_must_be_on_the_host);
   tcase_add_test(tc, nccl_version_found_through_its_logger);
   tcase_add_test(tc, tuner_abi_bounds_an_unknown_version);
+  tcase_add_test(tc, release_abi_table_reads_both_ways);
   tcase_add_test(tc, ranks_with_different_environments_decide_alike);
   suite_add_tcase(s, tc);
   return s;

@@ -20,10 +20,20 @@ typedef int (*get_version_fn)(int *);
 
 /* The NCCL releases that load each tuner ABI first (src/plugin/tuner.cc
  * tries the newest symbol it knows: v3 from 2.22.3, v4 from 2.24.3, v5 from
- * 2.28.3, v6 from 2.30.3; v7 is NCCL 2.32, include/nccl/tuner_v7.h). */
+ * 2.28.3, v6 from 2.30.3; v7 is NCCL 2.32, include/nccl/tuner_v7.h). 2.19
+ * and 2.20 know only v1 (ncclTunerPlugin_v1; aws-ofi-nccl's release notes
+ * for 2.19/2.20 say the same), which this plugin does not export; v2 is
+ * 2.21's. The one table of this fact: doctor reads it through
+ * pt_nccl_tuner_abi. */
 static const struct {
   int abi, lo, hi; /* minor versions of 2.x */
-} abi_range[] = {{2, 21, 21}, {3, 22, 23}, {4, 24, 27}, {5, 28, 29}, {6, 30, 31}, {7, 32, 99}};
+} abi_range[] = {{1, 19, 20}, {2, 21, 21}, {3, 22, 23}, {4, 24, 27}, {5, 28, 29}, {6, 30, 31}, {7, 32, 99}};
+
+int pt_nccl_tuner_abi(int minor) {
+  for (size_t i = 0; i < sizeof abi_range / sizeof abi_range[0]; i++)
+    if (minor >= abi_range[i].lo && minor <= abi_range[i].hi) return abi_range[i].abi;
+  return 0;
+}
 
 void pt_nccl_version_range(int abi, int *lo, int *hi) {
   *lo = 0;

@@ -18,6 +18,9 @@ struct pt_nccl_ver {
 int pt_nccl_version(const void *nccl_fn, int abi, struct pt_nccl_ver *out);
 /* The minor versions of NCCL 2.x that load tuner ABI abi first. */
 void pt_nccl_version_range(int abi, int *lo, int *hi);
+/* The newest tuner ABI NCCL 2.minor tries first (the same table, read the
+ * other way; doctor asks it); 0 for a release without a tuner interface. */
+int pt_nccl_tuner_abi(int minor);
 /* "2.30.7", "2.30 (sim, derived view)": the major and minor; -1 when the
  * string does not start with them. */
 int pt_nccl_version_parse(const char *s, int *major, int *minor);
