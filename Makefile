@@ -37,7 +37,7 @@ PKG_CFLAGS = $(shell pkg-config --cflags libconfig check 2>/dev/null)
 LIBCONFIG_LIBS = $(shell pkg-config --libs libconfig 2>/dev/null)
 # The plugin and pcie-tune carry libconfig inside them (a copy of Debian's
 # libconfig.a): an inference container that has NCCL but not libconfig.so.9
-# still loads the plugin. Nothing of it is exported (mk/plugin.map); LICENSE
+# still loads the plugin. Nothing of it is exported (mk/exports.txt); LICENSE
 # states the LGPL terms. The archive is PIE code whose scanner names libc's
 # stdin/stdout/stderr directly, which a shared object cannot; the copy names
 # hidden variables instead (mk/libconfig_streams.c, linked as an object, not
@@ -140,15 +140,20 @@ $(IMPORT_LIB): $(IMPORT_OBJS)
 APP_LIBS = $(CLI_LIB) $(MEASURE_LIB) $(IMPORT_LIB) $(SIM_LIB) $(CORE_LIB)
 
 # Only the plugin structs leave the .so: -fvisibility=hidden hides the code,
-# mk/plugin.map is the second lock (test_exports compares nm -D with it).
+# the version script made from mk/exports.txt is the second lock
+# (test_tuner_plugin and test_io_package compare the dynamic symbols with
+# the same list).
+$(BUILD)/plugin.map: mk/exports.txt
+	@mkdir -p $(@D)
+	awk 'BEGIN { print "{\n  global:" } !/^#/ && NF { print "    " $$1 ";" } END { print "  local:\n    *;\n};" }' $< > $@
 $(LIBCONFIG_A): | $(DEPS_STAMP)
 	@test -f $(LIBCONFIG_SYS_A) || { echo "missing $(LIBCONFIG_SYS_A) (libconfig-dev ships it; run make deps)"; exit 1; }
 	@mkdir -p $(@D)
 	objcopy --redefine-sym stdin=pt_libconfig_stdin --redefine-sym stdout=pt_libconfig_stdout \
 	  --redefine-sym stderr=pt_libconfig_stderr $(LIBCONFIG_SYS_A) $@
 
-$(SO): $(PLUGIN_OBJS) $(CORE_LIB) $(LIBCONFIG_GLUE) $(LIBCONFIG_A) mk/plugin.map
-	$(CC) -shared -o $@ $(PLUGIN_OBJS) $(CORE_LIB) $(LDFLAGS) -Wl,--version-script=mk/plugin.map \
+$(SO): $(PLUGIN_OBJS) $(CORE_LIB) $(LIBCONFIG_GLUE) $(LIBCONFIG_A) $(BUILD)/plugin.map
+	$(CC) -shared -o $@ $(PLUGIN_OBJS) $(CORE_LIB) $(LDFLAGS) -Wl,--version-script=$(BUILD)/plugin.map \
 	  -Wl,-z,defs -Wl,--no-undefined -Wl,-z,relro,-z,now -Wl,--as-needed $(LDLIBS_STATIC)
 	ln -sf $(notdir $@) $(BUILD)/libnccl-net-pcie.so
 

@@ -25,6 +25,15 @@ const char *pt_test_so(void) { return env_or_abort("PCIE_TUNER_SO"); }
 const char *pt_test_cli(void) { return env_or_abort("PCIE_TUNE"); }
 const char *pt_test_srcdir(void) { return env_or_abort("PT_SRCDIR"); }
 
+char *pt_test_exports(void) {
+  char *cmd = NULL, *out = NULL;
+  ck_assert(asprintf(&cmd, "grep -v '^#' '%s/mk/exports.txt' | grep . | LC_ALL=C sort", pt_test_srcdir()) > 0);
+  ck_assert_int_eq(pt_test_run(cmd, &out, NULL), 0);
+  ck_assert_msg(strstr(out, "ncclTunerPlugin_v"), "mk/exports.txt lists no tuner: %s", out);
+  free(cmd);
+  return out;
+}
+
 char *pt_test_tmpdir(void) {
   const char *base = getenv("TMPDIR");
   char *p = NULL;

@@ -10,6 +10,9 @@
 const char *pt_test_so(void);
 const char *pt_test_cli(void);
 const char *pt_test_srcdir(void);
+/* mk/exports.txt's symbols, sorted, one per line (malloc'ed): the plugin's
+ * whole dynamic interface. */
+char *pt_test_exports(void);
 /* A fresh directory under $TMPDIR (malloc'ed path). */
 char *pt_test_tmpdir(void);
 /* Writes text to dir/name and returns the malloc'ed path. */
