@@ -14,8 +14,8 @@
 PREFIX ?= /usr/local
 DATADIR = $(PREFIX)/share/nccl-pcie-tuner
 MANDIR = $(PREFIX)/share/man
-# One version, the one `pcie-tune --version` prints.
-VERSION := $(shell sed -n 's/.*"pcie-tune \([0-9][0-9.]*\)\\n".*/\1/p' cli/main.c)
+# One version (include/pcie/version.h), the one `pcie-tune --version` prints.
+VERSION := $(shell sed -n 's/^\#define PT_VERSION "\(.*\)"/\1/p' include/pcie/version.h)
 SAN ?=
 ifeq ($(SAN),asan)
 BUILD ?= build-asan
@@ -107,7 +107,7 @@ BENCH_BINS = $(addprefix $(BUILD)/bench/,$(BENCHES))
 .PHONY: layout-check all deps test asan tsan check-build install uninstall demo clean bench fuzz deb
 all: $(SO) $(CLI) $(MAN) $(EXTRA_ALL)
 
-$(MAN): docs/cli.md mk/md2man.awk cli/main.c
+$(MAN): docs/cli.md mk/md2man.awk include/pcie/version.h
 	@mkdir -p $(@D)
 	awk -v version=$(VERSION) -f mk/md2man.awk docs/cli.md > $@.tmp && mv $@.tmp $@
 

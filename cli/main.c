@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cmds.h"
+#include "pcie/version.h"
 
 struct subcommand {
   const char *name;
@@ -53,7 +54,7 @@ int main(int argc, char **argv) {
     return stdout_checked("--help", 0);
   }
   if (!strcmp(argv[1], "--version")) {
-    printf("pcie-tune 0.1.0\n");
+    printf("pcie-tune " PT_VERSION "\n");
     return 0;
   }
   for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "pcie/version.h"
 #include "pcie/files.h"
 #include "sweepfile.h"
 
@@ -69,8 +70,15 @@ int pt_sweepfile_build(const struct pt_sweep *s, const struct pt_backend_info *b
                       "continue it with: pcie-tune profile --resume --out FILE",
            s->opts.full ? "full" : "adaptive", bi->target, (unsigned long long)s->samples);
   size_t xlen = strlen(reps) + strlen(qargs) + strlen(qtarget) + 256;
-  char *extra = malloc(xlen);
   unsigned m = s->opts.mode_mask & 3u;
+  /* The provenance text is the profile's from here on: the caller's
+   * pt_profile_release frees it, whatever fails below. */
+  if ((p->prov.extra = malloc(xlen)))
+    snprintf(p->prov.extra, xlen,
+             "    sweep = { state = \"%s\"; args = \"%s\"; target = \"%s\"; samples = %lluL; };\n"
+             "    nreps = %s;\n",
+             complete ? "complete" : "partial", qargs, qtarget, (unsigned long long)s->samples, reps);
+  free(reps);
   p->version = PT_PROFILE_VERSION;
   p->name = pt_strdup(name);
   p->match_nranks = bi->nranks;
@@ -81,7 +89,7 @@ int pt_sweepfile_build(const struct pt_sweep *s, const struct pt_backend_info *b
   /* nccl_env: what shaped that communicator. Only a run on GPUs has one; a
    * simulated box's NCCL view does not depend on this process's variables. */
   if (!strcmp(bi->name, "nccl") && record_nccl_env(p)) return PT_ENOMEM;
-  p->prov.tool = pt_strdup("pcie-tune 0.1.0");
+  p->prov.tool = pt_strdup("pcie-tune " PT_VERSION);
   p->prov.backend = pt_strdup(bi->name);
   p->prov.nccl_version = pt_strdup(bi->nccl_version);
   p->prov.date = pt_strdup(date);
@@ -91,14 +99,7 @@ int pt_sweepfile_build(const struct pt_sweep *s, const struct pt_backend_info *b
     if (!(p->prov.box = malloc(sizeof *p->prov.box))) return PT_ENOMEM;
     *p->prov.box = bi->box;
   }
-  if (extra)
-    snprintf(extra, xlen,
-             "    sweep = { state = \"%s\"; args = \"%s\"; target = \"%s\"; samples = %lluL; };\n"
-             "    nreps = %s;\n",
-             complete ? "complete" : "partial", qargs, qtarget, (unsigned long long)s->samples, reps);
-  p->prov.extra = extra;
-  free(reps);
-  if (!extra || !p->name || !p->prov.tool || !p->prov.backend || !p->prov.nccl_version ||
+  if (!p->prov.extra || !p->name || !p->prov.tool || !p->prov.backend || !p->prov.nccl_version ||
       !p->prov.date || !p->prov.mode || !p->prov.note)
     return PT_ENOMEM;
   return 0;
