@@ -479,7 +479,7 @@ static int parse_box(struct ctx *c, const config_setting_t *root, struct pt_box 
       (!phys && (rc = parse_truth(c, root, &b->truth))))
     return rc;
   if (truth) b->phys = 0;
-  if (!b->nccl_version[0]) snprintf(b->nccl_version, sizeof b->nccl_version, "2.30");
+  if (!b->nccl_version[0]) snprintf(b->nccl_version, sizeof b->nccl_version, "%s", PT_SIM_NCCL);
   if (hws && b->nranks != b->hw.ngpus)
     return fail(c, config_setting_get_member(root, "nranks"), PT_EINVAL,
                 "nranks = %d, but the hardware has %d GPUs", b->nranks, b->hw.ngpus);

@@ -271,7 +271,7 @@ static void derive_builtins(void) {
       abort();
     }
     pt_box_truth_from_hw(&builtin[i], pt_phys_fitted());
-    snprintf(builtin[i].nccl_version, sizeof builtin[i].nccl_version, "2.30");
+    snprintf(builtin[i].nccl_version, sizeof builtin[i].nccl_version, "%s", PT_SIM_NCCL);
   }
 }
 

@@ -1,7 +1,7 @@
 /*
  * The simulated NCCL host (include/pcie/host.h): plugin loading, per-version
  * init and getCollInfo calls, NCCL's selection, and the recorded log. It
- * mirrors NCCL's src/plugin/tuner.cc, tuner_v2..v6 wrappers and
+ * mirrors NCCL's src/plugin/tuner.cc, tuner_v2..v7 wrappers and
  * enqueue.cc's topoGetAlgoInfo, so tests exercise the binary as NCCL would.
  */
 #include <dlfcn.h>
@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "pcie/host.h"
+#include "pcie/ncclver.h"
+#include "pcie/sim_box.h"
 #include "pcie/nccl_model.h"
 #include "pcie/sim_fp.h"
 
@@ -80,8 +82,13 @@ int ph_plugin_open(struct ph_plugin *pl, const char *so_path, int version, char 
     snprintf(err, errlen, "dlopen %s: %s", so_path, dlerror());
     return -1;
   }
-  /* NCCL probes the newest version first (src/plugin/tuner.cc). */
-  for (int v = version ? version : 6; v >= (version ? version : 2); v--) {
+  /* NCCL probes the newest version it knows first, down to v2
+   * (src/plugin/tuner.cc): the simulated host is the release the boxes
+   * model, and which ABI that release tries first is the plugin's own table
+   * (tuner/ncclver.c). Asked for v7 by name, it is NCCL 2.32. */
+  int major = 0, minor = 0, newest = 0;
+  if (!pt_nccl_version_parse(PT_SIM_NCCL, &major, &minor)) newest = pt_nccl_tuner_abi(minor);
+  for (int v = version ? version : newest; v >= (version ? version : 2); v--) {
     char name[32];
     snprintf(name, sizeof name, "ncclTunerPlugin_v%d", v);
     pl->sym = dlsym(pl->dl, name);
@@ -121,9 +128,12 @@ int ph_comm_init_log(struct ph_comm *c, const struct ph_plugin *pl, size_t nrank
   case 5:
     return ((const ncclTuner_v5_t *)pl->sym)
         ->init(&c->ctx, comm_id, nranks, nnodes, logger, &c->nvl, &c->constants);
-  default:
+  case 6:
     return ((const ncclTuner_v6_t *)pl->sym)
         ->init(&c->ctx, comm_id, nranks, nnodes, logger, &c->nvl, &c->constants);
+  default:
+    return ((const ncclTuner_v7_t *)pl->sym)
+        ->init(&c->ctx, comm_id, nranks, nnodes, logger, &c->nvl, &c->constants7);
   }
 }
 

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "pcie/sim_box.h"
+#include "pcie/ncclver.h"
 #include "nccl/common.h"
 #include "pcie/control.h"
 #include "pcie/host.h"
@@ -71,6 +73,28 @@ START_TEST(newest_symbol_first) {
   ck_assert_int_eq(pl.version, 6);
   ck_assert_str_eq(((const ncclTuner_v6_t *)pl.sym)->name, "PcieTuner");
   ck_assert_ptr_nonnull(((const ncclTuner_v6_t *)pl.sym)->getChunkSize);
+  ph_plugin_close(&pl);
+}
+END_TEST
+
+/* The simulated host tries first what its release tries first (the one
+ * release -> ABI table, tuner/ncclver.c: NCCL 2.30, v6) and, asked for v7
+ * by name, runs NCCL 2.32's ABI with its larger constants. */
+START_TEST(host_probes_as_the_release_it_models) {
+  struct ph_plugin pl;
+  struct ph_comm c;
+  struct ph_choice ch;
+  int major, minor;
+  ck_assert_int_eq(pt_nccl_version_parse(PT_SIM_NCCL, &major, &minor), 0);
+  open_plugin(&pl, 0);
+  ck_assert_int_eq(pl.version, pt_nccl_tuner_abi(minor));
+  ph_plugin_close(&pl);
+  open_plugin(&pl, 7);
+  ck_assert_int_eq(pl.version, 7);
+  ck_assert_int_eq(ph_comm_init(&c, &pl, 8, 1, 1), ncclSuccess);
+  decide(&c, PT_ALLREDUCE, 65536, 1, 0, &ch);
+  ck_assert_int_ge(ch.algo, 0);
+  ck_assert_int_eq(ph_comm_finalize(&c), ncclSuccess);
   ph_plugin_close(&pl);
 }
 END_TEST
@@ -599,6 +623,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, file_not_matching_is_passive);
   tcase_add_test(tc, many_communicators_share_one_table);
   tcase_add_test(tc, exports_only_the_plugin_structs);
+  tcase_add_test(tc, host_probes_as_the_release_it_models);
   tcase_add_test(tc, control_interface_forces_and_reports);
   tcase_add_test(tc, installed_profiles_beside_the_library);
   suite_add_tcase(s, tc);

@@ -18,6 +18,7 @@
 #include "nccl/tuner_v3.h"
 #include "nccl/tuner_v4.h"
 #include "nccl/tuner_v6.h"
+#include "nccl/tuner_v7.h"
 
 struct ph_plugin {
   void *dl;
@@ -25,8 +26,9 @@ struct ph_plugin {
   const void *sym; /* the ncclTunerPlugin_vN struct */
 };
 
-/* Opens so_path and resolves ncclTunerPlugin_v<version>, or the newest of
- * v6..v2 when version is 0. Returns 0, or -1 with a message in err. */
+/* Opens so_path and resolves ncclTunerPlugin_v<version>, or, when version
+ * is 0, the newest the simulated release (PT_SIM_NCCL) tries first, down
+ * to v2. Returns 0, or -1 with a message in err. */
 int ph_plugin_open(struct ph_plugin *pl, const char *so_path, int version, char *err, size_t errlen);
 void ph_plugin_close(struct ph_plugin *pl);
 
@@ -35,6 +37,7 @@ struct ph_comm {
   void *ctx;
   size_t nranks, nnodes;
   ncclTunerConstants_v5_t constants; /* what v5/v6 init received */
+  ncclTunerConstants_v7_t constants7; /* what v7 init received (NCCL 2.32's larger tables) */
   ncclNvlDomainInfo_v5_t nvl;
 };
 

@@ -115,6 +115,11 @@ struct pt_box_fault {
   int state;                     /* PT_PT_WRONG, PT_PT_CRASH or PT_PT_HANG */
 };
 
+/* The NCCL release the simulator models unless a box file says otherwise:
+ * the built-in boxes' views, and the simulated host's tuner probing
+ * (sim/host.c). */
+#define PT_SIM_NCCL "2.30"
+
 struct pt_box {
   char name[64];
   char desc[256];
@@ -125,7 +130,7 @@ struct pt_box {
   int has_hw;                 /* 1: hw holds the box's hardware */
   struct pt_hw hw;
   struct pt_nccl_view derived; /* the full derivation when view_source is derived */
-  char nccl_version[64]; /* the NCCL whose view the box and its anchors model ("2.30") */
+  char nccl_version[64]; /* the NCCL whose view the box and its anchors model (PT_SIM_NCCL) */
   int phys;              /* 1: truth computed from hw by the physical model */
   /* Measurement noise: each sample is truth * exp(N(0, sigma)); with
    * probability outlier_prob it is further multiplied by 1 + U(0,1) *
