@@ -14,9 +14,6 @@
 
 void pt_nccl_opts_default(struct pt_nccl_opts *o) {
   memset(o, 0, sizeof *o);
-  o->ops = 20;
-  o->warmup = 5;
-  o->warmup_ms = 100;
   o->timeout_s = 60;
   o->start_timeout_s = 120;
   o->stderr_fd = -1;
@@ -79,10 +76,6 @@ int pt_backend_nccl_open(struct pt_backend *b, const struct pt_nccl_opts *o,
   if (pt_nccl_parse_gpus(o->gpus, gpus, PT_GPU_MAX) < 0) {
     snprintf(err->msg, sizeof err->msg, "bad --gpus '%s' (e.g. 0-7 or 0,2,4,6; each GPU once, at most %d)",
              o->gpus ? o->gpus : "", PT_GPU_MAX);
-    return PT_EINVAL;
-  }
-  if (o->ops < 1 || o->ops > 1000 || o->warmup > 1000) {
-    snprintf(err->msg, sizeof err->msg, "ops per launch must be 1..1000 and warm-up 0..1000");
     return PT_EINVAL;
   }
   /* The worker's options come from cli/'s option table (cli/measure_opts.h):

@@ -18,11 +18,12 @@ struct pt_nccl_opts {
    * ...): profile builds them from its option table (cli/measure_opts.h);
    * the worker's own defaults hold for any left out. */
   const char *const *args;
-  /* What the deadlines are scaled by (pt_isolate_window_s); the same
-   * values as args carry. */
+  /* What the deadlines are scaled by (pt_isolate_window_s); the values
+   * args carry (their defaults and ranges are the option table's). 0 ops:
+   * the deadline is timeout_s, unscaled. */
   unsigned ops;       /* all-reduces per timed launch / captured graph */
   unsigned warmup;    /* untimed launches after the first one */
-  unsigned warmup_ms; /* then untimed replays for this much GPU time; 100 */
+  unsigned warmup_ms; /* then untimed replays for this much GPU time */
   double timeout_s;       /* base deadline per measurement and between heartbeats,
                              scaled up with size (pt_isolate_window_s) */
   double start_timeout_s; /* NCCL initialisation of a fresh worker */
@@ -31,7 +32,7 @@ struct pt_nccl_opts {
   volatile sig_atomic_t *stop; /* abandons a measurement in progress (isolate.h) */
 };
 
-/* ops 20, warmup 5, timeout 60 s, start 120 s, everything else NULL/-1. */
+/* timeout 60 s, start 120 s, everything else 0/NULL/-1. */
 void pt_nccl_opts_default(struct pt_nccl_opts *o);
 
 /* Parses a GPU list ("0-7", "0,2-3") into out[0..max). Returns how many,
