@@ -467,6 +467,32 @@ START_TEST(nccl_version_found_through_its_logger) {
 }
 END_TEST
 
+/* Issue 30 §4: NCCL's logger in the main program (NCCL linked in
+ * statically: here the test binary's ph_logger, and the binary exports no
+ * ncclGetVersion) while an unrelated library loaded RTLD_GLOBAL exports
+ * one: that library's version is not NCCL's. The plugin says "unknown" and
+ * the ABI bounds the version; it took the other library's 2.28.9 before
+ * and refused the profile. */
+START_TEST(nccl_version_only_from_the_logger_object) {
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s", pt_test_so());
+  char *slash = strrchr(path, '/');
+  ck_assert_ptr_nonnull(slash);
+  snprintf(slash + 1, sizeof path - (size_t)(slash + 1 - path),
+           "test/ncclver_double/libnccl-double-version.so");
+  void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+  ck_assert_msg(h != NULL, "%s", dlerror());
+  ck_assert_ptr_nonnull(dlsym(RTLD_DEFAULT, "ncclGetVersion"));
+  setenv("PTDOUBLE_NCCL_VERSION", "22809", 1);
+  use_profile("gen5-8x-p2p", "2.30.7", "nranks = 8;", "");
+  run_on("gen5-8x-p2p");
+  ck_assert(tunes(0, 8, 1, ph_logger));
+  ck_assert_uint_eq(ph_log_find(NCCL_LOG_WARN, NULL), 0);
+  ck_assert(info_has("(NCCL unknown, tuner ABI v6 implies NCCL 2.30-2.31)"));
+  dlclose(h);
+}
+END_TEST
+
 START_TEST(tuner_abi_bounds_an_unknown_version) {
   static const struct {
     int abi;
@@ -570,6 +596,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, overlong_sysfs_root_is_refused);
   tcase_add_test(tc, bridge_name_is_escaped_in_the_warning);
   tcase_add_test(tc, nccl_version_found_through_its_logger);
+  tcase_add_test(tc, nccl_version_only_from_the_logger_object);
   tcase_add_test(tc, tuner_abi_bounds_an_unknown_version);
   tcase_add_test(tc, ranks_with_different_environments_decide_alike);
   suite_add_tcase(s, tc);
