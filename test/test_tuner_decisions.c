@@ -166,6 +166,33 @@ START_TEST(a_gain_must_clear_the_margin_and_the_noise) {
 }
 END_TEST
 
+/* Issue 30 §5: a candidate that beats NCCL's identified choice (ring/simple,
+ * measured on NCCL's default line) by exactly the margin leaves the size to
+ * NCCL; a hair more and it decides. At a measured size the latencies are
+ * compared as written: 80 x 1.25 = 100 exactly. */
+static const char *exact_margin(const char *faster) {
+  static char buf[2048];
+  snprintf(buf, sizeof buf,
+           HEAD("") "margin = 0.25;\n"
+           "allreduce = { eager = { sizes = [ 1024L, 1048576L ];\n"
+           "  nccl_default = ( 100.0, 1000.0 );\n"
+           "  candidates = ( { algo = \"ring\"; proto = \"simple\"; channels = 2; "
+           "latency = ( 100.0, 1000.0 ); },\n"
+           "    { algo = \"ring\"; proto = \"ll\"; channels = 2; latency = %s; } ); }; };\n",
+           faster);
+  return buf;
+}
+
+START_TEST(a_gain_of_exactly_the_margin_goes_to_nccl) {
+  use_profile(exact_margin("( 80.0, 800.0 )"));
+  ck_assert(!acts_at(1024));
+  ck_assert(!acts_at(1048576));
+  use_profile(exact_margin("( 79.9, 799.0 )"));
+  ck_assert(acts_at(1024));
+  ck_assert(acts_at(1048576));
+}
+END_TEST
+
 START_TEST(ties_and_small_gains_go_to_nccl) {
   use_profile(HEAD("") "allreduce = { eager = { sizes = [ 1024L, 1048576L ];\n"
               "  nccl_default = ( 100.0, 1000.0 );\n"
@@ -573,6 +600,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, imported_profile_never_forces_the_slower_choice);
   tcase_add_test(tc, a_gain_must_clear_the_margin_and_the_noise);
   tcase_add_test(tc, ties_and_small_gains_go_to_nccl);
+  tcase_add_test(tc, a_gain_of_exactly_the_margin_goes_to_nccl);
   tcase_add_test(tc, partial_sweep_is_refused_with_one_warn);
   tcase_add_test(tc, no_default_still_decides);
   tcase_add_test(tc, channels_never_exceed_the_communicator);
