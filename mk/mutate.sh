@@ -15,6 +15,7 @@
 set -u
 list=${1:-mk/mutants.txt}
 src=$(pwd)
+case $list in /*) ;; *) list=$src/$list ;; esac
 [ -f "$list" ] || { echo "mutate: no $list"; exit 2; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/pt-mutate-XXXXXX") || exit 2
 trap 'rm -rf "$work"' EXIT
@@ -57,7 +58,7 @@ build() { # build SUITES...
   make -j2 $targets >> "$log" 2>&1
 }
 
-all_suites=$(grep -v '^[[:space:]]*\(#\|$\)' "$src/$list" | while IFS= read -r l; do field 3 "$l"; done |
+all_suites=$(grep -v '^[[:space:]]*\(#\|$\)' "$list" | while IFS= read -r l; do field 3 "$l"; done |
   tr ' ' '\n' | sort -u | tr '\n' ' ')
 echo "mutate: building and running the suites unmutated ($all_suites)"
 # shellcheck disable=SC2086
@@ -103,7 +104,7 @@ while IFS= read -r line; do
   fi
   # The original back, newer than its objects, so the next build restores it.
   cp "$work/.orig" "$file" && touch "$file"
-done < "$src/$list"
+done < "$list"
 
 echo "mutate: caught $caught of $total mutants ($survived survived, $errors errors)"
 [ "$caught" = "$total" ]
