@@ -142,10 +142,6 @@ int pt_text_refuse_include(const char *text, const char *file, struct pt_error_r
   return 0;
 }
 
-/* One pass over the bytes, as libconfig's scanner splits them: comments
- * ('#', '//', C style) and blanks cost nothing; each name, number, string
- * literal and opening bracket is one token, which is roughly one
- * config_setting_t (or one string) libconfig would allocate. */
 /* Per open group (index = depth; 0 is the file's top level): how many
  * named settings it holds so far, the name-check work they cost and the
  * line it opened on. Deeper than the depth limit is refused anyway. */
@@ -154,6 +150,10 @@ struct scan_group {
   int line;
 };
 
+/* One pass over the bytes, as libconfig's scanner splits them: comments
+ * ('#', '//', C style) and blanks cost nothing; each name, number, string
+ * literal and opening bracket is one token, which is roughly one
+ * config_setting_t (or one string) libconfig would allocate. */
 struct scan {
   size_t tokens, depth, max_depth, longest, longest_word, strbytes;
   size_t name_work, worst_work, worst_members;
