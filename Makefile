@@ -9,6 +9,7 @@
 #   make install PREFIX=/usr/local   (make uninstall PREFIX=... removes it)
 #   make deb        build/nccl-pcie-tuner_VERSION_ARCH.deb, checked with lintian
 #   make deps       install what the build, the tests and make deb need when missing
+#   make mutate     the suites against the one-line mutants of mk/mutants.txt (slow; not CI)
 
 .DEFAULT_GOAL := all
 PREFIX ?= /usr/local
@@ -104,7 +105,7 @@ TEST_BINS = $(addprefix $(BUILD)/test/,$(TESTS))
 BENCH_BINS = $(addprefix $(BUILD)/bench/,$(BENCHES))
 
 .SECONDARY:
-.PHONY: layout-check all deps test asan tsan check-build install uninstall demo clean bench fuzz deb
+.PHONY: layout-check all deps test asan tsan check-build install uninstall demo clean bench fuzz deb mutate
 all: $(SO) $(CLI) $(MAN) $(EXTRA_ALL)
 
 $(MAN): docs/cli.md mk/md2man.awk include/pcie/version.h
@@ -182,6 +183,12 @@ asan:
 # A TSan report must fail the suite, not just print.
 tsan:
 	TSAN_OPTIONS="halt_on_error=1 $${TSAN_OPTIONS:-}" $(MAKE) SAN=tsan TESTS="$(TSAN_TESTS)" test
+
+# Applies each mutant of mk/mutants.txt to a scratch copy of the tree, builds
+# it and runs its suites; prints the score (docs/performance.md's neighbour,
+# docs/design.md "Testing", records the last one). Slow, so not part of CI.
+mutate: all
+	@sh mk/mutate.sh mk/mutants.txt
 
 bench: all $(BENCH_BINS)
 	@for b in $(BENCHES); do PCIE_TUNER_SO=$(abspath $(SO)) PT_SRCDIR=$(CURDIR) $(BUILD)/bench/$$b || exit 1; done

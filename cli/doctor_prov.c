@@ -48,7 +48,8 @@ void dr_prov_report(const struct doctor *d, const struct comms *c, size_t k) {
   memset(&err, 0, sizeof err);
   config_init(&cfg);
   if (pt_file_read(path, PT_MAX_PROFILE_BYTES, 0, &text, &len, &err) ||
-      pt_text_refuse_include(text, path, &err) || config_read_string(&cfg, text) != CONFIG_TRUE) {
+      pt_text_refuse_include(text, path, &err) || pt_text_prescan(text, len, path, &err) ||
+      config_read_string(&cfg, text) != CONFIG_TRUE) {
     char why[1100];
     if (err.msg[0]) pt_error_format(&err, why, sizeof why);
     else snprintf(why, sizeof why, "%s:%d: %s", path, config_error_line(&cfg), config_error_text(&cfg));

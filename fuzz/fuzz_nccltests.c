@@ -26,14 +26,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   }
   if (!log.nruns) abort();
+  int coll = -1;
   for (size_t i = 0; i < log.nruns; i++) {
     const struct nt_run *r = &log.runs[i];
     if (!r->nrows || r->nranks < 1 || (size_t)r->nranks != r->ndev) abort();
-    if (imp_run_coll(&log, r, &err) < 0 && !err.msg[0]) abort();
+    int c = imp_run_coll(&log, r, &err);
+    if (c < 0 && !err.msg[0]) abort();
+    if (c >= 0 && coll < 0) coll = c;
   }
+  /* The settings as `import` resolves them for the log's collective. */
   struct imp_setting none = IMP_SETTING_NONE, out;
-  int dflt;
-  if (imp_setting_resolve(&log, &none, &out, &dflt, &err) && !err.msg[0]) abort();
+  int dflt, forced;
+  if (coll >= 0 && imp_setting_resolve(&log, &none, coll, &out, &dflt, &forced, &err) &&
+      !err.msg[0])
+    abort();
   nt_log_release(&log);
   return 0;
 }

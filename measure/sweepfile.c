@@ -112,7 +112,8 @@ static int cfg_open(config_t *cfg, const char *path, struct pt_error_rec *err) {
   size_t len;
   int rc;
   if ((rc = pt_file_read(path, PT_MAX_PROFILE_BYTES, 0, &text, &len, err)) ||
-      (rc = pt_text_refuse_include(text, path, err))) {
+      (rc = pt_text_refuse_include(text, path, err)) ||
+      (rc = pt_text_prescan(text, len, path, err))) {
     free(text);
     return rc;
   }

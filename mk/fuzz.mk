@@ -3,6 +3,11 @@
 # fixtures). Inputs that crash are copied into
 # test/data/nccltests/fuzz-regressions/, which test_import_nccltests replays, and
 # the target fails. Not part of `make test`: it needs clang's libFuzzer.
+#
+# So that the targets cannot rot: `make fuzz-build` builds them with clang
+# (.ci/run does when clang is present) and replays the seeds and kept
+# crashes once each; `make test` builds them with $(CC) and
+# fuzz/replay_main.c instead of libFuzzer and replays the same inputs.
 FUZZ_CC ?= clang
 FUZZ_TIME ?= 60
 FUZZ_BUILD = build-fuzz
@@ -15,6 +20,23 @@ $(FUZZ_BIN): $(FUZZ_SRCS) import/nccltests.h import/import_lex.h import/import_c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) -std=c11 -g -O1 -Iinclude -I. -D_GNU_SOURCE \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -o $@ $(FUZZ_SRCS)
+
+FUZZ_INPUTS = fuzz/corpus/*.txt $(FUZZ_REGRESS)/*
+FUZZ_REPLAY = $(BUILD)/fuzz/fuzz_nccltests-replay
+
+fuzz-build: $(FUZZ_BIN)
+	$(FUZZ_BIN) -runs=0 $(FUZZ_INPUTS)
+
+# Linked with the libraries the suites use (the importer and the core).
+$(FUZZ_REPLAY): fuzz/fuzz_nccltests.c fuzz/replay_main.c $(IMPORT_LIB) $(CORE_LIB) | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) $(CFLAGS) -o $@ fuzz/fuzz_nccltests.c fuzz/replay_main.c \
+	  $(IMPORT_LIB) $(CORE_LIB) $(LDFLAGS) $(LDLIBS_CORE)
+
+fuzz-replay: $(FUZZ_REPLAY)
+	$(FUZZ_REPLAY) $(FUZZ_INPUTS)
+test: fuzz-replay
+.PHONY: fuzz-build fuzz-replay
 
 # The seeds are the fixtures themselves, copied so that libFuzzer's additions
 # to the working corpus never land in test/data.

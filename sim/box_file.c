@@ -512,6 +512,9 @@ int pt_box_parse(struct pt_box *b, const char *text, const char *path, struct pt
   int rc;
   memset(err, 0, sizeof *err);
   if ((rc = pt_text_refuse_include(text, path, err))) return rc;
+  /* The profile's bounds: libconfig's cost on a hostile file (a group of
+   * thousands of long names) is otherwise quadratic. */
+  if ((rc = pt_text_prescan(text, strlen(text), path, err))) return rc;
   config_init(&cfg);
   if (config_read_string(&cfg, text) != CONFIG_TRUE) {
     rc = PT_ESYNTAX;

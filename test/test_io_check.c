@@ -157,6 +157,56 @@ START_TEST(check_and_plugin_agree) {
 }
 END_TEST
 
+/* Issue 30 §5: a profile whose match names 2 nodes never serves a
+ * single-node communicator, in check and in the plugin (with nnodes
+ * compared by >= it would, and tie with c-8x1.cfg). */
+START_TEST(two_node_profile_refused_on_one_node) {
+  write_set();
+  char *one = NULL;
+  free(pt_test_write(dir, "profiles/e-8x2.cfg", named("both8x2", "nranks = 8; nnodes = 2;")));
+  ck_assert_int_eq(run("check profiles --nranks 8 --nnodes 1"), 0);
+  ck_assert_msg(strstr(out, "result: profiles/c-8x1.cfg (name 'both8x1'"), "%s", out);
+  ck_assert_msg(strstr(out, "does not fit:  profiles/e-8x2.cfg ('both8x2', match nranks = 8, nnodes = 2)"),
+                "%s", out);
+  ck_assert_int_eq(run("check profiles/e-8x2.cfg --nranks 8 --nnodes 1"), 1);
+  ck_assert_msg(strstr(out, "e-8x2.cfg does not match nRanks=8 nNodes=1 (its match: nranks = 8, nnodes = 2)"),
+                "%s", out);
+  ck_assert_int_eq(run("check profiles/e-8x2.cfg --nranks 8 --nnodes 2"), 0);
+  char plugin[1024];
+  ck_assert(asprintf(&one, "%s/profiles/e-8x2.cfg", dir) > 0);
+  plugin_choice(one, 8, 1, plugin, sizeof plugin);
+  ck_assert_str_eq(plugin, "");
+  plugin_choice(one, 8, 2, plugin, sizeof plugin);
+  ck_assert_str_eq(plugin, one);
+  free(one);
+}
+END_TEST
+
+/* Issue 30 §1: check reads as the plugin does, so a group of 2000 long
+ * names that share a prefix (libconfig's duplicate check is quadratic:
+ * `check` ran 595 s on 32000 of them) is refused by the pre-scan, with its
+ * line, before libconfig parses. */
+START_TEST(check_refuses_a_costly_group) {
+  char *text = NULL, *p;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  ck_assert_ptr_nonnull(f);
+  fputs("version = 1;\nname = \"h\";\nprovenance = { tool = \"t\"; backend = \"sim\"; "
+        "nccl_version = \"x\"; date = \"d\"; mode = \"graph\";\n extra = { m = { ",
+        f);
+  for (int i = 0; i < 2000; i++) fprintf(f, "a%0239d%08x = 1; ", 0, i);
+  fputs("}; }; };\nallreduce = { graph = { sizes = [ 1024L ]; candidates = ( { algo = \"ring\"; "
+        "proto = \"ll\"; channels = 1; latency = ( 5.0 ); } ); }; };\n",
+        f);
+  ck_assert_int_eq(fclose(f), 0);
+  p = pt_test_write(dir, "costly.cfg", text);
+  ck_assert_int_eq(run("check costly.cfg"), 1);
+  ck_assert_msg(strstr(err, "costly.cfg:4: the group that opens here has 2000 members"), "%s", err);
+  free(p);
+  free(text);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("io_check");
   TCase *tc = tcase_create("check_dir");
@@ -166,6 +216,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, says_which_profile_and_why);
   tcase_add_test(tc, ties_and_refusals_are_explained);
   tcase_add_test(tc, check_and_plugin_agree);
+  tcase_add_test(tc, two_node_profile_refused_on_one_node);
+  tcase_add_test(tc, check_refuses_a_costly_group);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -281,6 +281,14 @@ static void long_string(FILE *f, long n) {
   fputs("\";", f);
 }
 
+/* Issue 30 §1: one group of n members with names of 248 bytes that share
+ * all but their last 8 (libconfig checks each against every earlier one). */
+static void long_names(FILE *f, long n) {
+  fputs("m = { ", f);
+  for (long i = 0; i < n; i++) fprintf(f, "a%0239d%08lx = 1; ", 0, i);
+  fputs("};", f);
+}
+
 /* An invalid file: numbers without end, then a syntax error at the bottom. */
 static void numbers_then_junk(FILE *f, long n) {
   numbers(f, n);
@@ -293,6 +301,7 @@ static void refused_with(const char *path, const char *needle) {
   struct ph_comm c;
   struct ph_choice ch;
   float t[7][3];
+  if (getenv("PT_TEST_ECHO")) ph_log_echo(1);
   ph_log_clear();
   setenv("PCIE_TUNER_PROFILE", path, 1);
   ck_assert_int_eq(ph_comm_init(&c, &pl, 8, 1, 1), ncclSuccess);
@@ -319,6 +328,11 @@ START_TEST(hostile_profiles_are_refused_before_parsing) {
       {numbers_then_junk, 7000000, "settings and values, more than the 65536"},
       {nested, 40, "nest 42 deep here, more than the 32"},
       {long_string, 100000, "a string of 100001 bytes starts here"},
+      /* Issue 30 §1: 1.6 s per init before; refused by its name-check work. */
+      {long_names, 2000, ":5: the group that opens here has 2000 members: checking their names"},
+      /* One past each bound, the boundary itself loads (below). */
+      {nested, 31, "nest 33 deep here, more than the 32"},
+      {long_names, 175, "has 175 members: checking their names for duplicates"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char *text = with_extra(cases[i].fill, cases[i].n);
@@ -331,18 +345,56 @@ START_TEST(hostile_profiles_are_refused_before_parsing) {
 }
 END_TEST
 
-/* Within the bounds, a large profile still loads: 60000 values in extra. */
-START_TEST(large_profile_within_the_bounds_loads) {
+static void loads(const char *text) {
   struct ph_comm c;
-  char *text = with_extra(numbers, 60000);
+  if (getenv("PT_TEST_ECHO")) ph_log_echo(1);
   char *p = pt_test_write(dir, "large.cfg", text);
+  ph_log_clear();
   setenv("PCIE_TUNER_PROFILE", p, 1);
   ck_assert_int_eq(ph_comm_init(&c, &pl, 8, 1, 1), ncclSuccess);
   ck_assert_uint_eq(ph_log_find(NCCL_LOG_INFO, "name 'hostile'"), 1);
   ck_assert_uint_eq(ph_log_find(NCCL_LOG_WARN, NULL), 0);
   ck_assert_int_eq(ph_comm_finalize(&c), ncclSuccess);
   free(p);
+}
+
+/* Within the bounds, a large profile still loads: 60000 values in extra;
+ * nesting at exactly the limit (provenance, extra and 30 more: 32); a
+ * group of long names just inside the name-check bound. */
+START_TEST(large_profile_within_the_bounds_loads) {
+  static const struct {
+    void (*fill)(FILE *, long);
+    long n;
+  } cases[] = {{numbers, 60000}, {nested, 30}, {long_names, 174}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *text = with_extra(cases[i].fill, cases[i].n);
+    loads(text);
+    free(text);
+  }
+}
+END_TEST
+
+/* The size limit at its boundary: a profile of exactly 16 MiB (padded with
+ * a comment) is read and used; one byte more is refused by its size. */
+START_TEST(size_limit_boundary) {
+  char *base = with_extra(numbers, 10);
+  size_t limit = (size_t)16 << 20, n = strlen(base);
+  char *text = malloc(limit + 2);
+  ck_assert_ptr_nonnull(text);
+  memcpy(text, base, n);
+  text[n] = '#';
+  memset(text + n + 1, 'x', limit - n - 2);
+  text[limit - 1] = '\n';
+  text[limit] = '\0';
+  loads(text);
+  text[limit - 1] = 'x';
+  text[limit] = '\n';
+  text[limit + 1] = '\0';
+  char *p = pt_test_write(dir, "big.cfg", text);
+  refused_with(p, "is 16777217 bytes, larger than the 16777216-byte limit");
+  free(p);
   free(text);
+  free(base);
 }
 END_TEST
 
@@ -412,6 +464,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, explicit_profile_not_fitting_is_one_warn);
   tcase_add_test(tc, hostile_profiles_are_refused_before_parsing);
   tcase_add_test(tc, large_profile_within_the_bounds_loads);
+  tcase_add_test(tc, size_limit_boundary);
   tcase_add_test(tc, refusal_is_remembered_by_content);
   suite_add_tcase(s, tc);
   return s;

@@ -166,6 +166,66 @@ START_TEST(a_gain_must_clear_the_margin_and_the_noise) {
 }
 END_TEST
 
+/* Issue 30 §5: a candidate that beats NCCL's identified choice (ring/simple,
+ * measured on NCCL's default line) by exactly the margin leaves the size to
+ * NCCL; a hair more and it decides. At a measured size the latencies are
+ * compared as written: 80 x 1.25 = 100 exactly. */
+static const char *exact_margin(const char *faster) {
+  static char buf[2048];
+  snprintf(buf, sizeof buf,
+           HEAD("") "margin = 0.25;\n"
+           "allreduce = { eager = { sizes = [ 1024L, 1048576L ];\n"
+           "  nccl_default = ( 100.0, 1000.0 );\n"
+           "  candidates = ( { algo = \"ring\"; proto = \"simple\"; channels = 2; "
+           "latency = ( 100.0, 1000.0 ); },\n"
+           "    { algo = \"ring\"; proto = \"ll\"; channels = 2; latency = %s; } ); }; };\n",
+           faster);
+  return buf;
+}
+
+START_TEST(a_gain_of_exactly_the_margin_goes_to_nccl) {
+  use_profile(exact_margin("( 80.0, 800.0 )"));
+  ck_assert(!acts_at(1024));
+  ck_assert(!acts_at(1048576));
+  use_profile(exact_margin("( 79.9, 799.0 )"));
+  ck_assert(acts_at(1024));
+  ck_assert(acts_at(1048576));
+}
+END_TEST
+
+/* Never slower than the fastest thing NCCL may run. NCCL ran ring/Simple
+ * at 1 KiB and ring/LL at 1 MiB (each on its default line), so in between
+ * it runs one of the two. tree/Simple is 1.5x ring/LL everywhere: far
+ * faster than ring/Simple at 128 KiB but slower than ring/LL, so it is
+ * never ranked. With ring/LL disabled in NCCL's table the plugin must then
+ * leave the table alone, not fall back to tree/Simple. */
+START_TEST(never_slower_than_what_nccl_may_run) {
+  use_profile(HEAD("") "allreduce = { eager = { sizes = [ 1024L, 1048576L ];\n"
+              "  nccl_default = ( 100.0, 1000.0 );\n"
+              "  candidates = ( { algo = \"ring\"; proto = \"simple\"; channels = 2; latency = ( 100.0, 8000.0 ); },\n"
+              "    { algo = \"ring\"; proto = \"ll\"; channels = 2; latency = ( 200.0, 1000.0 ); },\n"
+              "    { algo = \"tree\"; proto = \"simple\"; channels = 2; latency = ( 300.0, 1500.0 ); } ); }; };\n");
+  struct ph_plugin pl;
+  struct ph_comm c;
+  struct ph_choice ch;
+  float t[7][3], before[7][3];
+  for (int a = 0; a < 7; a++)
+    for (int q = 0; q < 3; q++) t[a][q] = -1.0f;
+  t[NCCL_ALGO_RING][NCCL_PROTO_SIMPLE] = 10.0f;
+  t[NCCL_ALGO_TREE][NCCL_PROTO_SIMPLE] = 20.0f;
+  memcpy(before, t, sizeof t);
+  open_comm(&pl, &c, 6, 8);
+  ph_decide(&c, ncclFuncAllReduce, 131072, 0, t, &ch);
+  ck_assert_int_eq(ch.rc, ncclSuccess);
+  ck_assert_msg(!memcmp(before, t, sizeof t), "the plugin chose %d/%d", ch.algo, ch.proto);
+  /* With ring/LL enabled it is the choice. */
+  t[NCCL_ALGO_RING][NCCL_PROTO_LL] = 30.0f;
+  ph_decide(&c, ncclFuncAllReduce, 131072, 0, t, &ch);
+  ck_assert_float_eq(t[NCCL_ALGO_RING][NCCL_PROTO_LL], 0.0f);
+  close_comm(&pl, &c);
+}
+END_TEST
+
 START_TEST(ties_and_small_gains_go_to_nccl) {
   use_profile(HEAD("") "allreduce = { eager = { sizes = [ 1024L, 1048576L ];\n"
               "  nccl_default = ( 100.0, 1000.0 );\n"
@@ -573,6 +633,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, imported_profile_never_forces_the_slower_choice);
   tcase_add_test(tc, a_gain_must_clear_the_margin_and_the_noise);
   tcase_add_test(tc, ties_and_small_gains_go_to_nccl);
+  tcase_add_test(tc, a_gain_of_exactly_the_margin_goes_to_nccl);
+  tcase_add_test(tc, never_slower_than_what_nccl_may_run);
   tcase_add_test(tc, partial_sweep_is_refused_with_one_warn);
   tcase_add_test(tc, no_default_still_decides);
   tcase_add_test(tc, channels_never_exceed_the_communicator);

@@ -57,6 +57,11 @@ struct bad_case {
 #define AR(body) HEAD "allreduce = { graph = {\n" body "\n}; };\n"
 #define CAND(x) "  sizes = [ 1024L, 2048L ];\n  candidates = (\n" x "\n  );"
 
+/* A valid rule, so that only the line before it can be wrong. */
+#define RULE                                                                                   \
+  "rules = ( { collective = \"allreduce\"; min_bytes = 0L; max_bytes = 100L; algo = \"ring\"; " \
+  "proto = \"ll\"; } );\n"
+
 static const struct bad_case bad[] = {
     {"version = 2;\nname = \"x\";\n", 1, "unsupported profile version 2"},
     {"name = \"x\";\n", 0, "missing 'version'"},
@@ -128,6 +133,13 @@ static const struct bad_case bad[] = {
           "\"ring\"; proto = \"ll\"; channels = 2; mode = \"warm\"; } );\n",
      4, "unknown mode 'warm'"},
     {HEAD "allreduce = { graph = { sizes = [ 1L ] \n", 5, "syntax error"},
+    /* Issue 30 §5: margin validation and pipe-op bounds, each with its line. */
+    {HEAD "margin = 1;\n" RULE, 4, "margin must be in [0, 1) (0.02 = 2 %), not 1"},
+    {HEAD "margin = -0.1;\n" RULE, 4, "margin must be in [0, 1) (0.02 = 2 %), not -0.1"},
+    {HEAD "margin = \"0.05\";\n" RULE, 4, "margin must be a number, not a string"},
+    {HEAD "rules = ( { collective = \"allreduce\"; min_bytes = 0L; max_bytes = 100L; algo = "
+          "\"ring\"; proto = \"ll\"; min_pipe_ops = 5; max_pipe_ops = 3; } );\n",
+     4, "min_pipe_ops 5 is above max_pipe_ops 3"},
 };
 
 START_TEST(rejects_bad_profile) {

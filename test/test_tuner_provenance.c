@@ -344,6 +344,87 @@ START_TEST(profile_without_box_is_refused) {
 }
 END_TEST
 
+/* Inits one communicator of 8 on an open plugin; whether it tunes. */
+static int tunes_on(const struct ph_plugin *pl, uint64_t id) {
+  struct ph_comm c;
+  struct ph_choice ch;
+  float t[7][3], before[7][3];
+  ck_assert_int_eq(ph_comm_init(&c, pl, 8, 1, id), ncclSuccess);
+  pt_test_nccl_table(t, ncclFuncAllReduce, 4096, 8, 0);
+  memcpy(before, t, sizeof t);
+  ph_decide(&c, ncclFuncAllReduce, 4096, 0, t, &ch);
+  int changed = memcmp(before, t, sizeof t) != 0 || ch.nchannels != 0;
+  ck_assert_int_eq(ph_comm_finalize(&c), ncclSuccess);
+  return changed;
+}
+
+/* Issue 30 §4: the host is read from sysfs once per process (with 10^4
+ * other PCI functions one reading took 60-100 ms of every init). The tree
+ * under the same root is replaced by another box's after the first init:
+ * the next communicator of the process still sees the host it read. */
+START_TEST(host_is_read_once_per_process) {
+  struct ph_plugin pl;
+  struct pt_box_fp other;
+  char err[512];
+  use_profile("gen5-8x-p2p", "2.30.7", "nranks = 8;", "");
+  run_on("gen5-8x-p2p");
+  ck_assert_msg(ph_plugin_open(&pl, pt_test_so(), 0, err, sizeof err) == 0, "%s", err);
+  ck_assert(tunes_on(&pl, 1));
+  pt_sysfs_remove(sysroot);
+  ck_assert_int_eq(mkdir(sysroot, 0700), 0);
+  ck_assert_int_eq(pt_box_fingerprint(box("gen5-8x-dual-misdetect"), &other), 0);
+  ck_assert_msg(pt_sysfs_write(&other, sysroot, err, sizeof err) == 0, "%s", err);
+  ck_assert(tunes_on(&pl, 2));
+  ck_assert_uint_eq(ph_log_find(NCCL_LOG_WARN, NULL), 0);
+  ph_plugin_close(&pl);
+  /* A fresh process (the plugin loaded anew) reads the new tree. */
+  ck_assert(!tunes(0, 8, 1, ph_logger));
+  ck_assert_uint_eq(ph_log_find(NCCL_LOG_WARN, "measured on another box"), 1);
+}
+END_TEST
+
+/* Issue 30 §4: a sysfs root longer than PATH_MAX is refused, not cut (a cut
+ * one names another directory), and says so. */
+START_TEST(overlong_sysfs_root_is_refused) {
+  char *root = malloc(PATH_MAX + 100);
+  ck_assert_ptr_nonnull(root);
+  snprintf(root, PATH_MAX + 100, "%s/", dir);
+  size_t n = strlen(root);
+  memset(root + n, '/', PATH_MAX + 99 - n);
+  root[PATH_MAX + 99] = 0;
+  use_profile("gen5-8x-p2p", "2.30.7", "nranks = 8;", "");
+  setenv("PCIE_TUNER_SYSFS_ROOT", root, 1);
+  ck_assert(!tunes(0, 8, 1, ph_logger));
+  ck_assert_uint_eq(ph_log_find(NCCL_LOG_WARN, "cannot read this host's GPUs (the sysfs root "
+                                               "(4195 bytes) is longer than PATH_MAX (4096) allows)"),
+                    1);
+  free(root);
+}
+END_TEST
+
+/* Issue 30 §4: a quote or newline in a bridge directory's name is escaped
+ * in the WARN line, which stays one line. */
+START_TEST(bridge_name_is_escaped_in_the_warning) {
+  struct pt_box_fp fp;
+  char err[512], want[256];
+  use_profile("gen5-8x-p2p", "2.30.7", "nranks = 8;", "");
+  ck_assert_int_eq(pt_box_fingerprint(box("gen5-8x-p2p"), &fp), 0);
+  ck_assert_int_gt(fp.gpu[0].npath, 1);
+  for (int i = 0; i < fp.ngpus; i++)
+    if (!strcmp(fp.gpu[i].path[1], fp.gpu[0].path[1])) snprintf(fp.gpu[i].path[1], PT_FP_ID_LEN, "a\"b\nc");
+  snprintf(sysroot, sizeof sysroot, "%s/sys-XXXXXX", dir);
+  ck_assert_ptr_nonnull(mkdtemp(sysroot));
+  ck_assert_msg(pt_sysfs_write(&fp, sysroot, err, sizeof err) == 0, "%s", err);
+  setenv("PCIE_TUNER_SYSFS_ROOT", sysroot, 1);
+  ck_assert(!tunes(0, 8, 1, ph_logger));
+  snprintf(want, sizeof want, "GPU %s hangs under %s/a\\\"b\\nc", fp.gpu[0].bus_id, fp.gpu[0].path[0]);
+  ck_assert_msg(ph_log_find(NCCL_LOG_WARN, want) == 1, "no WARN with '%s'", want);
+  struct ph_log_entry e;
+  for (size_t i = 0; ph_log_get(i, &e) == 0; i++)
+    ck_assert_msg(!strchr(e.msg, '\n') && !strstr(e.msg, "a\"b"), "raw in: %s", e.msg);
+}
+END_TEST
+
 /* The double's library, loaded RTLD_LOCAL as ctypes loads NCCL. */
 static void *open_double(ncclDebugLogger_t *logger) {
   char path[PATH_MAX];
@@ -382,6 +463,32 @@ START_TEST(nccl_version_found_through_its_logger) {
   setenv("PTDOUBLE_NCCL_VERSION", "fail", 1);
   ph_log_clear();
   ck_assert(tunes(0, 8, 1, nccl_log));
+  ck_assert(info_has("(NCCL unknown, tuner ABI v6 implies NCCL 2.30-2.31)"));
+  dlclose(h);
+}
+END_TEST
+
+/* Issue 30 §4: NCCL's logger in the main program (NCCL linked in
+ * statically: here the test binary's ph_logger, and the binary exports no
+ * ncclGetVersion) while an unrelated library loaded RTLD_GLOBAL exports
+ * one: that library's version is not NCCL's. The plugin says "unknown" and
+ * the ABI bounds the version; it took the other library's 2.28.9 before
+ * and refused the profile. */
+START_TEST(nccl_version_only_from_the_logger_object) {
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s", pt_test_so());
+  char *slash = strrchr(path, '/');
+  ck_assert_ptr_nonnull(slash);
+  snprintf(slash + 1, sizeof path - (size_t)(slash + 1 - path),
+           "test/ncclver_double/libnccl-double-version.so");
+  void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+  ck_assert_msg(h != NULL, "%s", dlerror());
+  ck_assert_ptr_nonnull(dlsym(RTLD_DEFAULT, "ncclGetVersion"));
+  setenv("PTDOUBLE_NCCL_VERSION", "22809", 1);
+  use_profile("gen5-8x-p2p", "2.30.7", "nranks = 8;", "");
+  run_on("gen5-8x-p2p");
+  ck_assert(tunes(0, 8, 1, ph_logger));
+  ck_assert_uint_eq(ph_log_find(NCCL_LOG_WARN, NULL), 0);
   ck_assert(info_has("(NCCL unknown, tuner ABI v6 implies NCCL 2.30-2.31)"));
   dlclose(h);
 }
@@ -507,7 +614,11 @@ static Suite *suite(void) {
   tcase_add_test(tc, several_nodes_host_only_warns);
   tcase_add_test(tc, profile_without_box_is_refused);
   tcase_add_test(tc, communicator_gpus_must_be_on_the_host);
+  tcase_add_test(tc, host_is_read_once_per_process);
+  tcase_add_test(tc, overlong_sysfs_root_is_refused);
+  tcase_add_test(tc, bridge_name_is_escaped_in_the_warning);
   tcase_add_test(tc, nccl_version_found_through_its_logger);
+  tcase_add_test(tc, nccl_version_only_from_the_logger_object);
   tcase_add_test(tc, tuner_abi_bounds_an_unknown_version);
   tcase_add_test(tc, release_abi_table_reads_both_ways);
   tcase_add_test(tc, ranks_with_different_environments_decide_alike);

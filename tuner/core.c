@@ -4,6 +4,7 @@
  * the environment, takes a lock (inside the registry) or logs at INFO/WARN;
  * decide and chunk are table lookups.
  */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,37 @@ __attribute__((format(printf, 5, 6))) static void initf(ncclDebugLogger_t log, u
   vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
   logf_(log, level, flags, "%s (commId %016llx)", buf, (unsigned long long)comm_id);
+}
+
+/* Every context init handed out and finalize has not taken back. NCCL
+ * finalizes a context once, but a plugin must never abort a process: a
+ * second finalize of the same pointer finds it gone from this list and does
+ * nothing, without reading the freed memory. (Only a context allocated
+ * since at the same address cannot be told apart.) Its own lock: finalize
+ * never waits behind an init reading a slow file. */
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pt_ctx *live;
+
+static void live_add(struct pt_ctx *ctx) {
+  pthread_mutex_lock(&live_lock);
+  ctx->live_next = live;
+  live = ctx;
+  pthread_mutex_unlock(&live_lock);
+}
+
+/* Unlinks ctx; returns 0 when it was not live (never handed out or already
+ * finalized). */
+static int live_take(const struct pt_ctx *ctx) {
+  int found = 0;
+  pthread_mutex_lock(&live_lock);
+  for (struct pt_ctx **pp = &live; *pp; pp = &(*pp)->live_next)
+    if (*pp == ctx) {
+      *pp = ctx->live_next;
+      found = 1;
+      break;
+    }
+  pthread_mutex_unlock(&live_lock);
+  return found;
 }
 
 static int env_on(const char *name) {
@@ -97,6 +129,7 @@ void pt_core_init_abi(struct pt_ctx **out, uint64_t comm_id, size_t nranks, size
     initf(log, comm_id, NCCL_LOG_WARN, NCCL_ALL, "out of memory at init; leaving decisions to NCCL");
     return;
   }
+  live_add(ctx);
   ctx->log = log;
   ctx->nranks = nranks;
   ctx->nnodes = nnodes;
@@ -252,7 +285,7 @@ void pt_core_chunk(const struct pt_ctx *ctx, int coll, size_t nbytes, int algo, 
 }
 
 void pt_core_finalize(struct pt_ctx *ctx) {
-  if (!ctx) return;
+  if (!ctx || !live_take(ctx)) return;
   if (ctx->own) {
     pt_table_release(ctx->own);
     free(ctx->own);

@@ -142,13 +142,23 @@ int pt_text_refuse_include(const char *text, const char *file, struct pt_error_r
   return 0;
 }
 
+/* Per open group (index = depth; 0 is the file's top level): how many
+ * named settings it holds so far, the name-check work they cost and the
+ * line it opened on. Deeper than the depth limit is refused anyway. */
+struct scan_group {
+  size_t members, work;
+  int line;
+};
+
 /* One pass over the bytes, as libconfig's scanner splits them: comments
  * ('#', '//', C style) and blanks cost nothing; each name, number, string
  * literal and opening bracket is one token, which is roughly one
  * config_setting_t (or one string) libconfig would allocate. */
 struct scan {
   size_t tokens, depth, max_depth, longest, longest_word, strbytes;
-  int line, longest_line, word_line, deep_line;
+  size_t name_work, worst_work, worst_members;
+  int line, longest_line, word_line, deep_line, worst_line;
+  struct scan_group group[PT_MAX_PROFILE_DEPTH + 2];
 };
 
 static int word_char(unsigned char c) {
@@ -173,6 +183,44 @@ static const char *skip_string(const char *p, const char *end, struct scan *sc) 
   return q < end ? q + 1 : q;
 }
 
+/* The next byte that is neither a blank nor inside a comment. */
+static const char *next_significant(const char *p, const char *end) {
+  while (p < end) {
+    if (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n' || *p == '\f' || *p == '\v') {
+      p++;
+    } else if (*p == '#' || (*p == '/' && p + 1 < end && p[1] == '/')) {
+      while (p < end && *p != '\n') p++;
+    } else if (*p == '/' && p + 1 < end && p[1] == '*') {
+      for (p += 2; p + 1 < end && !(p[0] == '*' && p[1] == '/'); p++) {
+      }
+      p = p + 1 < end ? p + 2 : end;
+    } else {
+      break;
+    }
+  }
+  return p;
+}
+
+/* A setting's name of len bytes joins the innermost open group. libconfig
+ * (config_setting_add) compares each new name with every earlier member of
+ * its group, strcmp over at most the new name's length, so a group of N
+ * names of L bytes costs it O(N^2 * L): that, not the token count, bounds
+ * such a file. Each comparison is counted as its bytes plus a fixed
+ * overhead for reaching the earlier member. */
+static void add_name(struct scan *sc, size_t len) {
+  struct scan_group *g = &sc->group[sc->depth < PT_MAX_PROFILE_DEPTH + 1 ? sc->depth
+                                                                         : PT_MAX_PROFILE_DEPTH + 1];
+  size_t cost = g->members * (len + PT_NAME_COMPARE_OVERHEAD);
+  g->members++;
+  g->work += cost;
+  sc->name_work += cost;
+  if (g->work > sc->worst_work) {
+    sc->worst_work = g->work;
+    sc->worst_members = g->members;
+    sc->worst_line = g->line;
+  }
+}
+
 /* Stops as soon as the tokens exceed the bound: the rest cannot undo it. */
 static void scan_text(const char *p, const char *end, struct scan *sc) {
   while (p < end && sc->tokens <= PT_MAX_PROFILE_TOKENS) {
@@ -193,6 +241,8 @@ static void scan_text(const char *p, const char *end, struct scan *sc) {
         sc->max_depth = sc->depth;
         sc->deep_line = sc->line;
       }
+      if (sc->depth <= PT_MAX_PROFILE_DEPTH + 1)
+        sc->group[sc->depth] = (struct scan_group){.line = sc->line};
       p++;
     } else if (c == '}' || c == ')' || c == ']') {
       sc->depth -= sc->depth > 0;
@@ -205,6 +255,10 @@ static void scan_text(const char *p, const char *end, struct scan *sc) {
         sc->longest_word = (size_t)(q - p);
         sc->word_line = sc->line;
       }
+      /* A word followed by '=' or ':' names a setting (a list or array
+       * holds none; counting one there anyway only errs on refusing). */
+      const char *after = next_significant(q, end);
+      if (after < end && (*after == '=' || *after == ':')) add_name(sc, (size_t)(q - p));
       p = q;
     } else {
       p++;
@@ -213,7 +267,7 @@ static void scan_text(const char *p, const char *end, struct scan *sc) {
 }
 
 int pt_text_prescan(const char *text, size_t len, const char *file, struct pt_error_rec *err) {
-  struct scan sc = {.line = 1};
+  struct scan sc = {.line = 1, .group[0].line = 1};
   scan_text(text, text + len, &sc);
   if (sc.tokens > PT_MAX_PROFILE_TOKENS)
     return pt_error_set(err, PT_EINVAL, file, 0,
@@ -241,6 +295,14 @@ int pt_text_prescan(const char *text, size_t len, const char *file, struct pt_er
                         "holds %zu bytes of strings, more than the %d a profile may have; is it "
                         "the right file?",
                         sc.strbytes, PT_MAX_PROFILE_STRINGS);
+  if (sc.name_work > PT_MAX_PROFILE_NAME_WORK)
+    return pt_error_set(err, PT_EINVAL, file, sc.worst_line,
+                        "the group that opens here has %zu members: checking their names for "
+                        "duplicates (each against every earlier one) would cost %zu byte "
+                        "comparisons in all, more than the %d a profile may need; is it the "
+                        "right file? Split it into smaller groups, or trim provenance.extra if "
+                        "a tool filled it",
+                        sc.worst_members, sc.name_work, PT_MAX_PROFILE_NAME_WORK);
   return 0;
 }
 

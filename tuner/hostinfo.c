@@ -130,7 +130,12 @@ int pt_host_read(const char *root, struct pt_box_fp *fp, char *err, size_t errle
   fp->host_gpus = 1;
   if (!root) root = getenv("PCIE_TUNER_SYSFS_ROOT");
   if (!root) root = "";
-  snprintf(base, sizeof base, "%s/sys/bus/pci/devices", root);
+  /* Refused, not cut: a cut root names some other directory. */
+  if ((size_t)snprintf(base, sizeof base, "%s/sys/bus/pci/devices", root) >= sizeof base) {
+    snprintf(err, errlen, "the sysfs root (%zu bytes) is longer than PATH_MAX (%d) allows",
+             strlen(root), PATH_MAX);
+    return -1;
+  }
   snprintf(dir, sizeof dir, "%s/sys/devices", root);
   if (!realpath(dir, devices)) devices[0] = 0;
   DIR *d = opendir(base);
@@ -183,10 +188,30 @@ static const struct pt_fp_gpu *find_gpu(const struct pt_box_fp *fp, const char *
   return NULL;
 }
 
+/* Appends s to buf, escaped for a one-line message: a directory name in
+ * sysfs (or a string in a profile) may hold a quote, a backslash or a
+ * newline, which must not reach NCCL's log raw. */
+static void append_escaped(char *buf, size_t len, const char *s) {
+  size_t n = strlen(buf);
+  for (; *s && n + 1 < len; s++) {
+    unsigned char c = (unsigned char)*s;
+    char e[5];
+    if (c == '"' || c == '\\') snprintf(e, sizeof e, "\\%c", c);
+    else if (c == '\n') snprintf(e, sizeof e, "\\n");
+    else if (c < 0x20 || c >= 0x7f) snprintf(e, sizeof e, "\\x%02x", c);
+    else snprintf(e, sizeof e, "%c", c);
+    if (n + strlen(e) >= len) break;
+    memcpy(buf + n, e, strlen(e) + 1);
+    n += strlen(e);
+  }
+}
+
 static void path_str(const struct pt_fp_gpu *g, char *buf, size_t len) {
   buf[0] = 0;
-  for (int i = 0; i < g->npath; i++)
-    snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", i ? "/" : "", g->path[i]);
+  for (int i = 0; i < g->npath; i++) {
+    if (i) append_escaped(buf, len, "/");
+    append_escaped(buf, len, g->path[i]);
+  }
   if (!g->npath) snprintf(buf, len, "unknown");
 }
 
@@ -234,7 +259,7 @@ int pt_fp_compare(const struct pt_box_fp *prof, const struct pt_box_fp *host, ch
     int same_path = p->npath == h->npath;
     for (int k = 0; same_path && k < p->npath; k++) same_path = !strcmp(p->path[k], h->path[k]);
     if (p->npath && !same_path) {
-      char a[256], b[256];
+      char a[800], b[800];
       path_str(h, a, sizeof a);
       path_str(p, b, sizeof b);
       add_diff(msg, len, &nd, "GPU %s hangs under %s here, %s when measured", p->bus_id, a, b);
@@ -248,8 +273,11 @@ int pt_fp_compare(const struct pt_box_fp *prof, const struct pt_box_fp *host, ch
   }
   if (prof->driver[0] && host->driver[0] && strcmp(prof->driver, host->driver)) {
     size_t n = strlen(msg);
+    char drv_here[4 * sizeof host->driver] = "", drv_then[4 * sizeof prof->driver] = "";
+    append_escaped(drv_here, sizeof drv_here, host->driver);
+    append_escaped(drv_then, sizeof drv_then, prof->driver);
     snprintf(msg + n, len > n ? len - n : 0, "%sNVIDIA driver %s here, %s when measured",
-             n ? "; " : "", host->driver, prof->driver);
+             n ? "; " : "", drv_here, drv_then);
     r |= PT_FP_DIFF_DRIVER;
   }
   return r;

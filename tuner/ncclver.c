@@ -6,7 +6,8 @@
  * own ncclDebugLog, so dladdr() on it names NCCL's library (or the program
  * NCCL is linked into); dlopen of that name with RTLD_NOLOAD returns the
  * loaded copy without loading anything, and dlsym on that handle finds
- * ncclGetVersion whatever the RTLD_ flags it was loaded with.
+ * ncclGetVersion whatever the RTLD_ flags it was loaded with. It is taken
+ * only from that same object: one found elsewhere says "unknown".
  */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -70,6 +71,13 @@ int pt_nccl_version(const void *nccl_fn, int abi, struct pt_nccl_ver *out) {
     h = dlopen(NULL, RTLD_LAZY);
   if (!h) return 0;
   get_version_fn get = (get_version_fn)(uintptr_t)dlsym(h, "ncclGetVersion");
+  /* Only the object that holds the logger says which NCCL logs: dlsym on
+   * the program's handle searches every global library too, and on a
+   * library's handle its dependencies, where an unrelated ncclGetVersion
+   * may be (a second NCCL loaded RTLD_GLOBAL). Anything else: unknown. */
+  Dl_info found;
+  if (get && (!dladdr((const void *)(uintptr_t)get, &found) || found.dli_fbase != info.dli_fbase))
+    get = NULL;
   int code = 0;
   if (get && get(&code) == 0 && code > 0) {
     /* NCCL_VERSION_CODE: 2.x.y is 2*10000 + x*100 + y since 2.9, and

@@ -60,6 +60,7 @@ struct pt_ctx {
   int trace;        /* PCIE_TUNER_TRACE=1 at init */
   int v2_known;     /* v2 shim: NCCL_ALGO/NCCL_PROTO understood (else it answers nothing) */
   struct pt_nccl_enable v2_enable;
+  struct pt_ctx *live_next; /* the process's live contexts (core.c), so finalize knows its own */
 };
 
 /* Never fails: *out is a context (possibly passive) or NULL on ENOMEM. */
@@ -81,7 +82,9 @@ int pt_core_decide(const struct pt_ctx *ctx, int coll, size_t nbytes, int reg_bu
  * runs as (algo, proto, nchannels) names one. */
 void pt_core_chunk(const struct pt_ctx *ctx, int coll, size_t nbytes, int algo, int proto,
                    int nchannels, size_t *chunk);
-void pt_core_finalize(struct pt_ctx *ctx); /* NULL-safe */
+/* NULL-safe; a context already finalized (or never handed out by init) is
+ * left alone, so a second call is harmless. */
+void pt_core_finalize(struct pt_ctx *ctx);
 
 /* NCCL_ALGO/NCCL_PROTO (either may be NULL) as NCCL parses them. Returns 0,
  * or -1 when NCCL would refuse the value (then nobody can tell what it runs). */

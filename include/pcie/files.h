@@ -54,12 +54,20 @@ int pt_text_refuse_include(const char *text, const char *file, struct pt_error_r
 #define PT_MAX_PROFILE_WORD 256      /* a name or a number */
 #define PT_MAX_PROFILE_STRING 65536  /* one string literal */
 #define PT_MAX_PROFILE_STRINGS (1 << 20) /* all of them */
+/* libconfig checks each new member of a group against every earlier one
+ * (O(N^2 * L) for N names of L bytes): the sum over all groups of
+ * earlier-members x (name length + PT_NAME_COMPARE_OVERHEAD). 2000 names of
+ * 248 bytes in one group took 1.6 s; at this bound any shape costs a few
+ * ms (docs/performance.md, "Profile init"). A simulated sweep profile needs ~5000. */
+#define PT_MAX_PROFILE_NAME_WORK 4000000
+#define PT_NAME_COMPARE_OVERHEAD 16
 
 /* Refuses, before any parsing, a profile text over those bounds: more
  * tokens (names, numbers, strings, opening brackets) than
  * PT_MAX_PROFILE_TOKENS, groups or lists nested deeper than
- * PT_MAX_PROFILE_DEPTH, a longer name, number or string, or more bytes of
- * strings in all. One linear pass; allocates nothing. */
+ * PT_MAX_PROFILE_DEPTH, a longer name, number or string, more bytes of
+ * strings in all, or groups whose duplicate-name checks in libconfig would
+ * exceed PT_MAX_PROFILE_NAME_WORK. One linear pass; allocates nothing. */
 int pt_text_prescan(const char *text, size_t len, const char *file, struct pt_error_rec *err);
 
 /* The atomic write's flags; PT_WRITE_FORCE (pcie/profile.h) is 1 << 0. */
