@@ -84,6 +84,7 @@ void pt__comm_destroy(struct pt_comm *c)
   for (int i = 0; i < c->nstreams; i++)
     close(c->streams[i].fd);
   pt__pool_release();
+  pt__connects_sweep(c->ctx);
   pt__ctx_unref(c->ctx);
   c->magic = 0;
   free(c->sslots);

@@ -99,8 +99,8 @@ struct pt_handle {
   uint16_t reserved;
   uint64_t nonce;
   union pt_addr addr;
-  /* The connector's progress object; listen zeroes it and NCCL passes the
-   * same buffer to every connect retry. */
+  /* The id of the connector's progress object (0 = none yet); listen
+   * zeroes it and NCCL passes the same buffer to every connect retry. */
   uint64_t connect_state;
 };
 _Static_assert(sizeof(struct pt_handle) <= NCCL_NET_HANDLE_MAXSIZE, "handle fits NCCL's buffer");
@@ -187,6 +187,9 @@ void pt__ctx_ref(struct pt_net_ctx *ctx);
 void pt__ctx_unref(struct pt_net_ctx *ctx);
 /* Closes and frees every connect of ctx still in progress (connect.c). */
 void pt__connects_abandon(struct pt_net_ctx *ctx);
+/* Frees the connects of ctx whose handshake failed (peer closed or reset,
+ * no answer by the deadline) although nobody called connect again. */
+void pt__connects_sweep(struct pt_net_ctx *ctx);
 
 /* ---- comms, streams, requests */
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include "support/net_harness.h"
 
 static struct nh_net net;
@@ -491,6 +492,77 @@ START_TEST(churn_without_leaks)
 }
 END_TEST
 
+/* Out of descriptors (issue 30 §3). Under a limit of 128-135 open files,
+ * connect/accept pairs as NCCL makes them (listen, connect and accept
+ * alternated, listen closed after its accept) until one fails for want of
+ * descriptors, then everything closed: every descriptor must be back and
+ * the helper threads gone, before any finalize. Eight limits in a row put
+ * the failure on every step (listen, each of connect's sockets, each of
+ * accept's): with accept out of descriptors and the connector's handshake
+ * already answered, the connect was left holding its 4 sockets (12 open
+ * afterwards against 8 before). */
+START_TEST(fd_exhaustion_returns_every_descriptor)
+{
+  enum { MAX = 64 };
+  void *scs[MAX], *rcs[MAX];
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  struct rlimit lim, old;
+  open_version(_i);
+  nh_warm_threads();
+  int fds = nh_count_fds(), threads = nh_count_threads();
+  ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+  for (rlim_t limit = 128; limit < 136; limit++) {
+    lim = old;
+    lim.rlim_cur = limit;
+    ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &lim), 0);
+    memset(scs, 0, sizeof(scs));
+    memset(rcs, 0, sizeof(rcs));
+    int k, failed = 0;
+    for (k = 0; k < MAX && !failed; k++) {
+      void *lc = NULL;
+      if (nh_listen(&net, ctx, 0, handle, &lc) != ncclSuccess)
+        break;
+      double end = nh_now_ms() + 3000;
+      while ((!scs[k] || !rcs[k]) && !failed && nh_now_ms() < end) {
+        if (!scs[k] && nh_connect(&net, ctx, 0, handle, &scs[k]) != ncclSuccess)
+          failed = 1;
+        if (!rcs[k] && !failed && nh_accept(&net, lc, &rcs[k]) != ncclSuccess)
+          failed = 1;
+      }
+      ck_assert_msg(failed || (scs[k] && rcs[k]), "pair %d neither connected nor failed in 3 s "
+                    "(limit %d)", k, (int)limit);
+      ck_assert_int_eq(nh_close_listen(&net, lc), ncclSuccess);
+    }
+    ck_assert_msg(k < MAX, "%d descriptors must run out before %d connections", (int)limit, MAX);
+    for (int i = 0; i < MAX; i++) {
+      if (scs[i])
+        ck_assert_int_eq(nh_close_send(&net, scs[i]), ncclSuccess);
+      if (rcs[i])
+        ck_assert_int_eq(nh_close_recv(&net, rcs[i]), ncclSuccess);
+    }
+    ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+    ck_assert_msg(nh_count_fds() == fds, "limit %d: %d descriptors open after closing everything, "
+                  "%d before (%d pairs, last WARN: %s)", (int)limit, nh_count_fds(), fds, k,
+                  nh_last_warn());
+    ck_assert_int_eq(nh_settled_threads(threads), threads);
+  }
+  /* A connect given up on while its listener never accepts (as when the
+   * acceptor is out of descriptors): closing the listener resets its
+   * streams, and the connect's sockets come back without a finalize. A
+   * later connect on the same handle fails instead of touching them. */
+  void *lc, *sc = NULL;
+  ck_assert_int_eq(nh_listen(&net, ctx, 0, handle, &lc), ncclSuccess);
+  ck_assert_int_eq(nh_connect(&net, ctx, 0, handle, &sc), ncclSuccess);
+  ck_assert_ptr_null(sc);
+  ck_assert_int_gt(nh_count_fds(), fds + 4);
+  ck_assert_int_eq(nh_close_listen(&net, lc), ncclSuccess);
+  ck_assert_int_eq(nh_count_fds(), fds);
+  ck_assert_int_ne(nh_connect(&net, ctx, 0, handle, &sc), ncclSuccess);
+  ck_assert_ptr_null(sc);
+  nh_finalize(&net, ctx);
+}
+END_TEST
+
 /* NCCL >= 2.28 unloads the library after the last finalize and loads it
  * again for the next communicator. */
 START_TEST(finalize_unload_reload)
@@ -716,6 +788,7 @@ static Suite *net_suite(void)
   tcase_add_loop_test(tc, bad_handles, 0, NH_NVERSIONS);
   tcase_add_loop_test(tc, connect_to_closed_listener_fails, 0, NH_NVERSIONS);
   tcase_add_loop_test(tc, churn_without_leaks, 0, NH_NVERSIONS);
+  tcase_add_loop_test(tc, fd_exhaustion_returns_every_descriptor, 0, NH_NVERSIONS);
   tcase_add_loop_test(tc, finalize_unload_reload, 0, 2);
   tcase_add_loop_test(tc, finalize_frees_abandoned_connect, 0, 2);
   tcase_add_test(tc, interface_selection);
