@@ -20,6 +20,9 @@
  *   BENCH_NET_TUNED      NCCL's transport tuned by hand, "THREADS,SOCKS"
  *                        (NCCL_SOCKET_NTHREADS, NCCL_NSOCKS_PERTHREAD;
  *                        default "4,2": 8 data sockets)
+ *   BENCH_NET_ALT        "VAR=VAL,...": the plugin once more with these
+ *                        settings ("alt"), interleaved with the others
+ *   BENCH_NET_ALT_SO     that second plugin from another build (a baseline)
  * The plugin always runs with its own defaults (PCIE_NET_* unset), each
  * transport chooses its interface through NCCL_SOCKET_IFNAME.
  *
@@ -66,7 +69,7 @@
 #define MAX_REPS 31
 #define RTT_ITERS 2000
 #define RTT_WARM 200
-#define NCONT 3 /* pcie, nccl, nccl-tuned */
+#define NCONT 4 /* pcie, nccl, nccl-tuned, pcie with BENCH_NET_ALT */
 #define MAX_CH 2
 
 enum kind { THROUGHPUT, RING, RTT };
@@ -102,6 +105,7 @@ struct contender {
   const char *name;
   const char *path;
   int tuned;
+  const char *env; /* "VAR=VAL,..." set in its processes (BENCH_NET_ALT) */
 };
 
 struct job {
@@ -201,6 +205,13 @@ static void ep_open(struct ep *e, const struct job *j, int side)
   } else {
     unsetenv("NCCL_SOCKET_NTHREADS");
     unsetenv("NCCL_NSOCKS_PERTHREAD");
+  }
+  if (j->c->env) {
+    char *list = strdup(j->c->env), *save = NULL;
+    for (char *kv = strtok_r(list, ",", &save); kv; kv = strtok_r(NULL, ",", &save))
+      if (putenv(strdup(kv)) != 0)
+        die("bad BENCH_NET_ALT entry '%s'", kv);
+    free(list);
   }
   if (!(lib = dlopen(j->c->path, RTLD_NOW | RTLD_LOCAL)) ||
       !(e->net = dlsym(lib, "ncclNetPlugin_v12")))
@@ -608,10 +619,8 @@ static void measure(const struct job *proto, const struct contender *c, int ncon
     }
   }
   printf(rtt ? " us" : " GB/s");
-  if (ncont > 1)
-    print_ratio("nccl", v, 1, reps);
-  if (ncont > 2)
-    print_ratio("tuned", v, 2, reps);
+  for (int k = 1; k < ncont; k++)
+    print_ratio(c[k].name, v, k, reps);
   if (rtt && ncont > 1)
     print_ratio("nccl p99", v2, 1, reps);
   printf("%s\n", rtt ? "  (time: lower is better)" : "");
@@ -675,14 +684,22 @@ int main(int argc, char **argv)
   unsetenv("PCIE_NET_NSTREAMS"); /* the plugin picks its own stream count */
   signal(SIGPIPE, SIG_IGN);
 
-  struct contender c[NCONT] = {{"pcie", so, 0}, {"nccl", anchor, 0}, {"tuned", anchor, 1}};
-  int ncont = NCONT;
+  struct contender c[NCONT] = {{"pcie", so, 0, NULL}};
+  int ncont = 1;
   if (!anchor || access(anchor, R_OK) != 0) {
     printf("bench/net: NCCL's socket transport skipped (%s); plugin figures only. Build it with "
            "nccl-socket/build.sh of the shared tools and pass --anchor.\n",
            anchor ? "the --anchor library is not readable" : "no --anchor given");
-    ncont = 1;
+  } else {
+    c[ncont++] = (struct contender){"nccl", anchor, 0, NULL};
+    c[ncont++] = (struct contender){"tuned", anchor, 1, NULL};
   }
+  /* BENCH_NET_ALT="PCIE_NET_NTHREADS=0,...": the plugin once more with
+   * these settings, interleaved with the others (to choose a default) */
+  const char *alt = getenv("BENCH_NET_ALT"), *alt_so = getenv("BENCH_NET_ALT_SO");
+  if ((alt && *alt) || (alt_so && *alt_so))
+    c[ncont++] = (struct contender){"alt", alt_so && *alt_so ? alt_so : so, 0,
+                                    alt && *alt ? alt : NULL};
 
   struct nn ns;
   char why[256];

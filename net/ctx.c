@@ -100,7 +100,7 @@ static int load_cfg(ncclDebugLogger_t log, struct pt_cfg *cfg)
     return -1;
   }
   if (env_long(log, "PCIE_NET_NSTREAMS", 1, PT_MAX_STREAMS, 0, &nstreams) ||
-      env_long(log, "PCIE_NET_NTHREADS", 1, PT_MAX_THREADS, def_threads, &nthreads) ||
+      env_long(log, "PCIE_NET_NTHREADS", 0, PT_MAX_THREADS, def_threads, &nthreads) ||
       env_long(log, "PCIE_NET_CHUNKSIZE", PT_MIN_CHUNK, 64L << 20, PT_DEFAULT_CHUNK, &chunk) ||
       env_long(log, "PCIE_NET_CONNECT_TIMEOUT_MS", 1, 3600L * 1000, PT_DEFAULT_CONNECT_TIMEOUT_MS,
                &timeout) ||

@@ -271,6 +271,7 @@ struct pt_comm {
   uint32_t magic; /* PT_MAGIC_SEND or PT_MAGIC_RECV */
   struct pt_net_ctx *ctx;
   int nstreams;
+  int caller_only; /* no helper threads: isend/irecv/test move every byte */
   char peer[64];
   size_t max_chunk;
   atomic_int err;        /* first ncclResult_t failure, 0 while healthy */
@@ -282,6 +283,7 @@ struct pt_comm {
   struct pt_stream streams[PT_MAX_STREAMS];
   /* send side: isend (single producer) posts, streams claim chunks */
   uint32_t send_next;           /* seq of the next isend; progress thread only */
+  int send_first;               /* stream the next isend's push starts at; progress thread only */
   _Atomic uint32_t send_tail;   /* messages below this are posted */
   _Atomic uint64_t cursor;      /* (seq << 32) | next unclaimed chunk */
   struct pt_send_slot *sslots;  /* PT_SEND_SLOTS */
@@ -332,6 +334,9 @@ void pt__stream_run(struct pt_stream *s, size_t budget);
 ncclResult_t pt__pool_acquire(ncclDebugLogger_t log);
 void pt__pool_release(void);
 int pt__pool_add(struct pt_stream *s, uint32_t interest);
+/* Helper threads running (0 with PCIE_NET_NTHREADS=0: callers carry all
+ * progress); stable while the caller holds a pool reference. */
+int pt__pool_threads(void);
 /* Epoll interests. Send streams are one-shot: writable is almost always
  * true, so EPOLLOUT is asked for only while a chunk waits for room, and
  * the owner re-arms after every event. Receive streams are edge-triggered

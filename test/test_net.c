@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "support/net_harness.h"
 
 static struct nh_net net;
@@ -492,6 +494,173 @@ START_TEST(churn_without_leaks)
 }
 END_TEST
 
+/* Two ranks of a ring all-reduce in two processes (issue 29): each drives
+ * a send comm to the other and a receive comm from it per channel, two
+ * channels, all four from one thread as NCCL's proxy does, in Simple's
+ * ring all-reduce shape (2 steps of 512 KiB per isend, 4 in flight, slots
+ * reused as soon as their request completes). Every byte of both
+ * directions is checked against its own pattern (rank, channel, step). */
+#define RING_CH 2
+#define RING_SLICE (1 << 20)
+#define RING_INFLIGHT 4
+#define RING_BYTES ((9u << 20) + 4096 + 24)
+
+struct ring_dir {
+  void *comm, *mh, *req[RING_INFLIGHT];
+  char *buf;
+  int send;
+  uint64_t seed;
+  long posted, done;
+};
+
+/* 0, or a message in err. */
+static int ring_rank(int side, int to, int from, char *err, size_t len)
+{
+  char mine[RING_CH][NCCL_NET_HANDLE_MAXSIZE], theirs[RING_CH][NCCL_NET_HANDLE_MAXSIZE];
+  void *lc[RING_CH];
+  struct ring_dir d[2 * RING_CH];
+  long nsteps = (long)((RING_BYTES + RING_SLICE - 1) / RING_SLICE);
+  memset(d, 0, sizeof(d));
+  for (int ch = 0; ch < RING_CH; ch++) {
+    if (nh_listen(&net, ctx, 0, mine[ch], &lc[ch]) != ncclSuccess)
+      return snprintf(err, len, "listen: %s", nh_last_warn()), 1;
+    if (write(to, mine[ch], sizeof(mine[ch])) != (ssize_t)sizeof(mine[ch]))
+      return snprintf(err, len, "pipe"), 1;
+  }
+  for (int ch = 0; ch < RING_CH; ch++)
+    if (read(from, theirs[ch], sizeof(theirs[ch])) != (ssize_t)sizeof(theirs[ch]))
+      return snprintf(err, len, "the other rank died during setup"), 1;
+  for (int ch = 0; ch < RING_CH; ch++) {
+    d[2 * ch] = (struct ring_dir){.send = 1, .seed = (uint64_t)(side * RING_CH + ch) << 20};
+    d[2 * ch + 1] = (struct ring_dir){.seed = (uint64_t)((1 - side) * RING_CH + ch) << 20};
+  }
+  double end = nh_now_ms() + 10000;
+  for (int ready = 0; ready < 2 * RING_CH;) {
+    ready = 0;
+    for (int ch = 0; ch < RING_CH; ch++) {
+      if (!d[2 * ch].comm && nh_connect(&net, ctx, 0, theirs[ch], &d[2 * ch].comm) != ncclSuccess)
+        return snprintf(err, len, "connect: %s", nh_last_warn()), 1;
+      if (!d[2 * ch + 1].comm && nh_accept(&net, lc[ch], &d[2 * ch + 1].comm) != ncclSuccess)
+        return snprintf(err, len, "accept: %s", nh_last_warn()), 1;
+      ready += !!d[2 * ch].comm + !!d[2 * ch + 1].comm;
+    }
+    if (nh_now_ms() > end)
+      return snprintf(err, len, "no ring after 10 s"), 1;
+  }
+  for (int ch = 0; ch < RING_CH; ch++)
+    nh_close_listen(&net, lc[ch]);
+  for (int i = 0; i < 2 * RING_CH; i++) {
+    d[i].buf = malloc((size_t)RING_INFLIGHT * RING_SLICE);
+    if (!d[i].buf || nh_reg(&net, d[i].comm, d[i].buf, (size_t)RING_INFLIGHT * RING_SLICE,
+                            NCCL_PTR_HOST, &d[i].mh) != ncclSuccess)
+      return snprintf(err, len, "regMr"), 1;
+  }
+  end = nh_now_ms() + 30000;
+  for (int busy = 1; busy;) {
+    busy = 0;
+    for (int i = 0; i < 2 * RING_CH; i++) {
+      struct ring_dir *r = &d[i];
+      if (r->done == nsteps)
+        continue;
+      busy = 1;
+      int k = (int)(r->posted % RING_INFLIGHT), tag = 0;
+      char *slot = r->buf + (size_t)k * RING_SLICE;
+      if (r->posted < nsteps && !r->req[k]) {
+        size_t off = (size_t)r->posted * RING_SLICE;
+        size_t n = RING_BYTES - off < RING_SLICE ? RING_BYTES - off : RING_SLICE, cap = RING_SLICE;
+        void *data = slot;
+        ncclResult_t res;
+        if (r->send) {
+          nh_fill(slot, n, r->seed + (uint64_t)r->posted);
+          res = nh_isend(&net, r->comm, slot, n, tag, r->mh, &r->req[k]);
+        } else {
+          memset(slot, 0xee, RING_SLICE);
+          res = nh_irecv(&net, r->comm, 1, &data, &cap, &tag, &r->mh, &r->req[k]);
+        }
+        if (res != ncclSuccess)
+          return snprintf(err, len, "isend/irecv: %s", nh_last_warn()), 1;
+        if (r->req[k])
+          r->posted++;
+      }
+      int o = (int)(r->done % RING_INFLIGHT), fin = 0, sizes[64];
+      if (!r->req[o])
+        continue;
+      if (nh_test(&net, r->req[o], &fin, sizes) != ncclSuccess)
+        return snprintf(err, len, "test: %s", nh_last_warn()), 1;
+      if (!fin)
+        continue;
+      r->req[o] = NULL;
+      size_t off = (size_t)r->done * RING_SLICE;
+      size_t n = RING_BYTES - off < RING_SLICE ? RING_BYTES - off : RING_SLICE;
+      if (!r->send) {
+        char *got = r->buf + (size_t)o * RING_SLICE;
+        long bad = nh_check(got, n, r->seed + (uint64_t)r->done);
+        if ((size_t)sizes[0] != n || bad >= 0)
+          return snprintf(err, len, "rank %d channel %d step %ld: %d bytes (want %zu), first "
+                          "bad byte %ld", side, i / 2, r->done, sizes[0], n, bad), 1;
+      }
+      r->done++;
+    }
+    if (nh_now_ms() > end)
+      return snprintf(err, len, "ring transfer unfinished after 30 s"), 1;
+  }
+  for (int i = 0; i < 2 * RING_CH; i++)
+    if (nh_dereg(&net, d[i].comm, d[i].mh) != ncclSuccess)
+      return snprintf(err, len, "deregMr"), 1;
+  /* both ranks have everything before either closes */
+  char c = 0;
+  if (write(to, &c, 1) != 1 || read(from, &c, 1) != 1)
+    return snprintf(err, len, "the other rank died at the end"), 1;
+  for (int i = 0; i < 2 * RING_CH; i++) {
+    if (d[i].send)
+      nh_close_send(&net, d[i].comm);
+    else
+      nh_close_recv(&net, d[i].comm);
+    free(d[i].buf);
+  }
+  return 0;
+}
+
+START_TEST(ring_both_directions_two_channels)
+{
+  int ab[2], ba[2];
+  char err[512] = "";
+  /* the last round: v12 with PCIE_NET_NTHREADS=0, where the proxy thread
+   * alone moves every byte (no helper thread may exist) */
+  int caller_only = _i == NH_NVERSIONS;
+  if (caller_only) {
+    setenv("PCIE_NET_NTHREADS", "0", 1);
+    open_version(NH_NVERSIONS - 1);
+    void *sc, *rc;
+    int threads = nh_count_threads();
+    pair(&sc, &rc);
+    ck_assert_int_eq(nh_count_threads(), threads);
+    nh_close_send(&net, sc);
+    nh_close_recv(&net, rc);
+    nh_finalize(&net, ctx);
+  }
+  ck_assert(pipe(ab) == 0 && pipe(ba) == 0);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  open_version(caller_only ? NH_NVERSIONS - 1 : _i);
+  if (pid == 0) {
+    int rc = ring_rank(1, ba[1], ab[0], err, sizeof(err));
+    if (rc)
+      fprintf(stderr, "ring rank 1: %s\n", err);
+    _exit(rc);
+  }
+  close(ab[0]);
+  close(ba[1]);
+  int rc = ring_rank(0, ab[1], ba[0], err, sizeof(err));
+  close(ab[1]); /* lets a waiting rank 1 fail instead of hanging */
+  int st;
+  ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+  ck_assert_msg(rc == 0, "ring rank 0: %s", err);
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "ring rank 1 failed (see stderr)");
+  nh_finalize(&net, ctx);
+}
+END_TEST
+
 /* Out of descriptors (issue 30 §3). Under a limit of 128-135 open files,
  * connect/accept pairs as NCCL makes them (listen, connect and accept
  * alternated, listen closed after its accept) until one fails for want of
@@ -788,6 +957,7 @@ static Suite *net_suite(void)
   tcase_add_loop_test(tc, bad_handles, 0, NH_NVERSIONS);
   tcase_add_loop_test(tc, connect_to_closed_listener_fails, 0, NH_NVERSIONS);
   tcase_add_loop_test(tc, churn_without_leaks, 0, NH_NVERSIONS);
+  tcase_add_loop_test(tc, ring_both_directions_two_channels, 0, NH_NVERSIONS + 1);
   tcase_add_loop_test(tc, fd_exhaustion_returns_every_descriptor, 0, NH_NVERSIONS);
   tcase_add_loop_test(tc, finalize_unload_reload, 0, 2);
   tcase_add_loop_test(tc, finalize_frees_abandoned_connect, 0, 2);
