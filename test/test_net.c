@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "support/net_harness.h"
+#include "support/net_wire.h"
 
 static struct nh_net net;
 static void *ctx;
@@ -873,6 +874,55 @@ START_TEST(nccl_socket_variables)
 }
 END_TEST
 
+/* The stream count a listener puts in its handle under the current
+ * environment (v12, device lo). */
+static int handle_streams(void)
+{
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void *lc;
+  ck_assert_int_eq(nh_init(&net, &ctx), ncclSuccess);
+  ck_assert_int_eq(nh_listen(&net, ctx, 0, handle, &lc), ncclSuccess);
+  int n = ((const struct nw_handle *)handle)->nstreams;
+  nh_close_listen(&net, lc);
+  nh_finalize(&net, ctx);
+  return n;
+}
+
+/* NCCL's conventions for its socket transport's socket count (issue 29):
+ * with PCIE_NET_NSTREAMS unset, NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD
+ * streams (the unset one at 1), at most 16; PCIE_NET_NSTREAMS wins; a bad
+ * value fails init with the variable's name. */
+START_TEST(stream_count_from_nccl_variables)
+{
+  ck_assert_int_eq(nh_open(&net, 12), 0);
+  setenv("PCIE_NET_IFNAME", "=lo", 1);
+  unsetenv("PCIE_NET_NSTREAMS");
+  unsetenv("NCCL_SOCKET_NTHREADS");
+  unsetenv("NCCL_NSOCKS_PERTHREAD");
+  ck_assert_int_eq(handle_streams(), 4); /* lo: no speed, not a cloud NIC */
+  setenv("NCCL_SOCKET_NTHREADS", "4", 1);
+  setenv("NCCL_NSOCKS_PERTHREAD", "2", 1);
+  ck_assert_int_eq(handle_streams(), 8);
+  unsetenv("NCCL_SOCKET_NTHREADS");
+  ck_assert_int_eq(handle_streams(), 2);
+  setenv("NCCL_NSOCKS_PERTHREAD", "8", 1);
+  setenv("NCCL_SOCKET_NTHREADS", "2", 1); /* AWS's 16 */
+  ck_assert_int_eq(handle_streams(), 16);
+  setenv("NCCL_SOCKET_NTHREADS", "16", 1); /* 128 sockets: capped */
+  ck_assert_int_eq(handle_streams(), 16);
+  setenv("NCCL_SOCKET_NTHREADS", "0", 1); /* NCCL: one socket, the proxy thread's */
+  ck_assert_int_eq(handle_streams(), 1);
+  setenv("PCIE_NET_NSTREAMS", "3", 1);
+  ck_assert_int_eq(handle_streams(), 3);
+  unsetenv("PCIE_NET_NSTREAMS");
+  setenv("NCCL_SOCKET_NTHREADS", "x", 1);
+  ck_assert_int_ne(nh_init(&net, &ctx), ncclSuccess);
+  ck_assert_msg(strstr(nh_last_warn(), "NCCL_SOCKET_NTHREADS"), "%s", nh_last_warn());
+  unsetenv("NCCL_SOCKET_NTHREADS");
+  unsetenv("NCCL_NSOCKS_PERTHREAD");
+}
+END_TEST
+
 /* Context switches of the plugin's helper threads (named pcie-net) so far. */
 static long helper_switches(void)
 {
@@ -963,6 +1013,7 @@ static Suite *net_suite(void)
   tcase_add_loop_test(tc, finalize_frees_abandoned_connect, 0, 2);
   tcase_add_test(tc, interface_selection);
   tcase_add_test(tc, nccl_socket_variables);
+  tcase_add_test(tc, stream_count_from_nccl_variables);
   tcase_add_test(tc, small_messages_wake_no_helper);
   suite_add_tcase(s, tc);
   return s;
