@@ -1,8 +1,8 @@
 /* bench/net: the net plugin driven as NCCL drives a net plugin, against
  * NCCL's own socket transport in the same run, over loopback and over two
  * veth links between network namespaces the bench makes: one plain, one
- * that caps every TCP flow (per-flow shaping or ECMP pinning one flow to
- * one path, as cloud networks do).
+ * that caps every TCP connection (per-flow shaping or ECMP pinning one
+ * flow to one path, as cloud networks do).
  *
  *   bench/net [--anchor PATH] [--quick]
  *
@@ -12,30 +12,46 @@
  * bytes (CI). Environment:
  *   NCCL_BUFFSIZE        NCCL's buffer per connection (default 4 MiB)
  *   BENCH_NET_REPS       interleaved runs (default 5)
- *   BENCH_NET_CAP_MBIT   the capped link's per-flow rate (default 1000)
+ *   BENCH_NET_MODES      comma list of p2p, ring, rtt (default all)
+ *   BENCH_NET_LINKS      comma list of lo, veth, capped (default all)
+ *   BENCH_NET_MS         unshaped windows: bytes that take this long at
+ *                        1 GB/s (default 1000)
+ *   BENCH_NET_CAP_MBIT   the capped link's per-connection rate (default 1000)
  *   BENCH_NET_TUNED      NCCL's transport tuned by hand, "THREADS,SOCKS"
  *                        (NCCL_SOCKET_NTHREADS, NCCL_NSOCKS_PERTHREAD;
  *                        default "4,2": 8 data sockets)
+ *   BENCH_NET_ALT        "VAR=VAL,...": the plugin once more with these
+ *                        settings ("alt"), interleaved with the others
+ *   BENCH_NET_ALT_SO     that second plugin from another build (a baseline)
  * The plugin always runs with its own defaults (PCIE_NET_* unset), each
  * transport chooses its interface through NCCL_SOCKET_IFNAME.
  *
  * As NCCL's proxy (src/transport/net.cc, sendProxyProgress and
- * recvProxyProgress): sender and receiver are two processes; each
- * registers its NCCL_BUFFSIZE buffer once per connection with regMr and
- * deregisters it before close; a transfer of S bytes is cut into steps of
- * stepSize = NCCL_BUFFSIZE / NCCL_STEPS (the SIMPLE protocol with
- * sliceSteps = 1, as p2p operations post), each step an isend from its
- * slot (step % NCCL_STEPS) * stepSize, NCCL_STEPS (8) requests in flight;
- * the receiver keeps 8 irecvs of a whole stepSize posted and polls test.
- * Throughput is timed on the receiver after a first warm-up transfer. The
- * round trip is an 8-byte ping-pong over two connections (one per
- * direction, as NCCL has), the next irecv posted before the isend.
+ * recvProxyProgress), in fresh processes per measurement (the transports
+ * read their variables once per load), each registering its buffers with
+ * regMr and deregistering them before close:
+ *   p2p   sender and receiver in two processes; a transfer of S bytes in
+ *         steps of NCCL_BUFFSIZE / NCCL_STEPS (Simple, sliceSteps 1, as
+ *         p2p operations post), 8 requests in flight; receive rate.
+ *   ring  both processes send and receive at once, as two ranks of a ring
+ *         all-reduce: per channel (1 or 2) a send comm and a receive comm,
+ *         all driven from one thread, one proxy turn (post, test the
+ *         oldest) per sub-operation in a round; the step shapes of ring
+ *         all-reduce over a network (Simple: 2 steps per isend, 4 in
+ *         flight; LL, LL128: their own step sizes, 8 in flight; see
+ *         protos[]); the receive rate of one side per direction.
+ *   rtt   ping-pong of 8 B - 64 KiB over two connections (one per
+ *         direction, as NCCL has), the next irecv posted before the
+ *         isend; p50 and p99 of 2000 round trips.
+ * Throughput is timed after a first warm-up transfer. On the capped link
+ * both processes connect, then the bench gives every TCP connection its
+ * own htb class by its exact ports (nn_cap_flows) before any data moves,
+ * and logs the ports on stderr.
  *
- * Every measurement is a fresh pair of processes (the transports read
- * their variables once per load). Contenders run interleaved, the order
- * rotating each run; each line gives medians and the median and range of
- * the per-run ratios plugin/other, so a load spike hits both sides of a
- * pair. Not a test: it never fails on numbers. */
+ * Contenders run interleaved, the order rotating each run; each line
+ * gives medians and the median and range of the per-run ratios
+ * plugin/other, so a load spike hits both sides of a pair. Not a test: it
+ * never fails on numbers. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
@@ -53,21 +69,43 @@
 #define MAX_REPS 31
 #define RTT_ITERS 2000
 #define RTT_WARM 200
-#define NCONT 3 /* pcie, nccl, nccl-tuned */
+#define NCONT 4 /* pcie, nccl, nccl-tuned, pcie with BENCH_NET_ALT */
+#define MAX_CH 2
 
-enum kind { THROUGHPUT, RTT };
+enum kind { THROUGHPUT, RING, RTT };
+
+/* How NCCL's proxy cuts a ring all-reduce for a network connection
+ * (src/transport/net.cc with src/include/collectives.h and device.h):
+ * Simple posts sliceSteps = ALLREDUCE_SLICESTEPS = NCCL_STEPS/4 = 2 steps
+ * per isend, so NCCL_STEPS/2 = 4 requests in flight; LL and LL128 post
+ * one step per isend, 8 in flight, of their own buffer's step size (LL:
+ * NCCL_LL_LINES_PER_THREAD 8 x NCCL_LL_MAX_NTHREADS 512 x 16-byte lines
+ * = 64 KiB, half of it data; LL128: NCCL_LL128_ELEMS_PER_THREAD 120 x
+ * NCCL_LL128_MAX_NTHREADS 640 x 8 B = 600 KiB, 15/16 data). The bench
+ * moves the bytes on the wire (LL twice the data, LL128 16/15 of it). */
+enum proto { P_SIMPLE, P_LL, P_LL128 };
+static const struct {
+  const char *name;
+  size_t step; /* 0: stepsize x 2 (Simple) */
+  int inflight;
+  int wire_num, wire_den;
+} protos[] = {{"simple", 0, NSTEPS / 2, 1, 1},
+              {"ll", 64 << 10, NSTEPS, 2, 1},
+              {"ll128", 600 << 10, NSTEPS, 16, 15}};
 
 struct link {
   const char *label;
   int in_ns;            /* 0: both ends in the bench's own namespace, over lo */
   const char *ifname[2]; /* receiver (a), sender (b) */
   int cap_mbit;
+  int index; /* its link in struct nn */
 };
 
 struct contender {
   const char *name;
   const char *path;
   int tuned;
+  const char *env; /* "VAR=VAL,..." set in its processes (BENCH_NET_ALT) */
 };
 
 struct job {
@@ -75,8 +113,16 @@ struct job {
   const struct link *l;
   const struct nn *ns;
   enum kind kind;
-  size_t size;  /* throughput: bytes per transfer */
-  int count;    /* throughput: transfers after the warm-up one */
+  size_t size;  /* bytes per transfer (ring: per direction, all channels), or per round trip */
+  int count;    /* throughput, ring: transfers after the warm-up one */
+  int nch;      /* ring: channels, each a send and a receive comm per process */
+  enum proto proto; /* ring */
+  int ready_fd, go_fd; /* child side of the setup barrier (run_job) */
+};
+
+/* A run's figure: GB/s, or the round trip's p50 (v) and p99 (v2) in us. */
+struct fig {
+  double v, v2;
 };
 
 static size_t buffsize, stepsize;
@@ -159,6 +205,13 @@ static void ep_open(struct ep *e, const struct job *j, int side)
   } else {
     unsetenv("NCCL_SOCKET_NTHREADS");
     unsetenv("NCCL_NSOCKS_PERTHREAD");
+  }
+  if (j->c->env) {
+    char *list = strdup(j->c->env), *save = NULL;
+    for (char *kv = strtok_r(list, ",", &save); kv; kv = strtok_r(NULL, ",", &save))
+      if (putenv(strdup(kv)) != 0)
+        die("bad BENCH_NET_ALT entry '%s'", kv);
+    free(list);
   }
   if (!(lib = dlopen(j->c->path, RTLD_NOW | RTLD_LOCAL)) ||
       !(e->net = dlsym(lib, "ncclNetPlugin_v12")))
@@ -252,10 +305,10 @@ static void run_steps(const struct ep *e, void *comm, int send, char *buf, void 
   }
 }
 
-/* Step sizes of 1 + count transfers of size bytes. */
-static size_t *plan(size_t size, int count, long *nsteps, long *warm)
+/* Step sizes of 1 + count transfers of size bytes in steps of step. */
+static size_t *plan(size_t size, size_t step, int count, long *nsteps, long *warm)
 {
-  long per = (long)((size + stepsize - 1) / stepsize);
+  long per = (long)((size + step - 1) / step);
   *nsteps = per * (1 + count);
   *warm = per;
   size_t *len = malloc(sizeof(*len) * (size_t)*nsteps);
@@ -263,8 +316,17 @@ static size_t *plan(size_t size, int count, long *nsteps, long *warm)
     die("out of memory");
   for (long t = 0, i = 0; t <= count; t++)
     for (size_t left = size; left; left -= len[i - 1])
-      len[i++] = left < stepsize ? left : stepsize;
+      len[i++] = left < step ? left : step;
   return len;
+}
+
+/* Both sides connected: tell the parent, which caps each flow of a capped
+ * link now that their ports exist, and wait for its go. */
+static void barrier(const struct job *j)
+{
+  char c = 1;
+  xwrite(j->ready_fd, &c, 1);
+  xread(j->go_fd, &c, 1);
 }
 
 static void ep_throughput(const struct job *j, int side, int to_peer, int from_peer, int res_fd)
@@ -274,20 +336,21 @@ static void ep_throughput(const struct job *j, int side, int to_peer, int from_p
   long nsteps, warm;
   double t_mark = 0, t_end;
   char *buf = malloc(buffsize);
-  size_t *len = plan(j->size, j->count, &nsteps, &warm);
+  size_t *len = plan(j->size, stepsize, j->count, &nsteps, &warm);
   if (!buf)
     die("out of memory");
   memset(buf, side, buffsize);
   ep_open(&e, j, side);
   ep_connect(&e, to_peer, from_peer, side == 1, side == 0, &sc, &rc);
+  barrier(j);
   void *comm = side == 1 ? sc : rc;
   CHECK(e.net->regMr(comm, buf, buffsize, NCCL_PTR_HOST, &mh), "regMr");
   run_steps(&e, comm, side == 1, buf, mh, len, nsteps, warm, &t_mark);
   t_end = now_s();
   CHECK(e.net->deregMr(comm, mh), "deregMr");
   if (side == 0) {
-    double gbps = (double)j->size * j->count / (t_end - t_mark) / 1e9;
-    xwrite(res_fd, &gbps, sizeof(gbps));
+    struct fig f = {(double)j->size * j->count / (t_end - t_mark) / 1e9, 0};
+    xwrite(res_fd, &f, sizeof(f));
     /* the sender closes once the receiver has everything */
     e.net->closeRecv(rc);
   } else {
@@ -296,6 +359,112 @@ static void ep_throughput(const struct job *j, int side, int to_peer, int from_p
   e.net->finalize(e.ctx);
   free(len);
   free(buf);
+}
+
+/* One direction of one channel in the ring: NCCL's proxy sub-operation. */
+struct ring_dir {
+  void *comm, *mh;
+  char *buf;
+  int send;
+  void *req[NSTEPS];
+  long posted, done;
+};
+
+/* One turn of NCCL's proxy over a sub-operation: post the next step if its
+ * slot is free, test the oldest request (src/transport/net.cc,
+ * sendProxyProgress/recvProxyProgress). Returns 1 when the warm-up mark
+ * was reached in this turn. */
+static int ring_turn(const struct ep *e, struct ring_dir *d, const size_t *len, long nsteps,
+                     size_t slot, int inflight, long mark)
+{
+  int tag = 0;
+  int k = (int)(d->posted % inflight);
+  if (d->posted < nsteps && !d->req[k]) {
+    void *data = d->buf + (size_t)k * slot;
+    size_t cap = slot;
+    CHECK(d->send ? e->net->isend(d->comm, data, len[d->posted], tag, d->mh, NULL, &d->req[k])
+                  : e->net->irecv(d->comm, 1, &data, &cap, &tag, &d->mh, NULL, &d->req[k]),
+          d->send ? "isend" : "irecv");
+    if (d->req[k])
+      d->posted++;
+  }
+  int o = (int)(d->done % inflight), fin = 0, sizes[64];
+  if (d->done < nsteps && d->req[o]) {
+    CHECK(e->net->test(d->req[o], &fin, sizes), "test");
+    if (fin) {
+      if (!d->send && (size_t)sizes[0] != len[d->done])
+        die("ring step %ld: received %d bytes, expected %zu", d->done, sizes[0], len[d->done]);
+      d->req[o] = NULL;
+      return ++d->done == mark;
+    }
+  }
+  return 0;
+}
+
+/* A ring rank's proxy: a send comm to the next rank and a receive comm
+ * from the previous one per channel (with two processes both are the
+ * other process), all driven from this one thread. The figure is the
+ * receive rate of side 0, wire bytes per second per direction. */
+static void ep_ring(const struct job *j, int side, int to_peer, int from_peer, int res_fd)
+{
+  struct ep e;
+  struct ring_dir d[2 * MAX_CH];
+  size_t slot = protos[j->proto].step ? protos[j->proto].step : 2 * stepsize;
+  int inflight = protos[j->proto].inflight;
+  size_t wire = j->size / (size_t)j->nch * (size_t)protos[j->proto].wire_num /
+                (size_t)protos[j->proto].wire_den;
+  long nsteps, warm;
+  size_t *len = plan(wire, slot, j->count, &nsteps, &warm);
+  double t_mark = 0;
+  int marks = 0;
+  ep_open(&e, j, side);
+  memset(d, 0, sizeof(d));
+  for (int c = 0; c < j->nch; c++) {
+    void *sc, *rc;
+    ep_connect(&e, to_peer, from_peer, 1, 1, &sc, &rc);
+    d[2 * c] = (struct ring_dir){.comm = sc, .send = 1};
+    d[2 * c + 1] = (struct ring_dir){.comm = rc, .send = 0};
+  }
+  barrier(j);
+  for (int i = 0; i < 2 * j->nch; i++) {
+    if (!(d[i].buf = malloc(slot * (size_t)inflight)))
+      die("out of memory");
+    memset(d[i].buf, side, slot * (size_t)inflight);
+    CHECK(e.net->regMr(d[i].comm, d[i].buf, slot * (size_t)inflight, NCCL_PTR_HOST, &d[i].mh),
+          "regMr");
+  }
+  for (int busy = 1; busy;) {
+    busy = 0;
+    for (int i = 0; i < 2 * j->nch; i++) {
+      if (d[i].done == nsteps)
+        continue;
+      busy = 1;
+      /* the mark: every receive direction past its warm-up transfer */
+      if (ring_turn(&e, &d[i], len, nsteps, slot, inflight, warm) && !d[i].send &&
+          ++marks == j->nch)
+        t_mark = now_s();
+    }
+  }
+  double t_end = now_s();
+  for (int i = 0; i < 2 * j->nch; i++)
+    CHECK(e.net->deregMr(d[i].comm, d[i].mh), "deregMr");
+  if (side == 0) {
+    struct fig f = {(double)wire * (double)j->nch * j->count / (t_end - t_mark) / 1e9, 0};
+    xwrite(res_fd, &f, sizeof(f));
+  }
+  /* both sides received everything before either closes */
+  char c = 0;
+  xwrite(to_peer, &c, 1);
+  xread(from_peer, &c, 1);
+  for (int i = 0; i < 2 * j->nch; i++) {
+    if (d[i].send)
+      e.net->closeSend(d[i].comm);
+    else
+      e.net->closeRecv(d[i].comm);
+    free(d[i].buf);
+  }
+  e.net->finalize(e.ctx);
+  free(len);
 }
 
 static void ep_rtt(const struct job *j, int side, int to_peer, int from_peer, int res_fd)
@@ -308,6 +477,7 @@ static void ep_rtt(const struct job *j, int side, int to_peer, int from_peer, in
     die("out of memory");
   ep_open(&e, j, side);
   ep_connect(&e, to_peer, from_peer, 1, 1, &sc, &rc);
+  barrier(j);
   CHECK(e.net->regMr(sc, buf, stepsize, NCCL_PTR_HOST, &smh), "regMr");
   CHECK(e.net->regMr(rc, buf + stepsize, stepsize, NCCL_PTR_HOST, &rmh), "regMr");
   void *rdata = buf + stepsize;
@@ -321,7 +491,7 @@ static void ep_rtt(const struct job *j, int side, int to_peer, int from_peer, in
     if (side == 1)
       wait_req(e.net, rreq, NULL);
     while (!sreq)
-      CHECK(e.net->isend(sc, buf, 8, tag, smh, NULL, &sreq), "isend");
+      CHECK(e.net->isend(sc, buf, j->size, tag, smh, NULL, &sreq), "isend");
     wait_req(e.net, sreq, NULL);
     if (side == 0)
       wait_req(e.net, rreq, NULL);
@@ -331,8 +501,9 @@ static void ep_rtt(const struct job *j, int side, int to_peer, int from_peer, in
   CHECK(e.net->deregMr(sc, smh), "deregMr");
   CHECK(e.net->deregMr(rc, rmh), "deregMr");
   if (side == 0) {
-    double us = median(lat, RTT_ITERS);
-    xwrite(res_fd, &us, sizeof(us));
+    qsort(lat, RTT_ITERS, sizeof(lat[0]), cmp_double);
+    struct fig f = {lat[RTT_ITERS / 2], lat[RTT_ITERS * 99 / 100]};
+    xwrite(res_fd, &f, sizeof(f));
   }
   /* both sides are done with both comms before either closes */
   char c = 0;
@@ -344,50 +515,70 @@ static void ep_rtt(const struct job *j, int side, int to_peer, int from_peer, in
   free(buf);
 }
 
-/* Runs one measurement in two fresh processes; returns the figure. */
-static double run_job(const struct job *j)
+/* Runs one measurement in two fresh processes; returns the figure. Both
+ * connect, then wait at the barrier while a capped link gets one htb
+ * class per TCP connection (nn_cap_flows; the ports go to stderr). */
+static struct fig run_job(const struct job *proto)
 {
-  int ab[2], ba[2], res[2];
+  int ab[2], ba[2], res[2], ready[2], go[2];
   pid_t pid[2];
-  if (pipe(ab) || pipe(ba) || pipe(res))
+  struct job j = *proto;
+  if (pipe(ab) || pipe(ba) || pipe(res) || pipe(ready) || pipe(go))
     die("pipe: %s", strerror(errno));
+  j.ready_fd = ready[1];
+  j.go_fd = go[0];
   for (int side = 0; side < 2; side++) {
     pid[side] = fork();
     if (pid[side] < 0)
       die("fork: %s", strerror(errno));
     if (pid[side] == 0) {
       alarm(120); /* a hung transport must not hang the bench */
+      close(ready[0]), close(go[1]);
       int to = side == 0 ? ab[1] : ba[1], from = side == 0 ? ba[0] : ab[0];
-      if (j->kind == THROUGHPUT)
-        ep_throughput(j, side, to, from, res[1]);
+      if (j.kind == THROUGHPUT)
+        ep_throughput(&j, side, to, from, res[1]);
+      else if (j.kind == RING)
+        ep_ring(&j, side, to, from, res[1]);
       else
-        ep_rtt(j, side, to, from, res[1]);
+        ep_rtt(&j, side, to, from, res[1]);
       _exit(0);
     }
   }
   close(ab[0]), close(ab[1]), close(ba[0]), close(ba[1]), close(res[1]);
-  double v = -1;
-  if (read(res[0], &v, sizeof(v)) != (ssize_t)sizeof(v))
-    v = -1;
+  close(ready[1]), close(go[0]);
+  char c[2];
+  int ok = read(ready[0], c, 1) == 1 && read(ready[0], c + 1, 1) == 1;
+  if (ok && j.l->cap_mbit) {
+    char ports[4096];
+    if (nn_cap_flows(j.ns, j.l->index, ports, sizeof(ports)) != 0)
+      die("cannot cap the flows of %s: %s", j.l->label, ports);
+    fprintf(stderr, "bench/net: %s %s: one %d Mbit/s class per connection: %s\n", j.c->name,
+            j.l->label, j.l->cap_mbit, ports);
+  }
+  if (ok)
+    (void)!write(go[1], "gg", 2);
+  close(ready[0]), close(go[1]);
+  struct fig f = {-1, -1};
+  if (read(res[0], &f, sizeof(f)) != (ssize_t)sizeof(f))
+    f.v = -1;
   close(res[0]);
-  int ok = 1;
   for (int side = 0; side < 2; side++) {
     int st;
     waitpid(pid[side], &st, 0);
     ok &= WIFEXITED(st) && WEXITSTATUS(st) == 0;
   }
-  if (!ok || v < 0)
-    die("%s on %s failed (see above)", j->c->name, j->l->label);
-  return v;
+  if (!ok || f.v < 0)
+    die("%s on %s failed (see above)", j.c->name, j.l->label);
+  return f;
 }
 
 /* ---- driver */
 
 static void label_size(char *buf, size_t len, size_t size)
 {
-  if (size >= (1u << 20))
+  if (size >= (1u << 20) && size % (1u << 20) == 0)
     snprintf(buf, len, "%zu MiB", size >> 20);
-  else if (size >= 1024)
+  else if (size >= 1024 && size % 1024 == 0)
     snprintf(buf, len, "%zu KiB", size >> 10);
   else
     snprintf(buf, len, "%zu B", size);
@@ -405,28 +596,34 @@ static void print_ratio(const char *other, double v[NCONT][MAX_REPS], int o, int
 static void measure(const struct job *proto, const struct contender *c, int ncont, int reps,
                     const char *what)
 {
-  double v[NCONT][MAX_REPS], med[NCONT];
+  double v[NCONT][MAX_REPS], v2[NCONT][MAX_REPS], med[NCONT];
   for (int r = 0; r < reps; r++)
     for (int k = 0; k < ncont; k++) {
       int who = (r + k) % ncont;
       struct job j = *proto;
       j.c = &c[who];
-      v[who][r] = run_job(&j);
+      struct fig f = run_job(&j);
+      v[who][r] = f.v;
+      v2[who][r] = f.v2;
     }
   int rtt = proto->kind == RTT;
-  printf("%-7s %-8s", proto->l->label, what);
+  printf("%-7s %-16s", proto->l->label, what);
   for (int k = 0; k < ncont; k++) {
     double tmp[MAX_REPS];
     memcpy(tmp, v[k], sizeof(tmp));
     med[k] = median(tmp, reps);
     printf("  %s %7.3f", c[k].name, med[k]);
+    if (rtt) {
+      memcpy(tmp, v2[k], sizeof(tmp));
+      printf(" p99 %7.3f", median(tmp, reps));
+    }
   }
   printf(rtt ? " us" : " GB/s");
-  if (ncont > 1)
-    print_ratio("nccl", v, 1, reps);
-  if (ncont > 2)
-    print_ratio("tuned", v, 2, reps);
-  printf("%s\n", rtt ? "  (lower is better)" : "");
+  for (int k = 1; k < ncont; k++)
+    print_ratio(c[k].name, v, k, reps);
+  if (rtt && ncont > 1)
+    print_ratio("nccl p99", v2, 1, reps);
+  printf("%s\n", rtt ? "  (time: lower is better)" : "");
   fflush(stdout);
 }
 
@@ -442,10 +639,27 @@ static long env_long(const char *name, long def, long lo, long hi)
   return v;
 }
 
+/* Which parts run: BENCH_NET_MODES, a comma list of p2p, ring, rtt (all
+ * by default); BENCH_NET_LINKS, of lo, veth, capped (all by default). */
+static int listed(const char *var, const char *name)
+{
+  const char *s = getenv(var);
+  if (!s || !*s)
+    return 1;
+  size_t n = strlen(name);
+  for (const char *p = s; (p = strstr(p, name)); p += n)
+    if ((p == s || p[-1] == ',') && (p[n] == ',' || p[n] == 0))
+      return 1;
+  return 0;
+}
+
 int main(int argc, char **argv)
 {
   static const size_t all_sizes[] = {64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20};
   static const size_t quick_sizes[] = {1 << 20, 16 << 20};
+  static const size_t ring_sizes[] = {1 << 20, 4 << 20, 16 << 20, 64 << 20};
+  static const size_t rtt_sizes[] = {8, 64, 128, 129, 160, 256, 1024, 4096, 16384, 16385, 65536};
+  static const size_t quick_rtt[] = {8, 1024, 65536};
   const char *anchor = NULL, *so = getenv("PCIE_TUNER_SO");
   int quick = 0;
   for (int i = 1; i < argc; i++) {
@@ -462,6 +676,7 @@ int main(int argc, char **argv)
   stepsize = buffsize / NSTEPS;
   int reps = (int)env_long("BENCH_NET_REPS", quick ? 1 : 5, 1, MAX_REPS);
   int cap = (int)env_long("BENCH_NET_CAP_MBIT", 1000, 10, 100000);
+  double secs = (double)env_long("BENCH_NET_MS", 1000, 10, 600000) / 1000;
   const char *tuned = getenv("BENCH_NET_TUNED");
   if (tuned && (sscanf(tuned, "%d,%d", &tuned_threads, &tuned_socks) != 2 ||
                 tuned_threads < 1 || tuned_socks < 1))
@@ -469,50 +684,103 @@ int main(int argc, char **argv)
   unsetenv("PCIE_NET_NSTREAMS"); /* the plugin picks its own stream count */
   signal(SIGPIPE, SIG_IGN);
 
-  struct contender c[NCONT] = {{"pcie", so, 0}, {"nccl", anchor, 0}, {"tuned", anchor, 1}};
-  int ncont = NCONT;
+  struct contender c[NCONT] = {{"pcie", so, 0, NULL}};
+  int ncont = 1;
   if (!anchor || access(anchor, R_OK) != 0) {
     printf("bench/net: NCCL's socket transport skipped (%s); plugin figures only. Build it with "
            "nccl-socket/build.sh of the shared tools and pass --anchor.\n",
            anchor ? "the --anchor library is not readable" : "no --anchor given");
-    ncont = 1;
+  } else {
+    c[ncont++] = (struct contender){"nccl", anchor, 0, NULL};
+    c[ncont++] = (struct contender){"tuned", anchor, 1, NULL};
   }
+  /* BENCH_NET_ALT="PCIE_NET_NTHREADS=0,...": the plugin once more with
+   * these settings, interleaved with the others (to choose a default) */
+  const char *alt = getenv("BENCH_NET_ALT"), *alt_so = getenv("BENCH_NET_ALT_SO");
+  if ((alt && *alt) || (alt_so && *alt_so))
+    c[ncont++] = (struct contender){"alt", alt_so && *alt_so ? alt_so : so, 0,
+                                    alt && *alt ? alt : NULL};
 
   struct nn ns;
   char why[256];
   struct nn_link nl[2] = {{.flow_cap_mbit = 0}, {.flow_cap_mbit = cap}};
-  int have_ns = nn_create(&ns, nl, 2, why, sizeof(why)) == 0;
-  struct link links[3] = {{"lo", 0, {"lo", "lo"}, 0}};
-  int nlinks = 1;
+  int want_ns = listed("BENCH_NET_LINKS", "veth") || listed("BENCH_NET_LINKS", "capped");
+  int have_ns = want_ns && nn_create(&ns, nl, 2, why, sizeof(why)) == 0;
+  struct link links[3];
+  int nlinks = 0;
+  if (listed("BENCH_NET_LINKS", "lo"))
+    links[nlinks++] = (struct link){"lo", 0, {"lo", "lo"}, 0, 0};
   if (have_ns) {
-    links[nlinks++] = (struct link){"veth", 1, {ns.links[0].name[0], ns.links[0].name[1]}, 0};
-    links[nlinks++] = (struct link){"capped", 1, {ns.links[1].name[0], ns.links[1].name[1]}, cap};
-  } else {
+    if (listed("BENCH_NET_LINKS", "veth"))
+      links[nlinks++] =
+          (struct link){"veth", 1, {ns.links[0].name[0], ns.links[0].name[1]}, 0, 0};
+    if (listed("BENCH_NET_LINKS", "capped"))
+      links[nlinks++] =
+          (struct link){"capped", 1, {ns.links[1].name[0], ns.links[1].name[1]}, cap, 1};
+  } else if (want_ns) {
     printf("bench/net: veth links skipped: %s\n", why);
   }
 
   printf("bench/net: NCCL_BUFFSIZE %zu (steps of %zu, %d in flight), %d interleaved runs, "
          "medians; tuned = NCCL_SOCKET_NTHREADS=%d NCCL_NSOCKS_PERTHREAD=%d; capped = %d Mbit/s "
-         "per TCP flow\n",
-         buffsize, stepsize, NSTEPS, reps, tuned_threads, tuned_socks, cap);
-  const size_t *sizes = quick ? quick_sizes : all_sizes;
-  size_t nsizes = quick ? 2 : sizeof(all_sizes) / sizeof(all_sizes[0]);
+         "per TCP connection (one htb class each); unshaped windows ~%.1f s at 1 GB/s\n",
+         buffsize, stepsize, NSTEPS, reps, tuned_threads, tuned_socks, cap, secs);
   for (int li = 0; li < nlinks; li++) {
     const struct link *l = &links[li];
-    /* bytes per measurement: ~0.3 s at NCCL's single-flow rate */
-    double bytes = l->cap_mbit ? l->cap_mbit * 1e6 / 8 * 0.3 : 256e6;
+    /* bytes per measurement: ~0.3 s at one capped flow's rate, or
+     * BENCH_NET_MS at 1 GB/s on an unshaped link */
+    double bytes = l->cap_mbit ? l->cap_mbit * 1e6 / 8 * 0.3 : secs * 1e9;
     if (quick)
-      bytes /= 4;
-    for (size_t k = 0; k < nsizes; k++) {
-      char label[32];
-      int count = (int)(bytes / (double)sizes[k]);
-      struct job j = {.l = l, .ns = &ns, .kind = THROUGHPUT, .size = sizes[k],
-                      .count = count < 2 ? 2 : count};
-      label_size(label, sizeof(label), sizes[k]);
-      measure(&j, c, ncont, reps, label);
+      bytes /= 8;
+    if (listed("BENCH_NET_MODES", "p2p")) {
+      const size_t *sizes = quick ? quick_sizes : all_sizes;
+      size_t nsizes = quick ? 2 : sizeof(all_sizes) / sizeof(all_sizes[0]);
+      for (size_t k = 0; k < nsizes; k++) {
+        char label[32], what[48];
+        int count = (int)(bytes / (double)sizes[k]);
+        struct job j = {.l = l, .ns = &ns, .kind = THROUGHPUT, .size = sizes[k],
+                        .count = count < 2 ? 2 : count};
+        label_size(label, sizeof(label), sizes[k]);
+        snprintf(what, sizeof(what), "p2p %s", label);
+        measure(&j, c, ncont, reps, what);
+      }
     }
-    struct job j = {.l = l, .ns = &ns, .kind = RTT};
-    measure(&j, c, ncont, reps, "8 B RTT");
+    if (listed("BENCH_NET_MODES", "ring")) {
+      for (int nch = 1; nch <= MAX_CH; nch++)
+        for (size_t k = 0; k < sizeof(ring_sizes) / sizeof(ring_sizes[0]); k++) {
+          if (quick && (k % 2 || nch == 1))
+            continue;
+          char label[32], what[48];
+          int count = (int)(bytes / (double)ring_sizes[k]);
+          struct job j = {.l = l, .ns = &ns, .kind = RING, .size = ring_sizes[k],
+                          .count = count < 2 ? 2 : count, .nch = nch, .proto = P_SIMPLE};
+          label_size(label, sizeof(label), ring_sizes[k]);
+          snprintf(what, sizeof(what), "ring%d %s", nch, label);
+          measure(&j, c, ncont, reps, what);
+        }
+      /* LL and LL128 step shapes, at sizes NCCL would run them over a net */
+      for (int p = P_LL; p <= P_LL128 && !quick; p++) {
+        size_t size = p == P_LL ? 256 << 10 : 4 << 20;
+        char label[32], what[48];
+        int count = (int)(bytes / (double)size);
+        struct job j = {.l = l, .ns = &ns, .kind = RING, .size = size,
+                        .count = count < 2 ? 2 : count, .nch = 2, .proto = (enum proto)p};
+        label_size(label, sizeof(label), size);
+        snprintf(what, sizeof(what), "ring2 %s %s", protos[p].name, label);
+        measure(&j, c, ncont, reps, what);
+      }
+    }
+    if (listed("BENCH_NET_MODES", "rtt")) {
+      const size_t *sizes = quick ? quick_rtt : rtt_sizes;
+      size_t nsizes = quick ? 3 : sizeof(rtt_sizes) / sizeof(rtt_sizes[0]);
+      for (size_t k = 0; k < nsizes; k++) {
+        char label[32], what[48];
+        struct job j = {.l = l, .ns = &ns, .kind = RTT, .size = sizes[k]};
+        label_size(label, sizeof(label), sizes[k]);
+        snprintf(what, sizeof(what), "rtt %s", label);
+        measure(&j, c, ncont, reps, what);
+      }
+    }
   }
   if (have_ns)
     nn_destroy(&ns);

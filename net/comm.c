@@ -48,6 +48,7 @@ ncclResult_t pt__comm_create(struct pt_net_ctx *ctx, uint32_t magic, const int *
   if (res != ncclSuccess)
     goto fail;
   pooled = 1;
+  c->caller_only = pt__pool_threads() == 0;
   for (; added < n; added++) {
     uint32_t interest = magic == PT_MAGIC_SEND ? PT_SEND_IDLE : PT_RECV_IDLE;
     if (pt__pool_add(&c->streams[added], interest) != 0) {
@@ -84,6 +85,7 @@ void pt__comm_destroy(struct pt_comm *c)
   for (int i = 0; i < c->nstreams; i++)
     close(c->streams[i].fd);
   pt__pool_release();
+  pt__connects_sweep(c->ctx);
   pt__ctx_unref(c->ctx);
   c->magic = 0;
   free(c->sslots);

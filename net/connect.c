@@ -14,6 +14,7 @@
  * accept for as long as the connections live. A dead listener is no wait:
  * its kernel refuses or resets them, and that fails at once. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@ enum pt_conn_phase { PT_C_CONNECTING, PT_C_HELLO, PT_C_ACK, PT_C_DONE };
 
 struct pt_connect {
   uint32_t magic;
+  uint64_t id; /* what the handle holds: never a pointer, see pt__connects_sweep */
   struct pt_net_ctx *ctx;
   struct pt_connect *next, **pprev; /* ctx->connects, under connects_mu */
   int n;
@@ -44,33 +46,42 @@ static int64_t now_ns(void)
   return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static void track(struct pt_net_ctx *ctx, struct pt_connect *st)
+/* Ids of connects, process-wide and never reused: a handle whose connect
+ * was freed by a sweep finds nothing instead of freed memory. */
+static atomic_ullong next_id = 1;
+
+/* The list functions below run under ctx->connects_mu. */
+static void link_locked(struct pt_net_ctx *ctx, struct pt_connect *st)
 {
-  pthread_mutex_lock(&ctx->connects_mu);
   st->ctx = ctx;
   st->next = ctx->connects;
   if (st->next)
     st->next->pprev = &st->next;
   st->pprev = &ctx->connects;
   ctx->connects = st;
-  pthread_mutex_unlock(&ctx->connects_mu);
 }
 
-static void untrack(struct pt_connect *st)
+static void unlink_locked(struct pt_connect *st)
 {
   if (!st->ctx)
     return;
-  pthread_mutex_lock(&st->ctx->connects_mu);
   *st->pprev = st->next;
   if (st->next)
     st->next->pprev = st->pprev;
-  pthread_mutex_unlock(&st->ctx->connects_mu);
   st->ctx = NULL;
 }
 
+static struct pt_connect *find_locked(struct pt_net_ctx *ctx, uint64_t id)
+{
+  struct pt_connect *st = ctx->connects;
+  while (st && st->id != id)
+    st = st->next;
+  return st;
+}
+
+/* st is unlinked (or was never linked). */
 static void connect_free(struct pt_connect *st)
 {
-  untrack(st);
   for (int i = 0; i < st->n; i++)
     if (st->fds[i] >= 0)
       close(st->fds[i]);
@@ -99,6 +110,7 @@ static ncclResult_t connect_start(struct pt_net_ctx *ctx, int tc, const struct p
     return ncclSystemError;
   }
   st->magic = PT_MAGIC_CONNECT;
+  st->id = atomic_fetch_add(&next_id, 1);
   st->n = h->nstreams;
   st->deadline_ns = now_ns() + (int64_t)pt__cfg()->connect_timeout_ms * 1000000;
   pt__addr_str(&h->addr, st->peer, sizeof(st->peer));
@@ -203,6 +215,32 @@ static ncclResult_t step(ncclDebugLogger_t log, struct pt_connect *st, int i)
   return ncclSuccess;
 }
 
+static int finished(const struct pt_connect *st)
+{
+  for (int i = 0; i < st->n; i++)
+    if (st->phase[i] != PT_C_DONE)
+      return 0;
+  return 1;
+}
+
+/* Advances every stream as far as it goes without blocking; 0 while the
+ * handshake is fine (finished or not), else the error. */
+static ncclResult_t advance(ncclDebugLogger_t log, struct pt_connect *st)
+{
+  ncclResult_t res = ncclSuccess;
+  int unanswered = 0;
+  for (int i = 0; i < st->n && res == ncclSuccess; i++) {
+    res = step(log, st, i);
+    unanswered += st->phase[i] == PT_C_CONNECTING;
+  }
+  if (res != ncclSuccess || !unanswered || now_ns() < st->deadline_ns)
+    return res;
+  PT_WARN(log, "connect to %s: no answer to the TCP handshake after %d ms (address "
+               "unreachable, or its listen queue stays full)", st->peer,
+          pt__cfg()->connect_timeout_ms);
+  return ncclRemoteError;
+}
+
 ncclResult_t pt_net_connect(struct pt_net_ctx *ctx, int dev, int traffic_class, void *handle,
                             void **send_comm)
 {
@@ -224,33 +262,34 @@ ncclResult_t pt_net_connect(struct pt_net_ctx *ctx, int dev, int traffic_class, 
             h->version, PT_WIRE_VERSION);
     return ncclInvalidUsage;
   }
-  struct pt_connect *st = (struct pt_connect *)(uintptr_t)h->connect_state;
+  struct pt_connect *st = NULL;
   ncclResult_t res = ncclSuccess;
-  if (!st) {
+  if (!h->connect_state) {
     int tc = traffic_class >= 0 ? traffic_class : ctx->traffic_class;
     res = connect_start(ctx, tc, h, &st);
     if (res != ncclSuccess)
       return res;
-    h->connect_state = (uint64_t)(uintptr_t)st;
-    track(ctx, st);
-  } else if (st->magic != PT_MAGIC_CONNECT) {
-    PT_WARN(ctx->log, "connect: corrupt handle (bad progress object)");
-    return ncclInternalError;
+    h->connect_state = st->id;
+    pthread_mutex_lock(&ctx->connects_mu);
+    link_locked(ctx, st);
+  } else {
+    pthread_mutex_lock(&ctx->connects_mu);
+    st = find_locked(ctx, h->connect_state);
+    if (!st) {
+      pthread_mutex_unlock(&ctx->connects_mu);
+      h->connect_state = 0;
+      PT_WARN(ctx->log, "connect: this connection failed during setup (the peer closed or reset "
+                        "it, see the earlier WARN) and was released");
+      return ncclRemoteError;
+    }
   }
-  int done = 0, unanswered = 0;
-  for (int i = 0; i < st->n && res == ncclSuccess; i++) {
-    res = step(ctx->log, st, i);
-    done += st->phase[i] == PT_C_DONE;
-    unanswered += st->phase[i] == PT_C_CONNECTING;
+  res = advance(ctx->log, st);
+  if (res == ncclSuccess && !finished(st)) {
+    pthread_mutex_unlock(&ctx->connects_mu);
+    return ncclSuccess;
   }
-  if (res == ncclSuccess && done < st->n) {
-    if (!unanswered || now_ns() < st->deadline_ns)
-      return ncclSuccess;
-    PT_WARN(ctx->log, "connect to %s: no answer to the TCP handshake after %d ms (address "
-                      "unreachable, or its listen queue stays full)", st->peer,
-            pt__cfg()->connect_timeout_ms);
-    res = ncclRemoteError;
-  }
+  unlink_locked(st);
+  pthread_mutex_unlock(&ctx->connects_mu);
   h->connect_state = 0;
   if (res == ncclSuccess) {
     struct pt_comm *c;
@@ -264,16 +303,45 @@ ncclResult_t pt_net_connect(struct pt_net_ctx *ctx, int dev, int traffic_class, 
   return res;
 }
 
+/* A connect NCCL stops calling (an abort, a pair the caller gave up on)
+ * holds its sockets until finalize; the v8-v10 ABIs have none, and its
+ * peer is usually gone already (an acceptor out of descriptors, a
+ * listener closed: the kernel then resets or ends every stream). So each
+ * close on the ctx advances its connects as a connect call would and
+ * frees the ones that failed: their descriptors come back at once. Safe
+ * against a later connect on the same handle: the handle holds an id,
+ * which then finds nothing and fails. */
+void pt__connects_sweep(struct pt_net_ctx *ctx)
+{
+  struct pt_connect *dead = NULL;
+  pthread_mutex_lock(&ctx->connects_mu);
+  for (struct pt_connect *st = ctx->connects, *next; st; st = next) {
+    next = st->next;
+    if (advance(ctx->log, st) == ncclSuccess)
+      continue;
+    unlink_locked(st);
+    st->next = dead;
+    dead = st;
+  }
+  pthread_mutex_unlock(&ctx->connects_mu);
+  while (dead) {
+    struct pt_connect *next = dead->next;
+    connect_free(dead);
+    dead = next;
+  }
+}
+
 void pt__connects_abandon(struct pt_net_ctx *ctx)
 {
   pthread_mutex_lock(&ctx->connects_mu);
   struct pt_connect *st = ctx->connects;
   ctx->connects = NULL;
+  for (struct pt_connect *p = st; p; p = p->next)
+    p->ctx = NULL;
   pthread_mutex_unlock(&ctx->connects_mu);
   while (st) {
     struct pt_connect *next = st->next;
-    st->ctx = NULL; /* already unlinked */
-    connect_free(st);
+    connect_free(st); /* already unlinked */
     st = next;
   }
 }

@@ -4,6 +4,7 @@
  * result is frozen until every context and comm is gone. */
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -99,13 +100,27 @@ static int load_cfg(ncclDebugLogger_t log, struct pt_cfg *cfg)
     PT_WARN(log, "bad NCCL_SOCKET_FAMILY='%s': expected AF_INET or AF_INET6", family);
     return -1;
   }
+  long nccl_nt, nccl_ns;
   if (env_long(log, "PCIE_NET_NSTREAMS", 1, PT_MAX_STREAMS, 0, &nstreams) ||
-      env_long(log, "PCIE_NET_NTHREADS", 1, PT_MAX_THREADS, def_threads, &nthreads) ||
+      env_long(log, "NCCL_SOCKET_NTHREADS", 0, 16, -1, &nccl_nt) ||
+      env_long(log, "NCCL_NSOCKS_PERTHREAD", 0, 64, -1, &nccl_ns) ||
+      env_long(log, "PCIE_NET_NTHREADS", 0, PT_MAX_THREADS, def_threads, &nthreads) ||
       env_long(log, "PCIE_NET_CHUNKSIZE", PT_MIN_CHUNK, 64L << 20, PT_DEFAULT_CHUNK, &chunk) ||
       env_long(log, "PCIE_NET_CONNECT_TIMEOUT_MS", 1, 3600L * 1000, PT_DEFAULT_CONNECT_TIMEOUT_MS,
                &timeout) ||
       env_long(log, "PCIE_NET_LATENCY_US", 0, 1000000, 0, &latency))
     return -1;
+  /* A job tuned for NCCL's socket transport gets as many streams as that
+   * transport would open sockets (threads x sockets per thread, the unset
+   * one at NCCL's generic default: 1 socket per thread, and 1 thread when
+   * only the sockets are given), capped at PT_MAX_STREAMS. */
+  if (!nstreams && (nccl_nt >= 0 || nccl_ns >= 0)) {
+    long n = (nccl_nt >= 0 ? nccl_nt : 1) * (nccl_ns >= 0 ? nccl_ns : 1);
+    nstreams = n < 1 ? 1 : n > PT_MAX_STREAMS ? PT_MAX_STREAMS : n;
+    cfg->nstreams_var = "NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD";
+  } else if (nstreams) {
+    cfg->nstreams_var = "PCIE_NET_NSTREAMS";
+  }
   cfg->nstreams = (int)nstreams;
   cfg->nthreads = (int)nthreads;
   cfg->max_chunk = (size_t)chunk;
@@ -114,9 +129,33 @@ static int load_cfg(ncclDebugLogger_t log, struct pt_cfg *cfg)
   return 0;
 }
 
-static int auto_streams(int speed_mbps)
+/* NCCL's socket transport knows two cloud NICs by their PCI vendor and
+ * opens that many sockets there, because those networks cap each flow
+ * (src/transport/net_socket.cc, ncclNetSocketGetNsockNthread): AWS ENA
+ * (0x1d0f) 2 threads x 8 sockets, GCP gVNIC (0x1ae0) 4 threads x 1
+ * socket. 0 for any other NIC. */
+static int cloud_streams(const char *ifname)
 {
-  int n = (speed_mbps + PT_STREAMS_PER_MBPS - 1) / PT_STREAMS_PER_MBPS;
+  char path[IF_NAMESIZE + 48], vendor[8] = "";
+  snprintf(path, sizeof(path), "/sys/class/net/%.*s/device/vendor", IF_NAMESIZE, ifname);
+  FILE *f = fopen(path, "re");
+  if (!f)
+    return 0;
+  int got = fgets(vendor, sizeof(vendor), f) != NULL;
+  fclose(f);
+  if (got && strncmp(vendor, "0x1d0f", 6) == 0)
+    return 16;
+  if (got && strncmp(vendor, "0x1ae0", 6) == 0)
+    return 4;
+  return 0;
+}
+
+static int auto_streams(const struct pt_dev *d)
+{
+  int cloud = cloud_streams(d->name);
+  if (cloud)
+    return cloud;
+  int n = (d->speed_mbps + PT_STREAMS_PER_MBPS - 1) / PT_STREAMS_PER_MBPS;
   return n < PT_AUTO_STREAMS_MIN ? PT_AUTO_STREAMS_MIN : n > PT_AUTO_STREAMS_MAX ? PT_AUTO_STREAMS_MAX : n;
 }
 
@@ -142,11 +181,12 @@ static ncclResult_t load_state(ncclDebugLogger_t log)
     return ncclSystemError;
   }
   for (int i = 0; i < n; i++) {
-    g_devs[i].nstreams = g_cfg.nstreams ? g_cfg.nstreams : auto_streams(g_devs[i].speed_mbps);
+    g_devs[i].nstreams = g_cfg.nstreams ? g_cfg.nstreams : auto_streams(&g_devs[i]);
     char addr[80];
     pt__addr_str(&g_devs[i].addr, addr, sizeof(addr));
-    PT_INFO(log, "device %d: %s %s, %d Mb/s, %d streams, %d helper threads", i, g_devs[i].name,
-            addr, g_devs[i].speed_mbps, g_devs[i].nstreams, g_cfg.nthreads);
+    PT_INFO(log, "device %d: %s %s, %d Mb/s, %d streams (%s), %d helper threads", i,
+            g_devs[i].name, addr, g_devs[i].speed_mbps, g_devs[i].nstreams,
+            g_cfg.nstreams_var ? g_cfg.nstreams_var : "from the NIC", g_cfg.nthreads);
   }
   atomic_store(&g_ndevs, n);
   return ncclSuccess;

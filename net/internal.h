@@ -50,10 +50,12 @@
 #define PT_INLINE_BUDGET (64 * 1024)
 /* Messages up to this size are received by the caller alone (no helper
  * watches a stream whose last message was this small): the latency-bound
- * sizes. Larger ones keep the helpers streaming, since a receiver that
- * drains only when the caller polls leaves the sender's socket full and
- * its helper waking on every bit of room. */
-#define PT_SMALL_MSG (16 * 1024)
+ * sizes, every message of one chunk. Larger ones keep the helpers
+ * streaming, since a receiver that drains only when the caller polls
+ * leaves the sender's socket full and its helper waking on every bit of
+ * room. At 16 KiB, round trips of 16 KiB + 1 B to 64 KiB paid a helper
+ * wake-up: 0.86x and 0.92x of that time with 64 KiB (bench/net rtt). */
+#define PT_SMALL_MSG (64 * 1024)
 #define PT_RX_BOUNCE 4096
 
 #define PT_WIRE_MAGIC 0x7063696574637031ULL /* "pcietcp1" */
@@ -99,8 +101,8 @@ struct pt_handle {
   uint16_t reserved;
   uint64_t nonce;
   union pt_addr addr;
-  /* The connector's progress object; listen zeroes it and NCCL passes the
-   * same buffer to every connect retry. */
+  /* The id of the connector's progress object (0 = none yet); listen
+   * zeroes it and NCCL passes the same buffer to every connect retry. */
   uint64_t connect_state;
 };
 _Static_assert(sizeof(struct pt_handle) <= NCCL_NET_HANDLE_MAXSIZE, "handle fits NCCL's buffer");
@@ -140,7 +142,8 @@ struct pt_cfg {
   char ifname[256]; /* PCIE_NET_IFNAME, else NCCL_SOCKET_IFNAME; "" when neither */
   const char *ifname_var; /* which of the two it came from, for messages */
   int family;       /* NCCL_SOCKET_FAMILY: AF_INET, AF_INET6, AF_UNSPEC when unset */
-  int nstreams;     /* PCIE_NET_NSTREAMS, 0 = from the link speed */
+  int nstreams;     /* PCIE_NET_NSTREAMS, else NCCL's two socket variables, 0 = per device */
+  const char *nstreams_var; /* which set it, for the INFO line; NULL = per device */
   int nthreads;     /* PCIE_NET_NTHREADS */
   size_t max_chunk; /* PCIE_NET_CHUNKSIZE */
   int connect_timeout_ms;
@@ -187,6 +190,9 @@ void pt__ctx_ref(struct pt_net_ctx *ctx);
 void pt__ctx_unref(struct pt_net_ctx *ctx);
 /* Closes and frees every connect of ctx still in progress (connect.c). */
 void pt__connects_abandon(struct pt_net_ctx *ctx);
+/* Frees the connects of ctx whose handshake failed (peer closed or reset,
+ * no answer by the deadline) although nobody called connect again. */
+void pt__connects_sweep(struct pt_net_ctx *ctx);
 
 /* ---- comms, streams, requests */
 
@@ -268,6 +274,7 @@ struct pt_comm {
   uint32_t magic; /* PT_MAGIC_SEND or PT_MAGIC_RECV */
   struct pt_net_ctx *ctx;
   int nstreams;
+  int caller_only; /* no helper threads: isend/irecv/test move every byte */
   char peer[64];
   size_t max_chunk;
   atomic_int err;        /* first ncclResult_t failure, 0 while healthy */
@@ -279,6 +286,7 @@ struct pt_comm {
   struct pt_stream streams[PT_MAX_STREAMS];
   /* send side: isend (single producer) posts, streams claim chunks */
   uint32_t send_next;           /* seq of the next isend; progress thread only */
+  int send_first;               /* stream the next isend's push starts at; progress thread only */
   _Atomic uint32_t send_tail;   /* messages below this are posted */
   _Atomic uint64_t cursor;      /* (seq << 32) | next unclaimed chunk */
   struct pt_send_slot *sslots;  /* PT_SEND_SLOTS */
@@ -329,6 +337,9 @@ void pt__stream_run(struct pt_stream *s, size_t budget);
 ncclResult_t pt__pool_acquire(ncclDebugLogger_t log);
 void pt__pool_release(void);
 int pt__pool_add(struct pt_stream *s, uint32_t interest);
+/* Helper threads running (0 with PCIE_NET_NTHREADS=0: callers carry all
+ * progress); stable while the caller holds a pool reference. */
+int pt__pool_threads(void);
 /* Epoll interests. Send streams are one-shot: writable is almost always
  * true, so EPOLLOUT is asked for only while a chunk waits for room, and
  * the owner re-arms after every event. Receive streams are edge-triggered

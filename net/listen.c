@@ -244,10 +244,18 @@ static ncclResult_t accept_new(struct pt_listen *l)
         return ncclSuccess;
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
         /* Out of descriptors (strangers may hold them): free the oldest
-         * pending one so that the next call can take the next connection. */
-        if (l->npending)
+         * pending one so that the next call can take the next connection.
+         * With none pending the process itself holds them all: waiting
+         * would hang both ends (the connector's handshake is answered, it
+         * has no deadline), so fail with the reason. */
+        if (l->npending) {
           drop_oldest(l);
-        return ncclSuccess;
+          return ncclSuccess;
+        }
+        PT_WARN(l->ctx->log, "accept on %s: %s (%d of %d streams of the connection taken; raise "
+                             "the descriptor limit, ulimit -n)", l->addr, strerror(errno), l->have,
+                l->nstreams);
+        return ncclSystemError;
       }
       PT_WARN(l->ctx->log, "accept on %s failed: %s", l->addr, strerror(errno));
       return ncclSystemError;
@@ -323,6 +331,9 @@ ncclResult_t pt_net_close_listen(void *listen_comm)
   free(l->polls);
   reset_group(l, 1);
   close(l->fd);
+  /* Our own connects to this listener (one process, as the tests and
+   * NCCL's loopback comms) now see the reset: free the abandoned ones. */
+  pt__connects_sweep(l->ctx);
   pt__ctx_unref(l->ctx);
   l->magic = 0;
   free(l);

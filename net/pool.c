@@ -138,11 +138,20 @@ void pt__pool_release(void)
   pthread_mutex_unlock(&p_mu);
 }
 
+int pt__pool_threads(void)
+{
+  return p_n; /* stable while the caller holds a pool reference */
+}
+
 int pt__pool_add(struct pt_stream *s, uint32_t interest)
 {
+  s->interest = interest;
+  if (p_n == 0) {
+    s->worker = -1; /* no helpers: the caller progresses it (xfer.c) */
+    return 0;
+  }
   /* p_n is stable while this comm holds a pool reference. */
   s->worker = (int)(atomic_fetch_add(&p_rr, 1) % (unsigned)p_n);
-  s->interest = interest;
   struct epoll_event ev = {.events = interest, .data.ptr = s};
   return epoll_ctl(p_w[s->worker].epfd, EPOLL_CTL_ADD, s->fd, &ev);
 }
@@ -151,6 +160,8 @@ void pt__pool_arm(struct pt_stream *s, uint32_t interest)
 {
   struct epoll_event ev = {.events = interest, .data.ptr = s};
   s->interest = interest;
+  if (s->worker < 0)
+    return;
   /* Cannot fail for a registered fd short of memory exhaustion; a stream
    * left unarmed is still progressed by isend/irecv/test. */
   (void)epoll_ctl(p_w[s->worker].epfd, EPOLL_CTL_MOD, s->fd, &ev);
@@ -162,6 +173,8 @@ void pt__pool_forget(struct pt_comm *comm)
   int used[PT_MAX_THREADS] = {0};
   for (int i = 0; i < comm->nstreams; i++) {
     struct pt_stream *s = &comm->streams[i];
+    if (s->worker < 0)
+      continue;
     (void)epoll_ctl(p_w[s->worker].epfd, EPOLL_CTL_DEL, s->fd, NULL);
     used[s->worker] = 1;
   }

@@ -203,7 +203,10 @@ static void finish_recv_chunk(struct pt_stream *s)
   if (atomic_fetch_add(&r->got[s->rbuf], len) + len == s->hdr.total &&
       atomic_fetch_add(&r->msgs_done, 1) + 1 == r->n)
     atomic_store_explicit(&r->h.state, PT_SLOT_DONE, memory_order_release);
-  atomic_store_explicit(&s->comm->rx_hint, s->index, memory_order_relaxed);
+  /* the sender starts each message on the stream after the previous
+   * one's (xfer.c, push): that is where the next one most likely is */
+  atomic_store_explicit(&s->comm->rx_hint, (s->index + 1) % s->comm->nstreams,
+                        memory_order_relaxed);
   s->rreq = NULL;
   s->phase = PT_RX_HDR;
 }

@@ -104,11 +104,16 @@ static int covered(const struct pt_comm *c, const void *mhandle, const char *dat
  * their own: an owner that met a full socket armed it for the helpers). */
 static void push(struct pt_comm *c)
 {
-  for (int i = 0; i < c->nstreams; i++) {
-    if (c->magic == PT_MAGIC_SEND &&
+  /* Starting at the stream after the one the previous message started on
+   * spreads messages of one chunk over the streams, as NCCL's transport
+   * sends each task on its next socket (net_socket.cc, nextSock): where
+   * each flow is capped, every stream's share of the cap serves a message
+   * in turn instead of all queuing behind one flow. */
+  for (int k = 0; k < c->nstreams; k++) {
+    if (!c->caller_only && c->magic == PT_MAGIC_SEND &&
         (uint32_t)(atomic_load(&c->cursor) >> 32) == atomic_load(&c->send_tail))
       return;
-    pt__stream_run(&c->streams[i], PT_INLINE_BUDGET);
+    pt__stream_run(&c->streams[(c->send_first + k) % c->nstreams], PT_INLINE_BUDGET);
   }
 }
 
@@ -140,7 +145,15 @@ static void poll_some(struct pt_comm *c, const struct pt_req_head *h)
   if (c->nstreams == 1 || atomic_load_explicit(&h->state, memory_order_relaxed) == PT_SLOT_DONE)
     return;
   unsigned turn = c->poll_rr++;
-  if (!started((const struct pt_recv_slot *)h) && (turn & 3))
+  int in_progress = started((const struct pt_recv_slot *)h);
+  if (c->caller_only && in_progress) {
+    /* no helper streams the rest: every stream, every call */
+    for (int i = 0; i < c->nstreams; i++)
+      if (i != hint)
+        pt__stream_run(&c->streams[i], PT_INLINE_BUDGET);
+    return;
+  }
+  if (!in_progress && (turn & 3))
     return;
   int other = (int)((turn >> 2) % (unsigned)c->nstreams);
   if (other == hint)
@@ -195,6 +208,7 @@ ncclResult_t pt_net_isend(void *send_comm, void *data, size_t size, int tag, voi
   atomic_store_explicit(&c->send_tail, c->send_next, memory_order_release);
   *request = m;
   push(c);
+  c->send_first = (c->send_first + 1) % c->nstreams;
   return ncclSuccess;
 }
 

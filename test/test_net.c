@@ -8,7 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "support/net_harness.h"
+#include "support/net_wire.h"
 
 static struct nh_net net;
 static void *ctx;
@@ -491,6 +495,244 @@ START_TEST(churn_without_leaks)
 }
 END_TEST
 
+/* Two ranks of a ring all-reduce in two processes (issue 29): each drives
+ * a send comm to the other and a receive comm from it per channel, two
+ * channels, all four from one thread as NCCL's proxy does, in Simple's
+ * ring all-reduce shape (2 steps of 512 KiB per isend, 4 in flight, slots
+ * reused as soon as their request completes). Every byte of both
+ * directions is checked against its own pattern (rank, channel, step). */
+#define RING_CH 2
+#define RING_SLICE (1 << 20)
+#define RING_INFLIGHT 4
+#define RING_BYTES ((9u << 20) + 4096 + 24)
+
+struct ring_dir {
+  void *comm, *mh, *req[RING_INFLIGHT];
+  char *buf;
+  int send;
+  uint64_t seed;
+  long posted, done;
+};
+
+/* 0, or a message in err. */
+static int ring_rank(int side, int to, int from, char *err, size_t len)
+{
+  char mine[RING_CH][NCCL_NET_HANDLE_MAXSIZE], theirs[RING_CH][NCCL_NET_HANDLE_MAXSIZE];
+  void *lc[RING_CH];
+  struct ring_dir d[2 * RING_CH];
+  long nsteps = (long)((RING_BYTES + RING_SLICE - 1) / RING_SLICE);
+  memset(d, 0, sizeof(d));
+  for (int ch = 0; ch < RING_CH; ch++) {
+    if (nh_listen(&net, ctx, 0, mine[ch], &lc[ch]) != ncclSuccess)
+      return snprintf(err, len, "listen: %s", nh_last_warn()), 1;
+    if (write(to, mine[ch], sizeof(mine[ch])) != (ssize_t)sizeof(mine[ch]))
+      return snprintf(err, len, "pipe"), 1;
+  }
+  for (int ch = 0; ch < RING_CH; ch++)
+    if (read(from, theirs[ch], sizeof(theirs[ch])) != (ssize_t)sizeof(theirs[ch]))
+      return snprintf(err, len, "the other rank died during setup"), 1;
+  for (int ch = 0; ch < RING_CH; ch++) {
+    d[2 * ch] = (struct ring_dir){.send = 1, .seed = (uint64_t)(side * RING_CH + ch) << 20};
+    d[2 * ch + 1] = (struct ring_dir){.seed = (uint64_t)((1 - side) * RING_CH + ch) << 20};
+  }
+  double end = nh_now_ms() + 10000;
+  for (int ready = 0; ready < 2 * RING_CH;) {
+    ready = 0;
+    for (int ch = 0; ch < RING_CH; ch++) {
+      if (!d[2 * ch].comm && nh_connect(&net, ctx, 0, theirs[ch], &d[2 * ch].comm) != ncclSuccess)
+        return snprintf(err, len, "connect: %s", nh_last_warn()), 1;
+      if (!d[2 * ch + 1].comm && nh_accept(&net, lc[ch], &d[2 * ch + 1].comm) != ncclSuccess)
+        return snprintf(err, len, "accept: %s", nh_last_warn()), 1;
+      ready += !!d[2 * ch].comm + !!d[2 * ch + 1].comm;
+    }
+    if (nh_now_ms() > end)
+      return snprintf(err, len, "no ring after 10 s"), 1;
+  }
+  for (int ch = 0; ch < RING_CH; ch++)
+    nh_close_listen(&net, lc[ch]);
+  for (int i = 0; i < 2 * RING_CH; i++) {
+    d[i].buf = malloc((size_t)RING_INFLIGHT * RING_SLICE);
+    if (!d[i].buf || nh_reg(&net, d[i].comm, d[i].buf, (size_t)RING_INFLIGHT * RING_SLICE,
+                            NCCL_PTR_HOST, &d[i].mh) != ncclSuccess)
+      return snprintf(err, len, "regMr"), 1;
+  }
+  end = nh_now_ms() + 30000;
+  for (int busy = 1; busy;) {
+    busy = 0;
+    for (int i = 0; i < 2 * RING_CH; i++) {
+      struct ring_dir *r = &d[i];
+      if (r->done == nsteps)
+        continue;
+      busy = 1;
+      int k = (int)(r->posted % RING_INFLIGHT), tag = 0;
+      char *slot = r->buf + (size_t)k * RING_SLICE;
+      if (r->posted < nsteps && !r->req[k]) {
+        size_t off = (size_t)r->posted * RING_SLICE;
+        size_t n = RING_BYTES - off < RING_SLICE ? RING_BYTES - off : RING_SLICE, cap = RING_SLICE;
+        void *data = slot;
+        ncclResult_t res;
+        if (r->send) {
+          nh_fill(slot, n, r->seed + (uint64_t)r->posted);
+          res = nh_isend(&net, r->comm, slot, n, tag, r->mh, &r->req[k]);
+        } else {
+          memset(slot, 0xee, RING_SLICE);
+          res = nh_irecv(&net, r->comm, 1, &data, &cap, &tag, &r->mh, &r->req[k]);
+        }
+        if (res != ncclSuccess)
+          return snprintf(err, len, "isend/irecv: %s", nh_last_warn()), 1;
+        if (r->req[k])
+          r->posted++;
+      }
+      int o = (int)(r->done % RING_INFLIGHT), fin = 0, sizes[64];
+      if (!r->req[o])
+        continue;
+      if (nh_test(&net, r->req[o], &fin, sizes) != ncclSuccess)
+        return snprintf(err, len, "test: %s", nh_last_warn()), 1;
+      if (!fin)
+        continue;
+      r->req[o] = NULL;
+      size_t off = (size_t)r->done * RING_SLICE;
+      size_t n = RING_BYTES - off < RING_SLICE ? RING_BYTES - off : RING_SLICE;
+      if (!r->send) {
+        char *got = r->buf + (size_t)o * RING_SLICE;
+        long bad = nh_check(got, n, r->seed + (uint64_t)r->done);
+        if ((size_t)sizes[0] != n || bad >= 0)
+          return snprintf(err, len, "rank %d channel %d step %ld: %d bytes (want %zu), first "
+                          "bad byte %ld", side, i / 2, r->done, sizes[0], n, bad), 1;
+      }
+      r->done++;
+    }
+    if (nh_now_ms() > end)
+      return snprintf(err, len, "ring transfer unfinished after 30 s"), 1;
+  }
+  for (int i = 0; i < 2 * RING_CH; i++)
+    if (nh_dereg(&net, d[i].comm, d[i].mh) != ncclSuccess)
+      return snprintf(err, len, "deregMr"), 1;
+  /* both ranks have everything before either closes */
+  char c = 0;
+  if (write(to, &c, 1) != 1 || read(from, &c, 1) != 1)
+    return snprintf(err, len, "the other rank died at the end"), 1;
+  for (int i = 0; i < 2 * RING_CH; i++) {
+    if (d[i].send)
+      nh_close_send(&net, d[i].comm);
+    else
+      nh_close_recv(&net, d[i].comm);
+    free(d[i].buf);
+  }
+  return 0;
+}
+
+START_TEST(ring_both_directions_two_channels)
+{
+  int ab[2], ba[2];
+  char err[512] = "";
+  /* the last round: v12 with PCIE_NET_NTHREADS=0, where the proxy thread
+   * alone moves every byte (no helper thread may exist) */
+  int caller_only = _i == NH_NVERSIONS;
+  if (caller_only) {
+    setenv("PCIE_NET_NTHREADS", "0", 1);
+    open_version(NH_NVERSIONS - 1);
+    void *sc, *rc;
+    int threads = nh_count_threads();
+    pair(&sc, &rc);
+    ck_assert_int_eq(nh_count_threads(), threads);
+    nh_close_send(&net, sc);
+    nh_close_recv(&net, rc);
+    nh_finalize(&net, ctx);
+  }
+  ck_assert(pipe(ab) == 0 && pipe(ba) == 0);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  open_version(caller_only ? NH_NVERSIONS - 1 : _i);
+  if (pid == 0) {
+    int rc = ring_rank(1, ba[1], ab[0], err, sizeof(err));
+    if (rc)
+      fprintf(stderr, "ring rank 1: %s\n", err);
+    _exit(rc);
+  }
+  close(ab[0]);
+  close(ba[1]);
+  int rc = ring_rank(0, ab[1], ba[0], err, sizeof(err));
+  close(ab[1]); /* lets a waiting rank 1 fail instead of hanging */
+  int st;
+  ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+  ck_assert_msg(rc == 0, "ring rank 0: %s", err);
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "ring rank 1 failed (see stderr)");
+  nh_finalize(&net, ctx);
+}
+END_TEST
+
+/* Out of descriptors (issue 30 §3). Under a limit of 128-135 open files,
+ * connect/accept pairs as NCCL makes them (listen, connect and accept
+ * alternated, listen closed after its accept) until one fails for want of
+ * descriptors, then everything closed: every descriptor must be back and
+ * the helper threads gone, before any finalize. Eight limits in a row put
+ * the failure on every step (listen, each of connect's sockets, each of
+ * accept's): with accept out of descriptors and the connector's handshake
+ * already answered, the connect was left holding its 4 sockets (12 open
+ * afterwards against 8 before). */
+START_TEST(fd_exhaustion_returns_every_descriptor)
+{
+  enum { MAX = 64 };
+  void *scs[MAX], *rcs[MAX];
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  struct rlimit lim, old;
+  open_version(_i);
+  nh_warm_threads();
+  int fds = nh_count_fds(), threads = nh_count_threads();
+  ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+  for (rlim_t limit = 128; limit < 136; limit++) {
+    lim = old;
+    lim.rlim_cur = limit;
+    ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &lim), 0);
+    memset(scs, 0, sizeof(scs));
+    memset(rcs, 0, sizeof(rcs));
+    int k, failed = 0;
+    for (k = 0; k < MAX && !failed; k++) {
+      void *lc = NULL;
+      if (nh_listen(&net, ctx, 0, handle, &lc) != ncclSuccess)
+        break;
+      double end = nh_now_ms() + 3000;
+      while ((!scs[k] || !rcs[k]) && !failed && nh_now_ms() < end) {
+        if (!scs[k] && nh_connect(&net, ctx, 0, handle, &scs[k]) != ncclSuccess)
+          failed = 1;
+        if (!rcs[k] && !failed && nh_accept(&net, lc, &rcs[k]) != ncclSuccess)
+          failed = 1;
+      }
+      ck_assert_msg(failed || (scs[k] && rcs[k]), "pair %d neither connected nor failed in 3 s "
+                    "(limit %d)", k, (int)limit);
+      ck_assert_int_eq(nh_close_listen(&net, lc), ncclSuccess);
+    }
+    ck_assert_msg(k < MAX, "%d descriptors must run out before %d connections", (int)limit, MAX);
+    for (int i = 0; i < MAX; i++) {
+      if (scs[i])
+        ck_assert_int_eq(nh_close_send(&net, scs[i]), ncclSuccess);
+      if (rcs[i])
+        ck_assert_int_eq(nh_close_recv(&net, rcs[i]), ncclSuccess);
+    }
+    ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+    ck_assert_msg(nh_count_fds() == fds, "limit %d: %d descriptors open after closing everything, "
+                  "%d before (%d pairs, last WARN: %s)", (int)limit, nh_count_fds(), fds, k,
+                  nh_last_warn());
+    ck_assert_int_eq(nh_settled_threads(threads), threads);
+  }
+  /* A connect given up on while its listener never accepts (as when the
+   * acceptor is out of descriptors): closing the listener resets its
+   * streams, and the connect's sockets come back without a finalize. A
+   * later connect on the same handle fails instead of touching them. */
+  void *lc, *sc = NULL;
+  ck_assert_int_eq(nh_listen(&net, ctx, 0, handle, &lc), ncclSuccess);
+  ck_assert_int_eq(nh_connect(&net, ctx, 0, handle, &sc), ncclSuccess);
+  ck_assert_ptr_null(sc);
+  ck_assert_int_gt(nh_count_fds(), fds + 4);
+  ck_assert_int_eq(nh_close_listen(&net, lc), ncclSuccess);
+  ck_assert_int_eq(nh_count_fds(), fds);
+  ck_assert_int_ne(nh_connect(&net, ctx, 0, handle, &sc), ncclSuccess);
+  ck_assert_ptr_null(sc);
+  nh_finalize(&net, ctx);
+}
+END_TEST
+
 /* NCCL >= 2.28 unloads the library after the last finalize and loads it
  * again for the next communicator. */
 START_TEST(finalize_unload_reload)
@@ -632,6 +874,55 @@ START_TEST(nccl_socket_variables)
 }
 END_TEST
 
+/* The stream count a listener puts in its handle under the current
+ * environment (v12, device lo). */
+static int handle_streams(void)
+{
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void *lc;
+  ck_assert_int_eq(nh_init(&net, &ctx), ncclSuccess);
+  ck_assert_int_eq(nh_listen(&net, ctx, 0, handle, &lc), ncclSuccess);
+  int n = ((const struct nw_handle *)handle)->nstreams;
+  nh_close_listen(&net, lc);
+  nh_finalize(&net, ctx);
+  return n;
+}
+
+/* NCCL's conventions for its socket transport's socket count (issue 29):
+ * with PCIE_NET_NSTREAMS unset, NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD
+ * streams (the unset one at 1), at most 16; PCIE_NET_NSTREAMS wins; a bad
+ * value fails init with the variable's name. */
+START_TEST(stream_count_from_nccl_variables)
+{
+  ck_assert_int_eq(nh_open(&net, 12), 0);
+  setenv("PCIE_NET_IFNAME", "=lo", 1);
+  unsetenv("PCIE_NET_NSTREAMS");
+  unsetenv("NCCL_SOCKET_NTHREADS");
+  unsetenv("NCCL_NSOCKS_PERTHREAD");
+  ck_assert_int_eq(handle_streams(), 4); /* lo: no speed, not a cloud NIC */
+  setenv("NCCL_SOCKET_NTHREADS", "4", 1);
+  setenv("NCCL_NSOCKS_PERTHREAD", "2", 1);
+  ck_assert_int_eq(handle_streams(), 8);
+  unsetenv("NCCL_SOCKET_NTHREADS");
+  ck_assert_int_eq(handle_streams(), 2);
+  setenv("NCCL_NSOCKS_PERTHREAD", "8", 1);
+  setenv("NCCL_SOCKET_NTHREADS", "2", 1); /* AWS's 16 */
+  ck_assert_int_eq(handle_streams(), 16);
+  setenv("NCCL_SOCKET_NTHREADS", "16", 1); /* 128 sockets: capped */
+  ck_assert_int_eq(handle_streams(), 16);
+  setenv("NCCL_SOCKET_NTHREADS", "0", 1); /* NCCL: one socket, the proxy thread's */
+  ck_assert_int_eq(handle_streams(), 1);
+  setenv("PCIE_NET_NSTREAMS", "3", 1);
+  ck_assert_int_eq(handle_streams(), 3);
+  unsetenv("PCIE_NET_NSTREAMS");
+  setenv("NCCL_SOCKET_NTHREADS", "x", 1);
+  ck_assert_int_ne(nh_init(&net, &ctx), ncclSuccess);
+  ck_assert_msg(strstr(nh_last_warn(), "NCCL_SOCKET_NTHREADS"), "%s", nh_last_warn());
+  unsetenv("NCCL_SOCKET_NTHREADS");
+  unsetenv("NCCL_NSOCKS_PERTHREAD");
+}
+END_TEST
+
 /* Context switches of the plugin's helper threads (named pcie-net) so far. */
 static long helper_switches(void)
 {
@@ -716,10 +1007,13 @@ static Suite *net_suite(void)
   tcase_add_loop_test(tc, bad_handles, 0, NH_NVERSIONS);
   tcase_add_loop_test(tc, connect_to_closed_listener_fails, 0, NH_NVERSIONS);
   tcase_add_loop_test(tc, churn_without_leaks, 0, NH_NVERSIONS);
+  tcase_add_loop_test(tc, ring_both_directions_two_channels, 0, NH_NVERSIONS + 1);
+  tcase_add_loop_test(tc, fd_exhaustion_returns_every_descriptor, 0, NH_NVERSIONS);
   tcase_add_loop_test(tc, finalize_unload_reload, 0, 2);
   tcase_add_loop_test(tc, finalize_frees_abandoned_connect, 0, 2);
   tcase_add_test(tc, interface_selection);
   tcase_add_test(tc, nccl_socket_variables);
+  tcase_add_test(tc, stream_count_from_nccl_variables);
   tcase_add_test(tc, small_messages_wake_no_helper);
   suite_add_tcase(s, tc);
   return s;

@@ -29,15 +29,23 @@ int nn_enter(const struct nn *n, int side)
   return rc;
 }
 
-int nn_sh(const struct nn *n, int side, const char *cmd)
+/* Runs cmd in namespace side; its standard output goes to out (len bytes,
+ * NUL-terminated) when out is given, else nowhere. */
+static int run_sh(const struct nn *n, int side, const char *cmd, char *out, size_t len)
 {
-  pid_t pid = fork();
-  if (pid < 0)
+  int p[2] = {-1, -1};
+  if (out && pipe2(p, O_CLOEXEC) != 0)
     return -1;
+  pid_t pid = fork();
+  if (pid < 0) {
+    if (out)
+      close(p[0]), close(p[1]);
+    return -1;
+  }
   if (pid == 0) {
     int null = open("/dev/null", O_WRONLY);
     if (null >= 0) {
-      dup2(null, 1);
+      dup2(out ? p[1] : null, 1);
       dup2(null, 2);
     }
     if (nn_enter(n, side) != 0)
@@ -45,11 +53,63 @@ int nn_sh(const struct nn *n, int side, const char *cmd)
     execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
     _exit(127);
   }
+  if (out) {
+    size_t got = 0;
+    ssize_t k;
+    close(p[1]);
+    while (got + 1 < len && ((k = read(p[0], out + got, len - 1 - got)) > 0 || (k < 0 && errno == EINTR)))
+      got += k > 0 ? (size_t)k : 0;
+    out[got] = 0;
+    close(p[0]);
+  }
   int st;
   while (waitpid(pid, &st, 0) < 0)
     if (errno != EINTR)
       return -1;
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int nn_sh(const struct nn *n, int side, const char *cmd)
+{
+  return run_sh(n, side, cmd, NULL, 0);
+}
+
+int nn_cap_flows(const struct nn *n, int link, char *ports, size_t len)
+{
+  const struct nn_link *l = &n->links[link];
+  size_t used = 0;
+  if (link < 0 || link >= n->nlinks || l->flow_cap_mbit <= 0 || l->ipv6_only) {
+    snprintf(ports, len, "link %d is not a capped IPv4 link", link);
+    return -1;
+  }
+  for (int s = 0; s < 2; s++) {
+    char cmd[2048], out[2048];
+    /* the previous run's exact filters and classes (1:1001 and up) go
+     * first; then one class and one filter on the whole 4-tuple's ports
+     * per established connection from this side's address */
+    snprintf(cmd, sizeof(cmd),
+             "dev=%s; tc filter del dev $dev parent 1: prio 1 2>/dev/null; "
+             "for c in $(tc class show dev $dev | awk '$3 ~ /^1:1[0-9a-f][0-9a-f][0-9a-f]$/ "
+             "{print $3}'); do tc class del dev $dev classid $c || exit 1; done; "
+             "list=$(ss -Htn state established src %s | awk '{n = split($3, a, \":\"); "
+             "m = split($4, b, \":\"); print a[n] \">\" b[m]}'); k=0; "
+             "for c in $list; do k=$((k + 1)); id=$(printf '1:%%x' $((4096 + k))); "
+             "echo \"class add dev $dev parent 1: classid $id htb rate %dmbit ceil %dmbit\"; "
+             "echo \"filter add dev $dev parent 1: protocol ip prio 1 u32 match ip protocol 6 "
+             "0xff match ip sport ${c%%>*} 0xffff match ip dport ${c#*>} 0xffff flowid $id\"; "
+             "done > /dev/shm/nn-cap.$$; tc -batch /dev/shm/nn-cap.$$; rc=$?; "
+             "rm -f /dev/shm/nn-cap.$$; [ $rc = 0 ] || exit 1; echo $list",
+             l->name[s], l->addr[s], l->flow_cap_mbit, l->flow_cap_mbit);
+    if (run_sh(n, s, cmd, out, sizeof(out)) != 0) {
+      snprintf(ports, len, "tc on %s failed", l->name[s]);
+      return -1;
+    }
+    out[strcspn(out, "\n")] = 0;
+    int w = snprintf(ports + used, len - used, "%s%s: %s", s ? "; " : "", l->name[s], out);
+    if (w > 0)
+      used += (size_t)w < len - used ? (size_t)w : len - used - 1;
+  }
+  return 0;
 }
 
 /* A child that unshares its network namespace and keeps it alive until
@@ -104,9 +164,9 @@ static int shape(const struct nn *n, int side, const char *dev, int cap_mbit)
            "tc class add dev %s parent 1: classid 1:999 htb rate 100gbit; "
            "k=0; while [ $k -lt %d ]; do "
            "echo \"class add dev %s parent 1: classid 1:$((k + 1)) htb rate %dmbit ceil %dmbit\"; "
-           "echo \"filter add dev %s parent 1: protocol ip prio 1 u32 match ip protocol 6 0xff "
+           "echo \"filter add dev %s parent 1: protocol ip prio 10 u32 match ip protocol 6 0xff "
            "match ip sport $k 0x%x flowid 1:$((k + 1))\"; "
-           "echo \"filter add dev %s parent 1: protocol ipv6 prio 2 u32 match ip6 protocol 6 0xff "
+           "echo \"filter add dev %s parent 1: protocol ipv6 prio 11 u32 match ip6 protocol 6 0xff "
            "match ip6 sport $k 0x%x flowid 1:$((k + 1))\"; "
            "k=$((k + 1)); done | tc -batch -",
            dev, dev, NN_CLASSES, dev, cap_mbit, cap_mbit, dev, NN_CLASSES - 1, dev,

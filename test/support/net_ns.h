@@ -33,9 +33,10 @@ struct nn {
  * "pt<i>a" (in a) / "pt<i>b" (in b), addresses 10.231.<i>.1/.2 or
  * fd70:<i>::1/::2. A capped link shapes the egress of both ends with htb:
  * 32 classes of flow_cap_mbit, picked by u32 on the low five bits of the
- * TCP source port (Linux hands consecutive connects ports two apart, so up
- * to 16 flows of one process get distinct classes), unmatched traffic
- * unshaped. Returns 0, or -1 with the reason in why. */
+ * TCP source port, unmatched traffic unshaped. Approximate: connect()
+ * takes even ephemeral ports only, so 16 classes are used and two flows
+ * can share one; a bench that must cap each flow exactly calls
+ * nn_cap_flows once its connections exist. Returns 0, or -1 with the reason in why. */
 int nn_create(struct nn *n, const struct nn_link *links, int nlinks, char *why, size_t len);
 /* Moves the calling process (a fresh child, before it opens anything of
  * the network) into namespace side; 0 on success. */
@@ -43,5 +44,13 @@ int nn_enter(const struct nn *n, int side);
 /* Runs a shell command inside namespace side, output discarded; returns
  * its exit status (-1 when it could not run). */
 int nn_sh(const struct nn *n, int side, const char *cmd);
+/* Caps each established TCP connection of capped IPv4 link `link`
+ * exactly: one htb class of flow_cap_mbit per connection, chosen by a u32
+ * filter on its whole source and destination ports (ahead of the
+ * low-five-bits classes, which let two flows share a class: connect()
+ * hands out even ports only, so 16 of the 32 classes were used). Replaces
+ * the previous call's classes. ports receives "dev: sport>dport ..." of
+ * both sides. 0, or -1 with the reason in ports. */
+int nn_cap_flows(const struct nn *n, int link, char *ports, size_t len);
 void nn_destroy(struct nn *n);
 #endif
