@@ -43,8 +43,8 @@ static void take_line(void *arg, const char *line) {
 
 /* Prints every communicator; *bad the number whose ranks disagree,
  * *degraded those NCCL built degraded, *tuned those fully tuned. */
-static int report(struct doctor *d, int quiet, int *bad, int *degraded, int *tuned) {
-  struct comms c;
+static int report(struct dr_doctor *d, int quiet, int *bad, int *degraded, int *tuned) {
+  struct dr_comms c;
   int rc = 0;
   *bad = *degraded = *tuned = 0;
   if (dr_comms(d, &c) < 0) {
@@ -68,7 +68,7 @@ out:
   return rc;
 }
 
-static int judge(struct doctor *d, int quiet, int strict) {
+static int judge(struct dr_doctor *d, int quiet, int strict) {
   size_t loaded = dr_plugin_header(d, quiet);
   int bad, degraded, tuned;
   if (report(d, quiet, &bad, &degraded, &tuned)) return EXIT_NOINPUT;
@@ -104,7 +104,7 @@ static int judge(struct doctor *d, int quiet, int strict) {
 
 int cmd_doctor(int argc, char **argv) {
   int quiet = 0, strict = 0, i = 1, rc;
-  struct doctor d;
+  struct dr_doctor d;
   for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
     if (!strcmp(argv[i], "--")) {
       i++;

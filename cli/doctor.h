@@ -26,7 +26,7 @@ enum { EXIT_WORKING = 0, EXIT_NOINPUT = 1, EXIT_USAGE = 2, EXIT_NOT_LOADED = 3, 
 #define DR_NGRAPH 4
 #define DR_NRING 64
 
-struct proc {
+struct dr_proc {
   char host[128];
   long pid;
   char version[64], tuner_env[256], loaded[512], name[128], notfound[512], openerr[512];
@@ -35,7 +35,7 @@ struct proc {
   char env[DR_NENV][2][64];           /* NCCL_* settings NCCL logged */
   int nenv;
   int p2p_off[8][2], np2p_off; /* GPU pairs NVML reports without P2P */
-  int head, tail;              /* this process's members (struct member.next) */
+  int head, tail;              /* this process's members (struct dr_member.next) */
   struct {
     long tid;
     int mem;
@@ -43,71 +43,71 @@ struct proc {
   int ncur;
 };
 
-enum mstate { M_SILENT, M_PROFILE, M_REFUSED };
+enum dr_mstate { DR_SILENT, DR_PROFILE, DR_REFUSED };
 
 /* What the plugin said at one communicator's init. */
-struct outcome {
-  enum mstate state;
+struct dr_outcome {
+  enum dr_mstate state;
   char path[512], name[128], hash[32], reason[640];
   const char *cls;
   int warn, intervals;
 };
 
-struct graph {
+struct dr_graph {
   int pattern, nchannels;
   double bw_intra, bw_inter;
   char type_intra[8], type_inter[8];
 };
 
 /* One connection NCCL set up, as the sending rank logged it. */
-struct link {
-  int peer, via; /* via: index into struct doctor.via */
+struct dr_link {
+  int peer, via; /* via: index into struct dr_doctor.via */
 };
 
 /* One rank of one communicator, in one process. */
-struct member {
+struct dr_member {
   int proc, next;
   long tid;
   char ptr[32], commid[32];
   int rank, nranks, nnodes, cudadev;
   long long busid; /* -1: not in the log */
   int comm_line;   /* NCCL's "comm %p rank" line seen */
-  struct outcome out;
+  struct dr_outcome out;
   int plugged;     /* out came from a plugin line */
   int coll_ch, p2p_ch, p2p_per_peer; /* -1: not in the log */
   char trees[256];
-  struct graph graph[DR_NGRAPH];
+  struct dr_graph graph[DR_NGRAPH];
   int ngraph, fallback_pattern; /* fallback_pattern: -1 none */
   char *rings[DR_NRING];        /* rank 0's "Channel xx/yy : ..." rank lists */
   int nrings, ring_total;
-  struct link *links;
+  struct dr_link *links;
   size_t nlinks;
 };
 
 /* A plugin init line, tied to its member once the whole log is read. */
-struct plug {
+struct dr_plug {
   int proc, next;
   long tid;
   char commid[32];
   int nranks, nnodes;
-  struct outcome out;
+  struct dr_outcome out;
 };
 
-struct decision {
+struct dr_decision {
   char coll[24], mode[8], choice[48], why[48];
   unsigned long long bytes;
   int ch;
   unsigned long count;
 };
 
-struct doctor {
-  struct proc *procs;
+struct dr_doctor {
+  struct dr_proc *procs;
   size_t nproc;
-  struct member *mem;
+  struct dr_member *mem;
   size_t nmem;
-  struct plug *plugs;
+  struct dr_plug *plugs;
   size_t nplug;
-  struct decision *dec;
+  struct dr_decision *dec;
   size_t ndec;
   char *via[64]; /* the distinct transports ("P2P/CUMEM", "SHM/direct/direct") */
   int nvia;
@@ -123,39 +123,39 @@ struct doctor {
 int dr_read(const char *path, void (*fn)(void *arg, const char *line), void *arg);
 
 /* doctor_gather.c */
-void dr_take(struct doctor *d, const struct nl_line *l);
-void dr_tie(struct doctor *d); /* ties the plugin's lines, after the last line */
-void dr_free(struct doctor *d);
+void dr_take(struct dr_doctor *d, const struct nl_line *l);
+void dr_tie(struct dr_doctor *d); /* ties the plugin's lines, after the last line */
+void dr_free(struct dr_doctor *d);
 
 /* Communicators: the members of each, by commId (without one, by nRanks and
  * nNodes), sorted by rank: communicator k is order[start[k] .. start[k+1]).
  * Returns the number of communicators, -1 out of memory. */
-struct comms {
+struct dr_comms {
   size_t *order, *start, n;
 };
-int dr_comms(const struct doctor *d, struct comms *c);
-void dr_comms_free(struct comms *c);
+int dr_comms(const struct dr_doctor *d, struct dr_comms *c);
+void dr_comms_free(struct dr_comms *c);
 /* Distinct ranks among a communicator's members (never above nRanks). */
-int dr_ranks_seen(const struct doctor *d, const struct comms *c, size_t k);
+int dr_ranks_seen(const struct dr_doctor *d, const struct dr_comms *c, size_t k);
 /* "gpu-a:41203 cudaDev 3 busId 0000:41:00.0" */
-void dr_where(const struct doctor *d, const struct member *m, char *buf, size_t len);
+void dr_where(const struct dr_doctor *d, const struct dr_member *m, char *buf, size_t len);
 void dr_busid(long long id, char *buf, size_t len);
 
 /* doctor_plugin.c: the processes and the plugin's library (returns how many
  * processes loaded it); one communicator's plugin outcome per rank (returns
  * 1 when its ranks disagree, -1 out of memory; counts it in *tuned when every
  * rank uses the same profile); the refusals and traced decisions. */
-size_t dr_plugin_header(const struct doctor *d, int quiet);
-int dr_plugin_comm(const struct doctor *d, const struct comms *c, size_t k, int quiet, int *tuned);
-void dr_plugin_footer(struct doctor *d);
-int dr_loaded_ours(const struct proc *p);
+size_t dr_plugin_header(const struct dr_doctor *d, int quiet);
+int dr_plugin_comm(const struct dr_doctor *d, const struct dr_comms *c, size_t k, int quiet, int *tuned);
+void dr_plugin_footer(struct dr_doctor *d);
+int dr_loaded_ours(const struct dr_proc *p);
 
 /* doctor_comm.c: what NCCL built for communicator k and what to change;
  * returns 1 when it is degraded, 0 when not, -1 out of memory. */
-int dr_comm_report(const struct doctor *d, const struct comms *c, size_t k, int quiet);
+int dr_comm_report(const struct dr_doctor *d, const struct dr_comms *c, size_t k, int quiet);
 
 /* doctor_prov.c: compares the profile a communicator uses with the job. */
-void dr_prov_report(const struct doctor *d, const struct comms *c, size_t k);
+void dr_prov_report(const struct dr_doctor *d, const struct dr_comms *c, size_t k);
 
 /* Copies as much of src as fits; log fields may be longer than our slots. */
 void dr_set(char *dst, size_t len, const char *src);

@@ -64,7 +64,7 @@ static size_t hash_key(const char *host, long pid) {
   return h;
 }
 
-static int rehash(struct doctor *d) {
+static int rehash(struct dr_doctor *d) {
   size_t cap = d->hash_cap ? d->hash_cap * 2 : 1024;
   int *t = calloc(cap, sizeof *t);
   if (!t) return d->oom = 1, -1;
@@ -79,15 +79,15 @@ static int rehash(struct doctor *d) {
   return 0;
 }
 
-static int find_proc(struct doctor *d, const struct nl_line *l) {
+static int find_proc(struct dr_doctor *d, const struct nl_line *l) {
   if (d->nproc * 2 >= d->hash_cap && rehash(d)) return -1;
   size_t h = hash_key(l->host, l->pid) & (d->hash_cap - 1);
   for (; d->proc_hash[h]; h = (h + 1) & (d->hash_cap - 1)) {
-    struct proc *p = &d->procs[d->proc_hash[h] - 1];
+    struct dr_proc *p = &d->procs[d->proc_hash[h] - 1];
     if (p->pid == l->pid && !strcmp(p->host, l->host)) return d->proc_hash[h] - 1;
   }
   if (d->nproc >= DR_MAX_PROCS) return d->too_many = 1, -1;
-  struct proc *p = dr_grow(d->procs, d->nproc, sizeof *p, &d->oom);
+  struct dr_proc *p = dr_grow(d->procs, d->nproc, sizeof *p, &d->oom);
   if (!p) return -1;
   d->procs = p;
   p = &d->procs[d->nproc];
@@ -99,8 +99,8 @@ static int find_proc(struct doctor *d, const struct nl_line *l) {
   return (int)d->nproc++;
 }
 
-static int new_member(struct doctor *d, int pi, long tid) {
-  struct member *m = dr_grow(d->mem, d->nmem, sizeof *m, &d->oom);
+static int new_member(struct dr_doctor *d, int pi, long tid) {
+  struct dr_member *m = dr_grow(d->mem, d->nmem, sizeof *m, &d->oom);
   if (!m) return -1;
   d->mem = m;
   m = &d->mem[d->nmem];
@@ -112,14 +112,14 @@ static int new_member(struct doctor *d, int pi, long tid) {
   m->busid = -1;
   m->coll_ch = m->p2p_ch = m->p2p_per_peer = -1;
   m->fallback_pattern = -1;
-  struct proc *p = &d->procs[pi];
+  struct dr_proc *p = &d->procs[pi];
   if (p->tail >= 0) d->mem[p->tail].next = (int)d->nmem;
   else p->head = (int)d->nmem;
   p->tail = (int)d->nmem;
   return (int)d->nmem++;
 }
 
-static int *thread_slot(struct proc *p, long tid) {
+static int *thread_slot(struct dr_proc *p, long tid) {
   for (int i = 0; i < p->ncur; i++)
     if (p->cur[i].tid == tid) return &p->cur[i].mem;
   int i = p->ncur < DR_NTHREAD ? p->ncur++ : DR_NTHREAD - 1;
@@ -133,13 +133,13 @@ enum ptr_line { PTR_START, PTR_COMM, PTR_COMPLETE };
 /* The member a line with a comm pointer names: the newest of this process
  * with that pointer, unless the line begins a communicator that one already
  * began (NCCL reuses addresses); else the thread's placeholder; else new. */
-static int by_pointer(struct doctor *d, int pi, long tid, const char *ptr, enum ptr_line kind) {
-  struct proc *p = &d->procs[pi];
+static int by_pointer(struct dr_doctor *d, int pi, long tid, const char *ptr, enum ptr_line kind) {
+  struct dr_proc *p = &d->procs[pi];
   int *slot = thread_slot(p, tid), found = -1;
   for (int i = p->head; i >= 0; i = d->mem[i].next)
     if (!strcmp(d->mem[i].ptr, ptr)) found = i;
   if (found >= 0) {
-    const struct member *m = &d->mem[found];
+    const struct dr_member *m = &d->mem[found];
     int begun = kind == PTR_START ? m->comm_line || m->busid >= 0 : kind == PTR_COMM && m->comm_line;
     if (!begun) return *slot = found;
   }
@@ -154,13 +154,13 @@ static int by_pointer(struct doctor *d, int pi, long tid, const char *ptr, enum 
 
 /* The member a line without pointer or commId belongs to: the one its
  * thread is initialising (a placeholder until NCCL names it). */
-static int current(struct doctor *d, int pi, long tid) {
+static int current(struct dr_doctor *d, int pi, long tid) {
   int *slot = thread_slot(&d->procs[pi], tid);
   if (*slot < 0) *slot = new_member(d, pi, tid);
   return *slot;
 }
 
-static int via_index(struct doctor *d, const char *via) {
+static int via_index(struct dr_doctor *d, const char *via) {
   for (int i = 0; i < d->nvia; i++)
     if (!strcmp(d->via[i], via)) return i;
   if (d->nvia == (int)(sizeof d->via / sizeof d->via[0])) return d->nvia - 1;
@@ -168,7 +168,7 @@ static int via_index(struct doctor *d, const char *via) {
   return d->nvia++;
 }
 
-static void add_link(struct doctor *d, int pi, const struct nl_line *l) {
+static void add_link(struct dr_doctor *d, int pi, const struct nl_line *l) {
   int rank = atoi(l->field[1]), peer = atoi(l->field[3]);
   /* NET prints both ends; the sender's line is the pair's. */
   if (!strcmp(l->field[5], "receive")) return;
@@ -179,17 +179,17 @@ static void add_link(struct doctor *d, int pi, const struct nl_line *l) {
     for (int i = d->procs[pi].head; i >= 0; i = d->mem[i].next)
       if (d->mem[i].rank == rank) mi = i;
   if (mi < 0) return;
-  struct member *m = &d->mem[mi];
+  struct dr_member *m = &d->mem[mi];
   if (m->rank < 0) m->rank = rank;
-  struct link *n = dr_grow(m->links, m->nlinks, sizeof *n, &d->oom);
+  struct dr_link *n = dr_grow(m->links, m->nlinks, sizeof *n, &d->oom);
   if (!n) return;
   m->links = n;
   m->links[m->nlinks].peer = peer;
   m->links[m->nlinks++].via = via_index(d, l->field[6]);
 }
 
-static void add_decision(struct doctor *d, const struct nl_line *l) {
-  struct decision key;
+static void add_decision(struct dr_doctor *d, const struct nl_line *l) {
+  struct dr_decision key;
   memset(&key, 0, sizeof key);
   SET(key.coll, l->field[0]);
   key.bytes = strtoull(l->field[1], NULL, 10);
@@ -201,14 +201,14 @@ static void add_decision(struct doctor *d, const struct nl_line *l) {
   if (!key.choice[0]) d->trace_nccl++;
   /* Few distinct decisions (sizes x collectives); the trace is optional. */
   for (size_t i = 0; i < d->ndec; i++) {
-    struct decision *x = &d->dec[i];
+    struct dr_decision *x = &d->dec[i];
     if (x->bytes == key.bytes && x->ch == key.ch && !strcmp(x->coll, key.coll) &&
         !strcmp(x->mode, key.mode) && !strcmp(x->choice, key.choice) && !strcmp(x->why, key.why)) {
       x->count++;
       return;
     }
   }
-  struct decision *n = dr_grow(d->dec, d->ndec, sizeof *n, &d->oom);
+  struct dr_decision *n = dr_grow(d->dec, d->ndec, sizeof *n, &d->oom);
   if (!n) return;
   d->dec = n;
   key.count = 1;
@@ -231,8 +231,8 @@ static void set_reason(char *dst, size_t len, const char *reason) {
   dst[n] = 0;
 }
 
-static void add_plug(struct doctor *d, int pi, const struct nl_line *l, const struct outcome *o) {
-  struct plug *n = dr_grow(d->plugs, d->nplug, sizeof *n, &d->oom);
+static void add_plug(struct dr_doctor *d, int pi, const struct nl_line *l, const struct dr_outcome *o) {
+  struct dr_plug *n = dr_grow(d->plugs, d->nplug, sizeof *n, &d->oom);
   if (!n) return;
   d->plugs = n;
   n = &d->plugs[d->nplug++];
@@ -240,7 +240,7 @@ static void add_plug(struct doctor *d, int pi, const struct nl_line *l, const st
   n->proc = pi;
   n->tid = l->tid;
   n->out = *o;
-  if (o->state == M_PROFILE) {
+  if (o->state == DR_PROFILE) {
     set_commid(n->commid, sizeof n->commid, l->commid);
     n->nranks = atoi(l->field[4]);
     n->nnodes = atoi(l->field[5]);
@@ -254,7 +254,7 @@ static void add_plug(struct doctor *d, int pi, const struct nl_line *l, const st
   }
 }
 
-static void add_env(struct proc *p, const struct nl_line *l) {
+static void add_env(struct dr_proc *p, const struct nl_line *l) {
   int i = 0;
   while (i < p->nenv && strcmp(p->env[i][0], l->field[0])) i++;
   if (i == DR_NENV) return;
@@ -263,9 +263,9 @@ static void add_env(struct proc *p, const struct nl_line *l) {
   SET(p->env[i][1], l->field[1]);
 }
 
-static void take_comm(struct doctor *d, int pi, const struct nl_line *l) {
+static void take_comm(struct dr_doctor *d, int pi, const struct nl_line *l) {
   int mi;
-  struct member *m;
+  struct dr_member *m;
   switch (l->kind) {
   case NL_COMM:
     if ((mi = by_pointer(d, pi, l->tid, l->field[0], PTR_COMM)) < 0) return;
@@ -314,7 +314,7 @@ static void take_comm(struct doctor *d, int pi, const struct nl_line *l) {
   case NL_GRAPH: {
     if ((mi = current(d, pi, l->tid)) < 0) return;
     m = &d->mem[mi];
-    struct graph g;
+    struct dr_graph g;
     memset(&g, 0, sizeof g);
     g.pattern = atoi(l->field[0]);
     g.nchannels = atoi(l->field[1]);
@@ -336,15 +336,15 @@ static void take_comm(struct doctor *d, int pi, const struct nl_line *l) {
   }
 }
 
-void dr_take(struct doctor *d, const struct nl_line *l) {
+void dr_take(struct dr_doctor *d, const struct nl_line *l) {
   if (l->level == NL_BARE) {
     set_version(d->bare_version, sizeof d->bare_version, l);
     return;
   }
   int pi = find_proc(d, l);
   if (pi < 0) return;
-  struct proc *p = &d->procs[pi];
-  struct outcome o;
+  struct dr_proc *p = &d->procs[pi];
+  struct dr_outcome o;
   d->nccl_lines++;
   switch (l->kind) {
   case NL_VERSION: set_version(p->version, sizeof p->version, l); break;
@@ -381,7 +381,7 @@ void dr_take(struct doctor *d, const struct nl_line *l) {
   case NL_PT_PROFILE:
     p->ours = 1;
     memset(&o, 0, sizeof o);
-    o.state = M_PROFILE;
+    o.state = DR_PROFILE;
     SET(o.path, l->field[0]);
     SET(o.name, l->field[1]);
     SET(o.hash, l->field[2]);
@@ -400,7 +400,7 @@ void dr_take(struct doctor *d, const struct nl_line *l) {
      * was measured) is no outcome: the init line after it is. */
     if (strstr(l->msg, "; the profile still decides")) break;
     memset(&o, 0, sizeof o);
-    o.state = M_REFUSED;
+    o.state = DR_REFUSED;
     o.warn = l->level == NL_WARN;
     o.cls = nl_refusal_class(l->field[0], l->level);
     set_reason(o.reason, sizeof o.reason, l->field[0]);
@@ -413,15 +413,15 @@ void dr_take(struct doctor *d, const struct nl_line *l) {
 
 /* Whether plug line g may be member m's: not taken, no other commId, the
  * same nRanks where both are known. */
-static int fits(const struct plug *g, const struct member *m) {
+static int fits(const struct dr_plug *g, const struct dr_member *m) {
   if (m->plugged) return 0;
   if (g->commid[0] && m->commid[0] && strcmp(g->commid, m->commid)) return 0;
   return !g->nranks || !m->nranks || g->nranks == m->nranks;
 }
 
-static int pick(const struct doctor *d, const struct plug *g, int exact_id, int same_tid) {
+static int pick(const struct dr_doctor *d, const struct dr_plug *g, int exact_id, int same_tid) {
   for (int i = d->procs[g->proc].head; i >= 0; i = d->mem[i].next) {
-    const struct member *m = &d->mem[i];
+    const struct dr_member *m = &d->mem[i];
     if (!fits(g, m) || (same_tid && m->tid != g->tid)) continue;
     if (exact_id && (!g->commid[0] || strcmp(g->commid, m->commid))) continue;
     /* Only NCCL's communicators, not placeholders of stray lines. */
@@ -431,15 +431,15 @@ static int pick(const struct doctor *d, const struct plug *g, int exact_id, int 
   return -1;
 }
 
-void dr_tie(struct doctor *d) {
+void dr_tie(struct dr_doctor *d) {
   for (size_t k = 0; k < d->nplug; k++) {
-    const struct plug *g = &d->plugs[k];
+    const struct dr_plug *g = &d->plugs[k];
     int mi = pick(d, g, 1, 1);
     if (mi < 0) mi = pick(d, g, 1, 0);
     if (mi < 0) mi = pick(d, g, 0, 1);
     if (mi < 0) mi = pick(d, g, 0, 0);
     if (mi < 0 && (mi = new_member(d, g->proc, g->tid)) < 0) return;
-    struct member *m = &d->mem[mi];
+    struct dr_member *m = &d->mem[mi];
     m->out = g->out;
     m->plugged = 1;
     if (!m->commid[0]) SET(m->commid, g->commid);
@@ -448,7 +448,7 @@ void dr_tie(struct doctor *d) {
   }
 }
 
-void dr_free(struct doctor *d) {
+void dr_free(struct dr_doctor *d) {
   for (size_t i = 0; i < d->nmem; i++) {
     for (int r = 0; r < d->mem[i].nrings; r++) free(d->mem[i].rings[r]);
     free(d->mem[i].links);
@@ -463,14 +463,14 @@ void dr_free(struct doctor *d) {
 
 /* A member that stands for a rank: NCCL's comm lines or the plugin's; a
  * placeholder holding only stray lines of a thread is not one. */
-static int is_rank(const struct member *m) {
+static int is_rank(const struct dr_member *m) {
   return m->comm_line || m->busid >= 0 || m->commid[0] || m->plugged || m->nranks;
 }
 
-static const struct doctor *sort_d;
+static const struct dr_doctor *sort_d;
 
 static int cmp_member(const void *a, const void *b) {
-  const struct member *x = &sort_d->mem[*(const size_t *)a], *y = &sort_d->mem[*(const size_t *)b];
+  const struct dr_member *x = &sort_d->mem[*(const size_t *)a], *y = &sort_d->mem[*(const size_t *)b];
   /* Without a commId, nRanks and nNodes are all there is to group by. */
   int c = strcmp(x->commid, y->commid);
   if (!c && !x->commid[0]) c = x->nranks != y->nranks ? x->nranks - y->nranks : x->nnodes - y->nnodes;
@@ -479,7 +479,7 @@ static int cmp_member(const void *a, const void *b) {
   return c;
 }
 
-int dr_comms(const struct doctor *d, struct comms *c) {
+int dr_comms(const struct dr_doctor *d, struct dr_comms *c) {
   size_t n = 0;
   memset(c, 0, sizeof *c);
   c->order = malloc((d->nmem + 1) * sizeof *c->order);
@@ -490,8 +490,8 @@ int dr_comms(const struct doctor *d, struct comms *c) {
   sort_d = d;
   qsort(c->order, n, sizeof *c->order, cmp_member);
   for (size_t i = 0; i < n; i++) {
-    const struct member *x = &d->mem[c->order[i]];
-    const struct member *y = i ? &d->mem[c->order[i - 1]] : NULL;
+    const struct dr_member *x = &d->mem[c->order[i]];
+    const struct dr_member *y = i ? &d->mem[c->order[i - 1]] : NULL;
     if (!y || strcmp(x->commid, y->commid) ||
         (!x->commid[0] && (x->nranks != y->nranks || x->nnodes != y->nnodes)))
       c->start[c->n++] = i;
@@ -500,12 +500,12 @@ int dr_comms(const struct doctor *d, struct comms *c) {
   return (int)c->n;
 }
 
-void dr_comms_free(struct comms *c) {
+void dr_comms_free(struct dr_comms *c) {
   free(c->order);
   free(c->start);
 }
 
-int dr_ranks_seen(const struct doctor *d, const struct comms *c, size_t k) {
+int dr_ranks_seen(const struct dr_doctor *d, const struct dr_comms *c, size_t k) {
   int seen = 0, nranks = d->mem[c->order[c->start[k]]].nranks, last = -2;
   for (size_t i = c->start[k]; i < c->start[k + 1]; i++) {
     int r = d->mem[c->order[i]].rank;
@@ -523,8 +523,8 @@ void dr_busid(long long id, char *buf, size_t len) {
            (id >> 4) & 0xff, id & 0xf);
 }
 
-void dr_where(const struct doctor *d, const struct member *m, char *buf, size_t len) {
-  const struct proc *p = &d->procs[m->proc];
+void dr_where(const struct dr_doctor *d, const struct dr_member *m, char *buf, size_t len) {
+  const struct dr_proc *p = &d->procs[m->proc];
   char dev[32] = "", bus[48] = "";
   if (m->cudadev >= 0) snprintf(dev, sizeof dev, " cudaDev %d", m->cudadev);
   if (m->busid >= 0) {
