@@ -79,6 +79,7 @@ struct dr_member {
   struct dr_graph graph[DR_NGRAPH];
   int ngraph, fallback_pattern; /* fallback_pattern: -1 none */
   char *rings[DR_NRING];        /* rank 0's "Channel xx/yy : ..." rank lists */
+  int ring_ch[DR_NRING];        /* their channels */
   int nrings, ring_total;
   struct dr_link *links;
   size_t nlinks;

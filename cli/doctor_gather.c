@@ -130,21 +130,37 @@ static int *thread_slot(struct dr_proc *p, long tid) {
 
 enum ptr_line { PTR_START, PTR_COMM, PTR_COMPLETE };
 
+/* Whether line l, which begins a communicator at m's pointer, is a repeat of
+ * the line that began m (a log shipper's retry, tee output merged): the same
+ * rank, size and GPU or commId. A communicator NCCL re-creates at the same
+ * address with all of those equal cannot be told from a repeat; it counts once. */
+static int repeats(const struct dr_member *m, const struct nl_line *l, enum ptr_line kind) {
+  if (kind == PTR_COMM)
+    return m->rank == atoi(l->field[1]) && m->nranks == atoi(l->field[2]) &&
+           m->nnodes == atoi(l->field[3]);
+  char id[32];
+  set_commid(id, sizeof id, l->field[3]);
+  return m->rank == atoi(l->field[1]) && m->nranks == atoi(l->field[2]) &&
+         m->busid == strtoll(l->field[5], NULL, 16) && !strcmp(m->commid, id);
+}
+
 /* The member a line with a comm pointer names: the newest of this process
  * with that pointer, unless the line begins a communicator that one already
- * began (NCCL reuses addresses); else the thread's placeholder; else new. */
-static int by_pointer(struct dr_doctor *d, int pi, long tid, const char *ptr, enum ptr_line kind) {
+ * began (NCCL reuses addresses) and is not a repeat of its line; else the
+ * thread's placeholder; else new. */
+static int by_pointer(struct dr_doctor *d, int pi, const struct nl_line *l, enum ptr_line kind) {
   struct dr_proc *p = &d->procs[pi];
-  int *slot = thread_slot(p, tid), found = -1;
+  const char *ptr = l->field[0];
+  int *slot = thread_slot(p, l->tid), found = -1;
   for (int i = p->head; i >= 0; i = d->mem[i].next)
     if (!strcmp(d->mem[i].ptr, ptr)) found = i;
   if (found >= 0) {
     const struct dr_member *m = &d->mem[found];
     int begun = kind == PTR_START ? m->comm_line || m->busid >= 0 : kind == PTR_COMM && m->comm_line;
-    if (!begun) return *slot = found;
+    if (!begun || repeats(m, l, kind)) return *slot = found;
   }
   if (*slot >= 0 && !d->mem[*slot].ptr[0]) found = *slot;
-  else found = new_member(d, pi, tid);
+  else found = new_member(d, pi, l->tid);
   if (found >= 0) {
     SET(d->mem[found].ptr, ptr);
     *slot = found;
@@ -268,7 +284,7 @@ static void take_comm(struct dr_doctor *d, int pi, const struct nl_line *l) {
   struct dr_member *m;
   switch (l->kind) {
   case NL_COMM:
-    if ((mi = by_pointer(d, pi, l->tid, l->field[0], PTR_COMM)) < 0) return;
+    if ((mi = by_pointer(d, pi, l, PTR_COMM)) < 0) return;
     m = &d->mem[mi];
     m->comm_line = 1;
     m->rank = atoi(l->field[1]);
@@ -277,7 +293,7 @@ static void take_comm(struct dr_doctor *d, int pi, const struct nl_line *l) {
     break;
   case NL_COMM_INIT: {
     enum ptr_line kind = strcmp(l->field[6], "START") ? PTR_COMPLETE : PTR_START;
-    if ((mi = by_pointer(d, pi, l->tid, l->field[0], kind)) < 0) return;
+    if ((mi = by_pointer(d, pi, l, kind)) < 0) return;
     m = &d->mem[mi];
     m->rank = atoi(l->field[1]);
     m->nranks = atoi(l->field[2]);
@@ -297,7 +313,11 @@ static void take_comm(struct dr_doctor *d, int pi, const struct nl_line *l) {
     if ((mi = current(d, pi, l->tid)) < 0) return;
     m = &d->mem[mi];
     m->ring_total = atoi(l->field[1]);
-    if (m->nrings < DR_NRING) {
+    /* One ring per channel: a repeated line is the same ring. */
+    int seen = 0, ch = atoi(l->field[0]);
+    for (int r = 0; r < m->nrings; r++) seen |= m->ring_ch[r] == ch;
+    if (!seen && m->nrings < DR_NRING) {
+      m->ring_ch[m->nrings] = ch;
       /* One blank between ranks, whatever width NCCL padded them to. */
       char ranks[NL_FIELD_LEN], *w = ranks;
       for (const char *r = l->field[2]; *r; r++)
@@ -373,6 +393,8 @@ void dr_take(struct dr_doctor *d, const struct nl_line *l) {
   case NL_TUNER_MSG: SET(p->openerr, l->field[0]); break;
   case NL_ENV: add_env(p, l); break;
   case NL_P2P_DISABLED:
+    for (int i = 0; i < p->np2p_off; i++)
+      if (p->p2p_off[i][0] == atoi(l->field[0]) && p->p2p_off[i][1] == atoi(l->field[1])) return;
     if (p->np2p_off < 8) {
       p->p2p_off[p->np2p_off][0] = atoi(l->field[0]);
       p->p2p_off[p->np2p_off++][1] = atoi(l->field[1]);
@@ -431,6 +453,22 @@ static int pick(const struct dr_doctor *d, const struct dr_plug *g, int exact_id
   return -1;
 }
 
+static int same_out(const struct dr_outcome *a, const struct dr_outcome *b) {
+  return a->state == b->state && !strcmp(a->hash, b->hash) && !strcmp(a->reason, b->reason);
+}
+
+/* A plugin line with no member left for it is a repeat when a rank of its
+ * process already took the same outcome for the same commId (or, without
+ * one, the same nRanks): more such lines than ranks is a repeated line. */
+static int repeated_plug(const struct dr_doctor *d, const struct dr_plug *g) {
+  for (int i = d->procs[g->proc].head; i >= 0; i = d->mem[i].next) {
+    const struct dr_member *m = &d->mem[i];
+    if (!m->plugged || !same_out(&m->out, &g->out)) continue;
+    if (g->commid[0] ? !strcmp(g->commid, m->commid) : !g->nranks || g->nranks == m->nranks) return 1;
+  }
+  return 0;
+}
+
 void dr_tie(struct dr_doctor *d) {
   for (size_t k = 0; k < d->nplug; k++) {
     const struct dr_plug *g = &d->plugs[k];
@@ -438,6 +476,7 @@ void dr_tie(struct dr_doctor *d) {
     if (mi < 0) mi = pick(d, g, 1, 0);
     if (mi < 0) mi = pick(d, g, 0, 1);
     if (mi < 0) mi = pick(d, g, 0, 0);
+    if (mi < 0 && repeated_plug(d, g)) continue;
     if (mi < 0 && (mi = new_member(d, g->proc, g->tid)) < 0) return;
     struct dr_member *m = &d->mem[mi];
     m->out = g->out;
