@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "args.h"
 #include "cmds.h"
@@ -34,24 +35,27 @@ static const char usage[] =
     "Exit status: 0 working (at least one communicator tuned, all ranks agree),\n"
     "1 no NCCL log lines or unreadable input, 2 bad usage, 3 plugin not loaded,\n"
     "4 loaded but every communicator left to NCCL, 5 ranks disagree; with\n"
-    "--strict, 6 a degraded communicator (unless 5).\n";
+    "--strict, 6 a degraded communicator (unless 5). Several runs in the input\n"
+    "(earlier runs' files beside today's) are told apart into jobs by commId; the\n"
+    "status is the worst job's, leaving out a run superseded on the same GPUs.\n";
 
 static void take_line(void *arg, const char *line) {
   struct nl_line l;
   if (nl_parse(line, &l)) dr_take(arg, &l);
 }
 
-/* Prints every communicator; *bad the number whose ranks disagree,
+/* Prints job's communicators; *bad the number whose ranks disagree,
  * *degraded those NCCL built degraded, *tuned those fully tuned. */
-static int report(struct dr_doctor *d, int quiet, int *bad, int *degraded, int *tuned) {
+static int report(struct dr_doctor *d, int job, int quiet, int *bad, int *degraded, int *tuned) {
   struct dr_comms c;
   int rc = 0;
   *bad = *degraded = *tuned = 0;
-  if (dr_comms(d, &c) < 0) {
+  if (dr_comms(d, job, &c) < 0) {
     rc = -1;
     goto out;
   }
   for (size_t k = 0; k < c.n; k++) {
+    int was = *tuned;
     int b = dr_plugin_comm(d, &c, k, quiet, tuned);
     int g = b < 0 ? -1 : dr_comm_report(d, &c, k, quiet);
     if (b < 0 || g < 0) {
@@ -60,7 +64,11 @@ static int report(struct dr_doctor *d, int quiet, int *bad, int *degraded, int *
     }
     *bad += b;
     *degraded += g;
-    if (!quiet) dr_prov_report(d, &c, k);
+    if (!quiet) {
+      dr_prov_report(d, &c, k);
+      printf("  communicator verdict: %s%s\n",
+             b ? "RANKS DISAGREE" : *tuned > was ? "TUNED" : "LEFT TO NCCL", g ? ", DEGRADED" : "");
+    }
   }
 out:
   dr_comms_free(&c);
@@ -68,38 +76,115 @@ out:
   return rc;
 }
 
-static int judge(struct dr_doctor *d, int quiet, int strict) {
-  size_t loaded = dr_plugin_header(d, quiet);
-  int bad, degraded, tuned;
-  if (report(d, quiet, &bad, &degraded, &tuned)) return EXIT_NOINPUT;
-  if (!quiet) dr_plugin_footer(d);
-  const char *verdict;
-  int rc;
+/* How bad an exit status is, for the worst job: a disagreement, then a
+ * degraded communicator (--strict), not loaded, idle, working. */
+static int severity(int rc) {
+  static const int order[] = {[EXIT_WORKING] = 0, [EXIT_IDLE] = 1, [EXIT_NOT_LOADED] = 2,
+                              [EXIT_DEGRADED] = 3, [EXIT_MISMATCH] = 4};
+  return order[rc];
+}
+
+/* One job's report and verdict line; returns its exit status, -1 out of
+ * memory. */
+static int judge_job(struct dr_doctor *d, int job, int quiet, int strict, char *verdict, size_t len) {
+  size_t np;
+  size_t loaded = dr_plugin_header(d, job, &np, quiet);
+  int bad, degraded, tuned, rc;
+  if (report(d, job, quiet, &bad, &degraded, &tuned)) return -1;
+  if (!quiet) dr_plugin_footer(d, job);
+  const char *v;
   /* Some ranks with the plugin and some without is a disagreement too. */
-  if (bad || (loaded && loaded < d->nproc)) {
-    verdict = "MISMATCH: ranks disagree (see above)";
+  if (bad || (loaded && loaded < np)) {
+    v = "MISMATCH: ranks disagree (see above)";
     rc = EXIT_MISMATCH;
     if (!bad)
-      fprintf(stderr, "pcie-tune doctor: ERROR: the plugin is loaded in %zu of %zu processes; "
+      fprintf(stderr, "pcie-tune doctor: %sERROR: the plugin is loaded in %zu of %zu processes; "
                       "NCCL needs the same decision on every rank\n",
-              loaded, d->nproc);
+              d->label ? d->label : "", loaded, np);
   } else if (!loaded) {
-    verdict = "NOT LOADED: NCCL ran with its own tuning";
+    v = "NOT LOADED: NCCL ran with its own tuning";
     rc = EXIT_NOT_LOADED;
   } else if (!tuned) {
-    verdict = "LOADED BUT IDLE: every communicator was left to NCCL";
+    v = "LOADED BUT IDLE: every communicator was left to NCCL";
     rc = EXIT_IDLE;
   } else {
-    verdict = "WORKING";
+    v = "WORKING";
     rc = EXIT_WORKING;
   }
-  printf("%sverdict: %s", quiet ? "" : "\n", verdict);
   if (degraded)
-    printf("; %d communicator%s DEGRADED by what NCCL built (see above)", degraded,
-           degraded == 1 ? "" : "s");
-  printf("\n");
+    snprintf(verdict, len, "%s; %d communicator%s DEGRADED by what NCCL built (see above)", v,
+             degraded, degraded == 1 ? "" : "s");
+  else
+    snprintf(verdict, len, "%s", v);
   if (strict && degraded && rc != EXIT_MISMATCH) rc = EXIT_DEGRADED;
   return rc;
+}
+
+static void job_title(const struct dr_doctor *d, const struct dr_jobs *j, size_t k) {
+  const char *host = "";
+  long lo = 0, hi = 0;
+  size_t hosts = 0;
+  for (size_t i = 0; i < d->nproc; i++) {
+    const struct dr_proc *p = &d->procs[i];
+    if (p->job != (int)k) continue;
+    if (!host[0] || strcmp(host, p->host)) hosts++, host = p->host;
+    if (!lo || p->pid < lo) lo = p->pid;
+    if (p->pid > hi) hi = p->pid;
+  }
+  printf("\n=== job %zu of %zu%s: %zu process%s on %s%s, pids %ld-%ld", k + 1, j->n,
+         k + 1 == j->n ? " (the most recent)" : "", j->job[k].nproc, j->job[k].nproc == 1 ? "" : "es",
+         host, hosts > 1 ? " and other hosts" : "", lo, hi);
+  if (j->job[k].superseded_by >= 0)
+    printf("; an earlier run on GPUs that job %d used after it: not counted in the exit status",
+           j->job[k].superseded_by + 1);
+  printf(" ===\n");
+}
+
+static int judge(struct dr_doctor *d, int quiet, int strict) {
+  struct dr_jobs j;
+  char verdict[256], worst_v[256] = "", label[32];
+  int worst = -1, worst_job = 0;
+  if (dr_jobs(d, &j)) {
+    fprintf(stderr, "pcie-tune doctor: out of memory\n");
+    return EXIT_NOINPUT;
+  }
+  if (j.n > 1 && !quiet)
+    printf("%zu jobs in the input (told apart by commId; ordered by file time, then input order; "
+           "see docs/cli.md)\n",
+           j.n);
+  for (size_t k = 0; k < j.n; k++) {
+    if (j.n > 1) {
+      snprintf(label, sizeof label, "job %zu: ", k + 1);
+      d->label = label;
+      if (!quiet) job_title(d, &j, k);
+    }
+    int rc = judge_job(d, j.n > 1 ? (int)k : -1, quiet, strict, verdict, sizeof verdict);
+    if (rc < 0) {
+      dr_jobs_free(&j);
+      fprintf(stderr, "pcie-tune doctor: out of memory\n");
+      return EXIT_NOINPUT;
+    }
+    if (j.n > 1 && !quiet)
+      printf("\njob %zu verdict: %s%s\n", k + 1, verdict,
+             j.job[k].superseded_by >= 0 ? " (superseded: not counted)" : "");
+    /* The worst current job; ties go to the most recent. */
+    if (j.job[k].superseded_by < 0 && (worst < 0 || severity(rc) >= severity(worst))) {
+      worst = rc, worst_job = (int)k;
+      SET(worst_v, verdict);
+    }
+  }
+  d->label = NULL;
+  printf("%sverdict: %s", quiet ? "" : "\n", worst_v);
+  if (j.n > 1) {
+    size_t old = 0;
+    for (size_t k = 0; k < j.n; k++) old += j.job[k].superseded_by >= 0;
+    printf(" (job %d of %zu, the worst current one", worst_job + 1, j.n);
+    if (old) printf("; %zu earlier run%s on the same GPUs not counted", old, old == 1 ? "" : "s");
+    printf(")");
+  }
+  printf("\n");
+  dr_jobs_free(&j);
+  return worst;
 }
 
 int cmd_doctor(int argc, char **argv) {
@@ -131,8 +216,13 @@ int cmd_doctor(int argc, char **argv) {
   }
   memset(&d, 0, sizeof d);
   rc = EXIT_WORKING;
-  for (; i < argc && rc == EXIT_WORKING; i++)
+  for (; i < argc && rc == EXIT_WORKING; i++) {
+    struct stat st;
+    d.mtime = strcmp(argv[i], "-") && !stat(argv[i], &st)
+                  ? (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec
+                  : 0;
     if (dr_read(argv[i], take_line, &d)) rc = EXIT_NOINPUT;
+  }
   if (rc == EXIT_WORKING) dr_tie(&d);
   if (d.oom) {
     fprintf(stderr, "pcie-tune doctor: out of memory\n");

@@ -3,6 +3,7 @@
  *  - doctor.c         the command: options, reading, the verdict and exit status;
  *  - doctor_input.c   the input reader (regular files and stdin, bounded);
  *  - doctor_gather.c  ties each NCCL line to its process and communicator;
+ *  - doctor_jobs.c    tells the runs in the input apart;
  *  - doctor_plugin.c  what the plugin did: loaded or not, profiles, refusals, trace;
  *  - doctor_comm.c    what NCCL built: channels, rings, trees, transports, and
  *                     what the user can change;
@@ -41,6 +42,9 @@ struct dr_proc {
     int mem;
   } cur[DR_NTHREAD]; /* the communicator each thread is initialising */
   int ncur;
+  int job;                    /* dr_jobs: the job it belongs to */
+  unsigned long first, last;  /* input order of its first and last NCCL line */
+  long long mtime;            /* its newest input file's modification time (ns), 0 unknown */
 };
 
 enum dr_mstate { DR_SILENT, DR_PROFILE, DR_REFUSED };
@@ -95,6 +99,7 @@ struct dr_plug {
 };
 
 struct dr_decision {
+  int proc;
   char coll[24], mode[8], choice[48], why[48];
   unsigned long long bytes;
   int ch;
@@ -115,9 +120,32 @@ struct dr_doctor {
   int *proc_hash; /* open addressing over host:pid, index + 1 */
   size_t hash_cap;
   char bare_version[64];
-  unsigned long nccl_lines, trace_calls, trace_nccl;
+  unsigned long nccl_lines;
+  long long mtime;       /* the input being read: its modification time (ns), 0 unknown */
+  const char *label;     /* "job 2: " before an error when the input holds several jobs */
   int oom, too_many;
 };
+
+/* doctor_jobs.c: the runs in the input. Processes that share a communicator
+ * (commId) are one job; a process without a commId joins the job whose lines
+ * it is interleaved with, else the job of all such processes. Jobs are
+ * numbered oldest first: by their files' modification times where they came
+ * from different files, else by their place in the input. A job is
+ * superseded when a later one ran on one of its GPUs (host and busId; the
+ * host where the log names no busId) after its last line: it is reported,
+ * and left out of the exit status. */
+struct dr_job {
+  size_t nproc;
+  unsigned long first, last;
+  long long mtime_lo, mtime_hi;
+  int superseded_by; /* job index, -1 current */
+};
+struct dr_jobs {
+  struct dr_job *job;
+  size_t n;
+};
+int dr_jobs(struct dr_doctor *d, struct dr_jobs *j); /* 0, -1 out of memory */
+void dr_jobs_free(struct dr_jobs *j);
 
 /* doctor_input.c: calls fn on every line of path ('-': stdin), without its
  * end; 0, or -1 after printing why the input was refused. */
@@ -129,12 +157,13 @@ void dr_tie(struct dr_doctor *d); /* ties the plugin's lines, after the last lin
 void dr_free(struct dr_doctor *d);
 
 /* Communicators: the members of each, by commId (without one, by nRanks and
- * nNodes), sorted by rank: communicator k is order[start[k] .. start[k+1]).
+ * nNodes), sorted by rank: communicator k is order[start[k] .. start[k+1]);
+ * only job's (-1: every job's).
  * Returns the number of communicators, -1 out of memory. */
 struct dr_comms {
   size_t *order, *start, n;
 };
-int dr_comms(const struct dr_doctor *d, struct dr_comms *c);
+int dr_comms(const struct dr_doctor *d, int job, struct dr_comms *c);
 void dr_comms_free(struct dr_comms *c);
 /* Distinct ranks among a communicator's members (never above nRanks). */
 int dr_ranks_seen(const struct dr_doctor *d, const struct dr_comms *c, size_t k);
@@ -146,9 +175,9 @@ void dr_busid(long long id, char *buf, size_t len);
  * processes loaded it); one communicator's plugin outcome per rank (returns
  * 1 when its ranks disagree, -1 out of memory; counts it in *tuned when every
  * rank uses the same profile); the refusals and traced decisions. */
-size_t dr_plugin_header(const struct dr_doctor *d, int quiet);
+size_t dr_plugin_header(const struct dr_doctor *d, int job, size_t *nproc, int quiet);
 int dr_plugin_comm(const struct dr_doctor *d, const struct dr_comms *c, size_t k, int quiet, int *tuned);
-void dr_plugin_footer(struct dr_doctor *d);
+void dr_plugin_footer(const struct dr_doctor *d, int job);
 int dr_loaded_ours(const struct dr_proc *p);
 
 /* doctor_comm.c: what NCCL built for communicator k and what to change;

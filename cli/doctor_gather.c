@@ -95,6 +95,7 @@ static int find_proc(struct dr_doctor *d, const struct nl_line *l) {
   SET(p->host, l->host);
   p->pid = l->pid;
   p->head = p->tail = -1;
+  p->first = d->nccl_lines;
   d->proc_hash[h] = (int)d->nproc + 1;
   return (int)d->nproc++;
 }
@@ -204,21 +205,21 @@ static void add_link(struct dr_doctor *d, int pi, const struct nl_line *l) {
   m->links[m->nlinks++].via = via_index(d, l->field[6]);
 }
 
-static void add_decision(struct dr_doctor *d, const struct nl_line *l) {
+static void add_decision(struct dr_doctor *d, int pi, const struct nl_line *l) {
   struct dr_decision key;
   memset(&key, 0, sizeof key);
+  key.proc = pi;
   SET(key.coll, l->field[0]);
   key.bytes = strtoull(l->field[1], NULL, 10);
   SET(key.mode, l->field[2]);
   SET(key.choice, l->field[3]);
   key.ch = atoi(l->field[4]);
   SET(key.why, l->field[5]);
-  d->trace_calls++;
-  if (!key.choice[0]) d->trace_nccl++;
-  /* Few distinct decisions (sizes x collectives); the trace is optional. */
+  /* Few distinct decisions (sizes x collectives x processes); the trace is
+   * optional. */
   for (size_t i = 0; i < d->ndec; i++) {
     struct dr_decision *x = &d->dec[i];
-    if (x->bytes == key.bytes && x->ch == key.ch && !strcmp(x->coll, key.coll) &&
+    if (x->proc == pi && x->bytes == key.bytes && x->ch == key.ch && !strcmp(x->coll, key.coll) &&
         !strcmp(x->mode, key.mode) && !strcmp(x->choice, key.choice) && !strcmp(x->why, key.why)) {
       x->count++;
       return;
@@ -365,7 +366,8 @@ void dr_take(struct dr_doctor *d, const struct nl_line *l) {
   if (pi < 0) return;
   struct dr_proc *p = &d->procs[pi];
   struct dr_outcome o;
-  d->nccl_lines++;
+  p->last = d->nccl_lines++;
+  if (d->mtime > p->mtime) p->mtime = d->mtime;
   switch (l->kind) {
   case NL_VERSION: set_version(p->version, sizeof p->version, l); break;
   case NL_TUNER_ENV: SET(p->tuner_env, l->field[0]); break;
@@ -428,7 +430,7 @@ void dr_take(struct dr_doctor *d, const struct nl_line *l) {
     set_reason(o.reason, sizeof o.reason, l->field[0]);
     add_plug(d, pi, l, &o);
     break;
-  case NL_PT_TRACE: p->ours = 1; add_decision(d, l); break;
+  case NL_PT_TRACE: p->ours = 1; add_decision(d, pi, l); break;
   default: take_comm(d, pi, l); break;
   }
 }
@@ -518,14 +520,14 @@ static int cmp_member(const void *a, const void *b) {
   return c;
 }
 
-int dr_comms(const struct dr_doctor *d, struct dr_comms *c) {
+int dr_comms(const struct dr_doctor *d, int job, struct dr_comms *c) {
   size_t n = 0;
   memset(c, 0, sizeof *c);
   c->order = malloc((d->nmem + 1) * sizeof *c->order);
   c->start = malloc((d->nmem + 2) * sizeof *c->start);
   if (!c->order || !c->start) return -1;
   for (size_t i = 0; i < d->nmem; i++)
-    if (is_rank(&d->mem[i])) c->order[n++] = i;
+    if (is_rank(&d->mem[i]) && (job < 0 || d->procs[d->mem[i].proc].job == job)) c->order[n++] = i;
   sort_d = d;
   qsort(c->order, n, sizeof *c->order, cmp_member);
   for (size_t i = 0; i < n; i++) {

@@ -203,6 +203,159 @@ START_TEST(a_rank_counts_once) {
 }
 END_TEST
 
+/* Runs a shell script in a fresh directory holding the fixtures' earlier
+ * run (./old: today's 8-rank run with the plugin not found, other pids and
+ * commId, host HOST) and today's (./new), then "pcie-tune doctor ARGS". */
+static int two_runs(const char *host, const char *script, char **out, char **err, const char *args) {
+  char *dir = pt_test_tmpdir(), *cmd = NULL;
+  ck_assert(asprintf(&cmd,
+                     "cd '%s' && mkdir old new && for f in '%s'/test/data/ncclog/v2.30-8rank/*; do "
+                     "b=$(basename $f); cp $f new/$b; "
+                     "sed -e 's/^gpu-a:310/%s:300/' -e 's/7d3c19a2e4b05f61/11aa22bb33cc44dd/g' "
+                     "-e 's/set by environment to .*/set by environment to pcie/' "
+                     "-e 's|TUNER/Plugin: Using PcieTuner (v6)|TUNER/Plugin: Could not find: pcie "
+                     "libnccl-tuner-pcie.so|' -e '/Successfully loaded/d' -e '/PcieTuner:/d' "
+                     "$f > old/$(echo $b | sed 's/310/300/'); done && %s && '%s' doctor %s",
+                     dir, pt_test_srcdir(), host, script, pt_test_cli(), args) > 0);
+  int rc = pt_test_run(cmd, out, err);
+  free(cmd);
+  pt_test_rmtree(dir);
+  free(dir);
+  return rc;
+}
+
+/* issue 27 §1: an earlier run's files (plugin not found) beside today's
+ * working run: today's decides, the earlier one is reported as such. */
+START_TEST(an_earlier_run_does_not_fail_a_fixed_job) {
+  char *out, *err;
+  int rc = two_runs("gpu-a", "touch -d '1 hour ago' old/* && mv old/* new/* .", &out, &err,
+                    "nccl.*");
+  ck_assert_msg(rc == 0, "exit %d:\n%s%s", rc, out, err);
+  has(out, "2 jobs in the input");
+  has(out, "=== job 1 of 2: 8 processes on gpu-a, pids 30000-30007; an earlier run on GPUs that job 2 "
+           "used after it: not counted in the exit status ===");
+  has(out, "=== job 2 of 2 (the most recent): 8 processes on gpu-a, pids 31000-31007 ===");
+  has(out, "job 1 verdict: NOT LOADED: NCCL ran with its own tuning (superseded: not counted)");
+  has(out, "job 2 verdict: WORKING");
+  has(out, "communicator 7d3c19a2e4b05f61: nRanks 8 nNodes 1, 8 ranks in the log");
+  has(out, "communicator 11aa22bb33cc44dd: nRanks 8 nNodes 1, 8 ranks in the log");
+  has(out, "  communicator verdict: TUNED");
+  has(out, "  communicator verdict: LEFT TO NCCL");
+  has(out, "verdict: WORKING (job 2 of 2, the worst current one; 1 earlier run on the same GPUs "
+           "not counted)");
+  ck_assert_ptr_null(strstr(err, "loaded in 8 of 16"));
+  free(out);
+  free(err);
+  /* The other way round: the broken run is today's, and it decides. */
+  rc = two_runs("gpu-a", "touch -d '1 hour ago' new/* && mv old/* new/* .", &out, &err, "nccl.*");
+  ck_assert_msg(rc == 3, "exit %d:\n%s%s", rc, out, err);
+  has(out, "verdict: NOT LOADED: NCCL ran with its own tuning (job 2 of 2");
+  free(out);
+  free(err);
+}
+END_TEST
+
+/* Two jobs' outputs concatenated in one file: the order in the file. */
+START_TEST(concatenated_runs_in_one_file) {
+  char *out, *err;
+  int rc = two_runs("gpu-a", "cat old/* new/* > all.log", &out, &err, "all.log");
+  ck_assert_msg(rc == 0, "exit %d:\n%s%s", rc, out, err);
+  has(out, "job 1 verdict: NOT LOADED");
+  free(out);
+  free(err);
+  rc = two_runs("gpu-a", "cat new/* old/* > all.log", &out, &err, "all.log");
+  ck_assert_msg(rc == 3, "exit %d:\n%s%s", rc, out, err);
+  has(out, "job 1 verdict: WORKING (superseded: not counted)");
+  free(out);
+  free(err);
+  /* -q: the one verdict line. */
+  rc = two_runs("gpu-a", "cat old/* new/* > all.log", &out, &err, "-q all.log");
+  ck_assert_int_eq(rc, 0);
+  ck_assert_str_eq(out, "verdict: WORKING (job 2 of 2, the worst current one; 1 earlier run on "
+                        "the same GPUs not counted)\n");
+  free(out);
+  free(err);
+}
+END_TEST
+
+/* Two jobs on different hosts at the same time: both count, the worst
+ * decides, and each error says which job it is about. */
+START_TEST(concurrent_jobs_exit_with_the_worst) {
+  char *out, *err;
+  int rc = two_runs("gpu-b", "touch -d '1 hour ago' old/* && mv old/* new/* .", &out, &err,
+                    "nccl.*");
+  ck_assert_msg(rc == 3, "exit %d:\n%s%s", rc, out, err);
+  ck_assert_ptr_null(strstr(out, "not counted"));
+  has(out, "verdict: NOT LOADED: NCCL ran with its own tuning (job 1 of 2, the worst current one)");
+  free(out);
+  free(err);
+  /* A rank of today's job with another profile: a mismatch, named by job. */
+  rc = two_runs("gpu-b",
+                "sed -i 's/hash 9f2c4e1a07b3d865/hash 0000000000000001/' new/nccl.gpu-a.31004 && "
+                "mv old/* new/* .",
+                &out, &err, "nccl.*");
+  ck_assert_msg(rc == 5, "exit %d:\n%s%s", rc, out, err);
+  has(err, "pcie-tune doctor: job 2: ERROR: the ranks of communicator 7d3c19a2e4b05f61");
+  has(out, "  communicator verdict: RANKS DISAGREE");
+  free(out);
+  free(err);
+}
+END_TEST
+
+/* issue 30 §5: the plugin loaded in only some processes, with no
+ * communicator in the log to compare them by: still a mismatch (5). */
+START_TEST(loaded_in_some_processes_without_a_shared_communicator) {
+  char *dir = pt_test_tmpdir(), *out, *err;
+  char *log = pt_test_write(
+      dir, "some.log",
+      "box9:100:100 [0] NCCL INFO NCCL version 2.30.7+cuda13.0\n"
+      "box9:100:100 [0] NCCL INFO NCCL_TUNER_PLUGIN set by environment to "
+      "/opt/pcie-tuner/lib/libnccl-tuner-pcie.so\n"
+      "box9:100:100 [0] NCCL INFO TUNER/Plugin: Using PcieTuner (v6)\n"
+      "box9:100:100 [0] NCCL INFO Successfully loaded external tuner plugin "
+      "/opt/pcie-tuner/lib/libnccl-tuner-pcie.so\n"
+      "box9:101:101 [1] NCCL INFO NCCL version 2.30.7+cuda13.0\n"
+      "box9:101:101 [1] NCCL INFO NCCL_TUNER_PLUGIN set by environment to pcie\n"
+      "box9:101:101 [1] NCCL INFO TUNER/Plugin: Could not find: pcie libnccl-tuner-pcie.so\n");
+  int rc = pt_test_cli_run(dir, 20, &out, &err, "doctor some.log");
+  ck_assert_msg(rc == 5, "exit %d:\n%s%s", rc, out, err);
+  has(err, "ERROR: the plugin is loaded in 1 of 2 processes");
+  has(out, "verdict: MISMATCH");
+  free(out);
+  free(err);
+  free(log);
+  pt_test_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+/* issue 30 §5: mismatched and degraded is a mismatch under --strict (5), not
+ * degraded (6). */
+START_TEST(mismatch_wins_over_degraded_under_strict) {
+  char *dir = pt_test_tmpdir(), *out, *err;
+  int rc = pt_test_cli_run(dir, 20, &out, &err,
+                           "doctor --strict '%s/test/data/ncclog/torchrun-dual-socket-v2.30.log'",
+                           pt_test_srcdir());
+  ck_assert_int_eq(rc, 6); /* degraded alone */
+  free(out);
+  free(err);
+  char *cmd = NULL;
+  ck_assert(asprintf(&cmd,
+                     "cd '%s' && sed '/5202:5202.*PcieTuner/s/hash 51c0ffee00d4a7b2/hash "
+                     "0123456789abcdef/' '%s/test/data/ncclog/torchrun-dual-socket-v2.30.log' > "
+                     "mixed.log && '%s' doctor --strict mixed.log",
+                     dir, pt_test_srcdir(), pt_test_cli()) > 0);
+  rc = pt_test_run(cmd, &out, &err);
+  ck_assert_msg(rc == 5, "exit %d:\n%s%s", rc, out, err);
+  has(out, "verdict: MISMATCH: ranks disagree (see above); 1 communicator DEGRADED");
+  free(cmd);
+  free(out);
+  free(err);
+  pt_test_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("cli_doctor_jobs");
   TCase *tc = tcase_create("doctor_jobs");
@@ -210,6 +363,11 @@ int main(void) {
   tcase_add_test(tc, repetition_order_prefix_crlf_keep_the_verdict);
   tcase_add_test(tc, any_single_line_doubled_keeps_the_verdict);
   tcase_add_test(tc, a_rank_counts_once);
+  tcase_add_test(tc, an_earlier_run_does_not_fail_a_fixed_job);
+  tcase_add_test(tc, concatenated_runs_in_one_file);
+  tcase_add_test(tc, concurrent_jobs_exit_with_the_worst);
+  tcase_add_test(tc, loaded_in_some_processes_without_a_shared_communicator);
+  tcase_add_test(tc, mismatch_wins_over_degraded_under_strict);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }
