@@ -16,7 +16,7 @@
 #include "doctor.h"
 
 static const char usage[] =
-    "usage: pcie-tune doctor [-q|--quiet] [--strict] LOG...\n"
+    "usage: pcie-tune doctor [-q|--quiet] [--strict] [--host] [LOG...]\n"
     "\n"
     "Reads the logs of a job run with NCCL_DEBUG=INFO (best with\n"
     "NCCL_DEBUG_SUBSYS=INIT,TUNING,ENV,GRAPH, and PCIE_TUNER_TRACE=1 to see\n"
@@ -30,7 +30,11 @@ static const char usage[] =
     "it is degraded (SHM or NET between GPUs of one host, a search that fell back).\n"
     "\n"
     "  -q, --quiet   print only the verdict line\n"
-    "  --strict      exit 6 when a communicator is degraded\n"
+    "  --strict      exit 6 when a communicator is degraded, or a host finding\n"
+    "                degrades P2P or risks a hang\n"
+    "  --host        also read this machine (sysfs; PCIE_TUNER_SYSFS_ROOT): each\n"
+    "                GPU's link, NCCL's path and transport per GPU pair, ACS on\n"
+    "                their bridges (root reads it), the IOMMU, NUMA, BAR1\n"
     "\n"
     "Exit status: 0 working (at least one communicator tuned, all ranks agree),\n"
     "1 no NCCL log lines or unreadable input, 2 bad usage, 3 plugin not loaded,\n"
@@ -187,8 +191,41 @@ static int judge(struct dr_doctor *d, int quiet, int strict) {
   return worst;
 }
 
+/* doctor --host: this machine's GPUs, paths, ACS and IOMMU. */
+static int judge_host(int quiet, int strict) {
+  struct dr_host *h = malloc(sizeof *h);
+  struct dr_findings fs = {NULL, 0, 0};
+  char err[256];
+  int rc = EXIT_NOINPUT;
+  if (!h) {
+    fprintf(stderr, "pcie-tune doctor: out of memory\n");
+    return rc;
+  }
+  if (dr_host_read(h, NULL, err, sizeof err)) {
+    fprintf(stderr, "pcie-tune doctor: --host: %s (set PCIE_TUNER_SYSFS_ROOT to read a copy of "
+                    "another machine's sys/ and proc/)\n", err);
+  } else if (!h->fp.ngpus) {
+    fprintf(stderr, "pcie-tune doctor: --host: no NVIDIA GPU under %s/sys/bus/pci/devices\n", h->root);
+  } else {
+    int bad = dr_host_report(h, &fs, quiet);
+    if (fs.oom) {
+      fprintf(stderr, "pcie-tune doctor: out of memory\n");
+    } else {
+      printf("%shost verdict: %s", quiet ? "" : "\n", bad ? "" : "no finding degrades P2P");
+      if (bad)
+        printf("%d finding%s P2P or risk%s a hang%s", bad, bad == 1 ? " degrades" : "s degrade",
+               bad == 1 ? "s" : "", quiet ? "" : " (see above)");
+      printf("\n");
+      rc = strict && bad ? EXIT_DEGRADED : EXIT_WORKING;
+    }
+  }
+  free(fs.f);
+  free(h);
+  return rc;
+}
+
 int cmd_doctor(int argc, char **argv) {
-  int quiet = 0, strict = 0, i = 1, rc;
+  int quiet = 0, strict = 0, host = 0, i = 1, rc;
   struct dr_doctor d;
   for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
     if (!strcmp(argv[i], "--")) {
@@ -207,9 +244,14 @@ int cmd_doctor(int argc, char **argv) {
       strict = 1;
       continue;
     }
+    if (!strcmp(argv[i], "--host")) {
+      host = 1;
+      continue;
+    }
     return cli_usage_error("doctor", "unknown option '%s'", argv[i]);
   }
-  if (i == argc) return cli_usage_error("doctor", "no log given (give '-' to read stdin)");
+  if (i == argc && host) return judge_host(quiet, strict);
+  if (i == argc) return cli_usage_error("doctor", "no log given (give '-' to read stdin, or --host)");
   if (nl_init()) {
     fprintf(stderr, "pcie-tune doctor: internal error: a log pattern does not compile\n");
     return EXIT_NOINPUT;
@@ -240,5 +282,9 @@ int cmd_doctor(int argc, char **argv) {
   }
   dr_free(&d);
   nl_release();
+  if (host && rc != EXIT_NOINPUT) {
+    int hrc = judge_host(quiet, strict);
+    if (hrc == EXIT_NOINPUT || severity(hrc) > severity(rc)) rc = hrc;
+  }
   return rc;
 }

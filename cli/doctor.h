@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 #include "import/ncclog.h"
+#include "pcie/hostinfo.h"
 
 #define PT_NAME "PcieTuner"
 
@@ -186,6 +187,61 @@ int dr_comm_report(const struct dr_doctor *d, const struct dr_comms *c, size_t k
 
 /* doctor_prov.c: compares the profile a communicator uses with the job. */
 void dr_prov_report(const struct dr_doctor *d, const struct dr_comms *c, size_t k);
+
+/* A finding: what doctor concluded, from what, its effect on NCCL, the
+ * public report it rests on and what to do (docs/cli.md lists them all). */
+enum dr_sev { DR_INFO, DR_WARN, DR_DEGRADES /* degrades P2P or risks a hang: --strict exits 6 */ };
+struct dr_finding {
+  enum dr_sev sev;
+  char id[32];      /* stable name, "acs-redirect" */
+  char about[96];   /* "GPU 0000:41:00.0", "GPUs 0000:41:00.0 and 0000:61:00.0" */
+  char what[256], evidence[640], effect[512], source[256], fix[512];
+};
+struct dr_findings {
+  struct dr_finding *f;
+  size_t n;
+  int oom;
+};
+/* Adds a finding; the strings are printf formats of one argument list each
+ * would need, so callers fill the struct and pass it. */
+void dr_add_finding(struct dr_findings *fs, const struct dr_finding *f);
+void dr_print_finding(const struct dr_finding *f);
+const char *dr_sev_name(enum dr_sev s);
+
+/* doctor_host.c / doctor_hostpath.c: doctor --host. */
+#define DR_MAX_BRIDGES 96
+struct dr_hgpu {
+  char cur_speed[32], max_speed[32], port_speed[32]; /* sysfs text, "" absent */
+  int cur_width, max_width, port_width;             /* 0 absent */
+  char group[16], group_type[16];                   /* IOMMU group, its type; "" absent */
+  unsigned long long bar1;                          /* bytes, 0 unknown */
+};
+struct dr_bridge {
+  char bdf[16];
+  int acs;          /* -1 config past 256 bytes unreadable, 0 no ACS capability, 1 read */
+  unsigned acs_ctl; /* the ACS control register when acs == 1 */
+};
+struct dr_host {
+  char root[512]; /* "" is "/" */
+  struct pt_box_fp fp;
+  struct dr_hgpu gpu[PT_FP_MAX_GPUS];
+  struct dr_bridge br[DR_MAX_BRIDGES];
+  int nbr;
+  int iommu;          /* entries under /sys/class/iommu; -1 unknown */
+  char iommu_names[128];
+  char cmdline[1024]; /* "" unknown */
+  int amd;            /* /proc/cpuinfo says AuthenticAMD */
+};
+/* Reads the host under root (NULL: PCIE_TUNER_SYSFS_ROOT, else "/") with
+ * the plugin's reader (tuner/hostinfo.c); 0, or -1 with a message. */
+int dr_host_read(struct dr_host *h, const char *root, char *err, size_t errlen);
+const struct dr_bridge *dr_host_bridge(const struct dr_host *h, const char *bdf);
+/* NCCL's path type between GPUs a and b ("PIX", "PXB", "PHB", "SYS") as
+ * src/graph/xml.cc and paths.cc build it from sysfs; *other_rc: 1 when the
+ * GPUs hang under different root complexes (nvidia-smi's NODE or SYS). */
+const char *dr_host_path(const struct dr_host *h, int a, int b, int *other_rc);
+/* Findings about the host; returns how many degrade P2P or risk a hang. */
+int dr_host_report(const struct dr_host *h, struct dr_findings *fs, int quiet);
 
 /* Copies as much of src as fits; log fields may be longer than our slots. */
 void dr_set(char *dst, size_t len, const char *src);
