@@ -46,6 +46,7 @@ static const char usage[] =
 static void take_line(void *arg, const char *line) {
   struct nl_line l;
   if (nl_parse(line, &l)) dr_take(arg, &l);
+  else dr_engine_line(arg, line);
 }
 
 /* Prints job's communicators; *bad the number whose ranks disagree,
@@ -95,7 +96,14 @@ static int judge_job(struct dr_doctor *d, int job, int quiet, int strict, char *
   size_t loaded = dr_plugin_header(d, job, &np, quiet);
   int bad, degraded, tuned, rc;
   if (report(d, job, quiet, &bad, &degraded, &tuned)) return -1;
-  if (!quiet) dr_plugin_footer(d, job);
+  if (!quiet) {
+    struct dr_findings fs = {NULL, 0, 0};
+    dr_plugin_footer(d, job);
+    dr_log_findings(d, job, &fs);
+    if (fs.n) printf("\nfindings:\n");
+    for (size_t i = 0; i < fs.n; i++) dr_print_finding(&fs.f[i]);
+    free(fs.f);
+  }
   const char *v;
   /* Some ranks with the plugin and some without is a disagreement too. */
   if (bad || (loaded && loaded < np)) {

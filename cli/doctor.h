@@ -35,6 +35,7 @@ struct dr_proc {
   char unsupported[512];
   int abi, nosym_min, internal, ours; /* ours: our plugin said something */
   char env[DR_NENV][2][64];           /* NCCL_* settings NCCL logged */
+  char global_warn[768];              /* the plugin's WARN about a global NCCL_PROTO/NCCL_ALGO */
   int nenv;
   int p2p_off[8][2], np2p_off; /* GPU pairs NVML reports without P2P */
   int head, tail;              /* this process's members (struct dr_member.next) */
@@ -124,6 +125,8 @@ struct dr_doctor {
   unsigned long nccl_lines;
   long long mtime;       /* the input being read: its modification time (ns), 0 unknown */
   const char *label;     /* "job 2: " before an error when the input holds several jobs */
+  char expandable[256];  /* an engine line showing expandable_segments:True */
+  char custom_ar[256];   /* an engine line showing vLLM's custom all-reduce */
   int oom, too_many;
 };
 
@@ -208,7 +211,15 @@ void dr_add_finding(struct dr_findings *fs, const struct dr_finding *f);
 void dr_print_finding(const struct dr_finding *f);
 const char *dr_sev_name(enum dr_sev s);
 
-/* doctor_host.c / doctor_hostpath.c: doctor --host. */
+/* doctor_defects.c: the known defects of NCCL version ("2.26.2+cuda12.8"). */
+void dr_defects(const char *version, struct dr_findings *fs);
+/* doctor_findings.c: what the logs show about settings that undo the
+ * plugin or known defects, for job (-1: all); engine lines (not NCCL's)
+ * are the whole input's. */
+void dr_log_findings(const struct dr_doctor *d, int job, struct dr_findings *fs);
+void dr_engine_line(struct dr_doctor *d, const char *line);
+
+/* doctor_host.c / doctor_hostreport.c: doctor --host. */
 #define DR_MAX_BRIDGES 96
 struct dr_hgpu {
   char cur_speed[32], max_speed[32], port_speed[32]; /* sysfs text, "" absent */

@@ -421,7 +421,9 @@ void dr_take(struct dr_doctor *d, const struct nl_line *l) {
   case NL_PT_REFUSE:
     p->ours = 1;
     /* A WARN that the profile still decides (NCCL_* differ from when it
-     * was measured) is no outcome: the init line after it is. */
+     * was measured, a global NCCL_PROTO/NCCL_ALGO) is no outcome: the init
+     * line after it is. */
+    if (strstr(l->msg, "is set for the whole job")) SET(p->global_warn, l->msg);
     if (strstr(l->msg, "; the profile still decides")) break;
     memset(&o, 0, sizeof o);
     o.state = DR_REFUSED;
