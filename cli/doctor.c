@@ -16,7 +16,7 @@
 #include "doctor.h"
 
 static const char usage[] =
-    "usage: pcie-tune doctor [-q|--quiet] [--strict] [--host] [LOG...]\n"
+    "usage: pcie-tune doctor [-q|--quiet] [--strict] [--host] [--json] [LOG...]\n"
     "\n"
     "Reads the logs of a job run with NCCL_DEBUG=INFO (best with\n"
     "NCCL_DEBUG_SUBSYS=INIT,TUNING,ENV,GRAPH, and PCIE_TUNER_TRACE=1 to see\n"
@@ -35,6 +35,8 @@ static const char usage[] =
     "  --host        also read this machine (sysfs; PCIE_TUNER_SYSFS_ROOT): each\n"
     "                GPU's link, NCCL's path and transport per GPU pair, ACS on\n"
     "                their bridges (root reads it), the IOMMU, NUMA, BAR1\n"
+    "  --json        print one JSON document (schema pcie-tune-doctor/1, see\n"
+    "                docs/cli.md) instead of the text\n"
     "\n"
     "Exit status: 0 working (at least one communicator tuned, all ranks agree),\n"
     "1 no NCCL log lines or unreadable input, 2 bad usage, 3 plugin not loaded,\n"
@@ -42,6 +44,9 @@ static const char usage[] =
     "--strict, 6 a degraded communicator (unless 5). Several runs in the input\n"
     "(earlier runs' files beside today's) are told apart into jobs by commId; the\n"
     "status is the worst job's, leaving out a run superseded on the same GPUs.\n";
+
+/* The --json document being gathered; NULL for text. */
+static struct dr_json *json;
 
 static void take_line(void *arg, const char *line) {
   struct nl_line l;
@@ -69,6 +74,16 @@ static int report(struct dr_doctor *d, int job, int quiet, int *bad, int *degrad
     }
     *bad += b;
     *degraded += g;
+    if (json) {
+      const struct dr_member *m = &d->mem[c.order[c.start[k]]];
+      struct dr_comm_out o;
+      memset(&o, 0, sizeof o);
+      SET(o.id, m->commid);
+      o.nranks = m->nranks, o.nnodes = m->nnodes, o.seen = dr_ranks_seen(d, &c, k);
+      o.disagree = b, o.degraded = g, o.tuned = *tuned > was;
+      if (o.tuned) SET(o.profile, m->out.name), SET(o.hash, m->out.hash);
+      dr_json_comm(json, &o);
+    }
     if (!quiet) {
       dr_prov_report(d, &c, k);
       printf("  communicator verdict: %s%s\n",
@@ -95,7 +110,14 @@ static int judge_job(struct dr_doctor *d, int job, int quiet, int strict, char *
   size_t np;
   size_t loaded = dr_plugin_header(d, job, &np, quiet);
   int bad, degraded, tuned, rc;
+  struct dr_job_out *jo = json ? &json->jobs[json->njobs - 1] : NULL;
   if (report(d, job, quiet, &bad, &degraded, &tuned)) return -1;
+  if (jo) {
+    jo->nproc = np, jo->loaded = loaded;
+    for (size_t i = 0; i < d->nproc; i++)
+      if ((job < 0 || d->procs[i].job == job) && d->procs[i].version[0]) SET(jo->version, d->procs[i].version);
+    dr_log_findings(d, job, &jo->fs);
+  }
   if (!quiet) {
     struct dr_findings fs = {NULL, 0, 0};
     dr_plugin_footer(d, job);
@@ -129,6 +151,7 @@ static int judge_job(struct dr_doctor *d, int job, int quiet, int strict, char *
   else
     snprintf(verdict, len, "%s", v);
   if (strict && degraded && rc != EXIT_MISMATCH) rc = EXIT_DEGRADED;
+  if (jo) jo->rc = rc;
   return rc;
 }
 
@@ -170,6 +193,8 @@ static int judge(struct dr_doctor *d, int quiet, int strict) {
       d->label = label;
       if (!quiet) job_title(d, &j, k);
     }
+    if (json && !dr_json_job(json)) return EXIT_NOINPUT;
+    if (json) json->jobs[k].superseded_by = j.job[k].superseded_by;
     int rc = judge_job(d, j.n > 1 ? (int)k : -1, quiet, strict, verdict, sizeof verdict);
     if (rc < 0) {
       dr_jobs_free(&j);
@@ -186,6 +211,11 @@ static int judge(struct dr_doctor *d, int quiet, int strict) {
     }
   }
   d->label = NULL;
+  if (json) {
+    json->logs_rc = worst, json->worst_job = worst_job;
+    dr_jobs_free(&j);
+    return worst;
+  }
   printf("%sverdict: %s", quiet ? "" : "\n", worst_v);
   if (j.n > 1) {
     size_t old = 0;
@@ -218,6 +248,10 @@ static int judge_host(int quiet, int strict) {
     int bad = dr_host_report(h, &fs, quiet);
     if (fs.oom) {
       fprintf(stderr, "pcie-tune doctor: out of memory\n");
+    } else if (json) {
+      rc = strict && bad ? EXIT_DEGRADED : EXIT_WORKING;
+      json->host = h, json->host_fs = fs, json->host_rc = rc;
+      return rc; /* freed with the document */
     } else {
       printf("%shost verdict: %s", quiet ? "" : "\n", bad ? "" : "no finding degrades P2P");
       if (bad)
@@ -232,9 +266,10 @@ static int judge_host(int quiet, int strict) {
   return rc;
 }
 
+static int judge_logs(int n, char **logs, int quiet, int strict);
+
 int cmd_doctor(int argc, char **argv) {
-  int quiet = 0, strict = 0, host = 0, i = 1, rc;
-  struct dr_doctor d;
+  int quiet = 0, strict = 0, host = 0, as_json = 0, i = 1, rc;
   for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
     if (!strcmp(argv[i], "--")) {
       i++;
@@ -256,10 +291,43 @@ int cmd_doctor(int argc, char **argv) {
       host = 1;
       continue;
     }
+    if (!strcmp(argv[i], "--json")) {
+      as_json = 1;
+      continue;
+    }
     return cli_usage_error("doctor", "unknown option '%s'", argv[i]);
   }
-  if (i == argc && host) return judge_host(quiet, strict);
-  if (i == argc) return cli_usage_error("doctor", "no log given (give '-' to read stdin, or --host)");
+  if (i == argc && !host)
+    return cli_usage_error("doctor", "no log given (give '-' to read stdin, or --host)");
+  struct dr_json doc;
+  memset(&doc, 0, sizeof doc);
+  doc.logs_rc = doc.host_rc = -1;
+  if (as_json) json = &doc, quiet = 1;
+  rc = i < argc ? judge_logs(argc - i, argv + i, quiet, strict) : EXIT_WORKING;
+  if (host && rc != EXIT_NOINPUT) {
+    int hrc = judge_host(quiet, strict);
+    if (hrc == EXIT_NOINPUT || i == argc || severity(hrc) > severity(rc)) rc = hrc;
+  }
+  if (json) {
+    doc.rc = rc;
+    if (doc.oom) {
+      fprintf(stderr, "pcie-tune doctor: out of memory\n");
+      rc = EXIT_NOINPUT;
+    } else if (rc != EXIT_NOINPUT) {
+      dr_json_print(&doc);
+    }
+    free((void *)doc.host);
+    dr_json_free(&doc);
+    json = NULL;
+  }
+  return rc;
+}
+
+/* Reads and judges the logs; returns the exit status. */
+static int judge_logs(int n, char **logs, int quiet, int strict) {
+  struct dr_doctor d;
+  int rc, i = 0, argc = n;
+  char **argv = logs;
   if (nl_init()) {
     fprintf(stderr, "pcie-tune doctor: internal error: a log pattern does not compile\n");
     return EXIT_NOINPUT;
@@ -290,9 +358,5 @@ int cmd_doctor(int argc, char **argv) {
   }
   dr_free(&d);
   nl_release();
-  if (host && rc != EXIT_NOINPUT) {
-    int hrc = judge_host(quiet, strict);
-    if (hrc == EXIT_NOINPUT || severity(hrc) > severity(rc)) rc = hrc;
-  }
   return rc;
 }

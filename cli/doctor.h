@@ -219,6 +219,35 @@ void dr_defects(const char *version, struct dr_findings *fs);
 void dr_log_findings(const struct dr_doctor *d, int job, struct dr_findings *fs);
 void dr_engine_line(struct dr_doctor *d, const char *line);
 
+/* doctor_json.c: doctor --json, one document (docs/cli.md, "doctor --json",
+ * schema "pcie-tune-doctor/1"), gathered while doctor judges. */
+struct dr_comm_out {
+  char id[32], profile[128], hash[32];
+  int nranks, nnodes, seen, disagree, degraded, tuned;
+};
+struct dr_job_out {
+  int rc, superseded_by;
+  size_t nproc, loaded;
+  char version[64];
+  struct dr_comm_out *comms;
+  size_t ncomm;
+  struct dr_findings fs;
+};
+struct dr_host;
+struct dr_json {
+  struct dr_job_out *jobs;
+  size_t njobs;
+  int logs_rc, worst_job; /* -1: no logs given */
+  const struct dr_host *host;
+  struct dr_findings host_fs;
+  int host_rc, rc; /* host_rc -1: no --host */
+  int oom;
+};
+struct dr_job_out *dr_json_job(struct dr_json *js);
+void dr_json_comm(struct dr_json *js, const struct dr_comm_out *c);
+void dr_json_print(const struct dr_json *js);
+void dr_json_free(struct dr_json *js);
+
 /* doctor_host.c / doctor_hostreport.c: doctor --host. */
 #define DR_MAX_BRIDGES 96
 struct dr_hgpu {

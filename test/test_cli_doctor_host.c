@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "support/pt_json.h"
 #include "support/pt_test.h"
 
 static void has(const char *text, const char *needle) {
@@ -269,6 +270,35 @@ START_TEST(host_errors) {
 }
 END_TEST
 
+/* doctor --json --host: the host as one document, read by a parser. */
+START_TEST(host_as_json) {
+  char *out, *err, msg[128];
+  int rc = host("acs-redirect-2x-rtx5880", "--json --strict", &out, &err);
+  ck_assert_int_eq(rc, 6);
+  struct pt_json *doc = pt_json_parse(out, msg, sizeof msg);
+  ck_assert_msg(doc != NULL, "%s in:\n%s", msg, out);
+  ck_assert_str_eq(pt_json_at(doc, "schema")->str, "pcie-tune-doctor/1");
+  ck_assert_int_eq((int)pt_json_at(doc, "exit")->num, 6);
+  ck_assert_int_eq(pt_json_at(doc, "verdict")->type, PT_JSON_NULL);
+  ck_assert_uint_eq(pt_json_at(doc, "jobs")->n, 0);
+  ck_assert_uint_eq(pt_json_at(doc, "host.gpus")->n, 2);
+  ck_assert_str_eq(pt_json_at(doc, "host.gpus.0.bus_id")->str, "0000:41:00.0");
+  ck_assert_str_eq(pt_json_at(doc, "host.gpus.0.iommu_type")->str, "DMA-FQ");
+  ck_assert_int_eq((int)pt_json_at(doc, "host.gpus.0.bar1_bytes")->num == 0, 0);
+  ck_assert_str_eq(pt_json_at(doc, "host.pairs.0.path")->str, "PHB");
+  ck_assert_int_eq((int)pt_json_at(doc, "host.pairs.0.other_root_complex")->num, 1);
+  ck_assert_str_eq(pt_json_at(doc, "host.pairs.0.default_transport")->str, "P2P");
+  ck_assert_str_eq(pt_json_at(doc, "host.findings.0.id")->str, "acs-redirect");
+  ck_assert_str_eq(pt_json_at(doc, "host.findings.0.severity")->str, "degrades");
+  ck_assert(strstr(pt_json_at(doc, "host.findings.0.evidence")->str, "ACS control 0x001d"));
+  ck_assert_str_eq(pt_json_at(doc, "host.findings.1.id")->str, "iommu-translating");
+  ck_assert_int_eq((int)pt_json_at(doc, "host.exit")->num, 6);
+  pt_json_free(doc);
+  free(out);
+  free(err);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("cli_doctor_host");
   TCase *tc = tcase_create("doctor_host");
@@ -279,6 +309,7 @@ int main(void) {
   tcase_add_test(tc, phb_workstation_without_root);
   tcase_add_test(tc, links_trained_down);
   tcase_add_test(tc, host_errors);
+  tcase_add_test(tc, host_as_json);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }

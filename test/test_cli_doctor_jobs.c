@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 
+#include "support/pt_json.h"
 #include "support/pt_test.h"
 
 struct text {
@@ -356,6 +357,66 @@ START_TEST(mismatch_wins_over_degraded_under_strict) {
 }
 END_TEST
 
+static const char *jstr(const struct pt_json *doc, const char *path) {
+  const struct pt_json *j = pt_json_at(doc, path);
+  ck_assert_msg(j && j->type == PT_JSON_STR, "%s: not a string", path);
+  return j->str;
+}
+
+static double jnum(const struct pt_json *doc, const char *path) {
+  const struct pt_json *j = pt_json_at(doc, path);
+  ck_assert_msg(j && (j->type == PT_JSON_NUM || j->type == PT_JSON_BOOL), "%s: not a number", path);
+  return j->num;
+}
+
+/* issue 27 §5: the same two runs as one JSON document, read by a parser. */
+START_TEST(json_document_for_two_runs) {
+  char *out, *err, msg[128];
+  int rc = two_runs("gpu-a", "touch -d '1 hour ago' old/* && mv old/* new/* .", &out, &err,
+                    "--json nccl.*");
+  ck_assert_msg(rc == 0, "exit %d:\n%s%s", rc, out, err);
+  struct pt_json *doc = pt_json_parse(out, msg, sizeof msg);
+  ck_assert_msg(doc != NULL, "%s in:\n%s", msg, out);
+  ck_assert_str_eq(jstr(doc, "schema"), "pcie-tune-doctor/1");
+  ck_assert_int_eq((int)jnum(doc, "exit"), 0);
+  ck_assert_str_eq(jstr(doc, "verdict"), "working");
+  ck_assert_int_eq((int)jnum(doc, "worst_job"), 2);
+  ck_assert_uint_eq(pt_json_at(doc, "jobs")->n, 2);
+  ck_assert_str_eq(jstr(doc, "jobs.0.verdict"), "not_loaded");
+  ck_assert_int_eq((int)jnum(doc, "jobs.0.counted"), 0);
+  ck_assert_int_eq((int)jnum(doc, "jobs.0.superseded_by"), 2);
+  ck_assert_int_eq((int)jnum(doc, "jobs.0.plugin_loaded_in"), 0);
+  ck_assert_str_eq(jstr(doc, "jobs.0.communicators.0.verdict"), "left_to_nccl");
+  ck_assert_int_eq(pt_json_at(doc, "jobs.0.communicators.0.profile")->type, PT_JSON_NULL);
+  ck_assert_str_eq(jstr(doc, "jobs.1.verdict"), "working");
+  ck_assert_int_eq((int)jnum(doc, "jobs.1.most_recent"), 1);
+  ck_assert_str_eq(jstr(doc, "jobs.1.communicators.0.comm_id"), "7d3c19a2e4b05f61");
+  ck_assert_int_eq((int)jnum(doc, "jobs.1.communicators.0.ranks_in_log"), 8);
+  ck_assert_str_eq(jstr(doc, "jobs.1.communicators.0.profile.hash"), "9f2c4e1a07b3d865");
+  ck_assert_int_eq(pt_json_at(doc, "host")->type, PT_JSON_NULL);
+  ck_assert_ptr_null(strstr(out, "verdict: WORKING")); /* no text in the document */
+  pt_json_free(doc);
+  free(out);
+  free(err);
+  /* Findings with quotes in their evidence stay one valid document. */
+  rc = two_runs("gpu-b",
+                "sed -i 's/NCCL version 2.30.7+cuda13.0/NCCL version 2.26.2+cuda12.8/' new/* && "
+                "mv old/* new/* .",
+                &out, &err, "--json --strict nccl.*");
+  ck_assert_int_eq(rc, 3);
+  doc = pt_json_parse(out, msg, sizeof msg);
+  ck_assert_msg(doc != NULL, "%s in:\n%s", msg, out);
+  ck_assert_int_eq((int)jnum(doc, "exit"), 3);
+  ck_assert_str_eq(jstr(doc, "jobs.1.findings.0.id"), "nccl-2.26.2-ima-512k");
+  ck_assert_str_eq(jstr(doc, "jobs.1.findings.0.severity"), "warn");
+  ck_assert(strstr(jstr(doc, "jobs.1.findings.0.evidence"), "\"NCCL version 2.26.2+cuda12.8\""));
+  ck_assert_str_eq(jstr(doc, "jobs.1.findings.0.source"), "NVIDIA/nccl#2418 (closed 2026-09)");
+  pt_json_free(doc);
+  free(out);
+  free(err);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("cli_doctor_jobs");
   TCase *tc = tcase_create("doctor_jobs");
@@ -368,6 +429,7 @@ int main(void) {
   tcase_add_test(tc, concurrent_jobs_exit_with_the_worst);
   tcase_add_test(tc, loaded_in_some_processes_without_a_shared_communicator);
   tcase_add_test(tc, mismatch_wins_over_degraded_under_strict);
+  tcase_add_test(tc, json_document_for_two_runs);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }
