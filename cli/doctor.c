@@ -16,7 +16,8 @@
 #include "doctor.h"
 
 static const char usage[] =
-    "usage: pcie-tune doctor [-q|--quiet] [--strict] [--host] [--json] [LOG...]\n"
+    "usage: pcie-tune doctor [-q|--quiet] [--strict] [--host] [--json]\n"
+    "                        [--workload-out FILE [--force]] [LOG...]\n"
     "\n"
     "Reads the logs of a job run with NCCL_DEBUG=INFO (best with\n"
     "NCCL_DEBUG_SUBSYS=INIT,TUNING,ENV,GRAPH, and PCIE_TUNER_TRACE=1 to see\n"
@@ -37,6 +38,9 @@ static const char usage[] =
     "                their bridges (root reads it), the IOMMU, NUMA, BAR1\n"
     "  --json        print one JSON document (schema pcie-tune-doctor/1, see\n"
     "                docs/cli.md) instead of the text\n"
+    "  --workload-out FILE  write what each communicator enqueued (NCCL_DEBUG_SUBSYS\n"
+    "                with COLL) as a workload file for profile/simulate --workload\n"
+    "  --force       replace an existing --workload-out FILE\n"
     "\n"
     "Exit status: 0 working (at least one communicator tuned, all ranks agree),\n"
     "1 no NCCL log lines or unreadable input, 2 bad usage, 3 plugin not loaded,\n"
@@ -47,6 +51,9 @@ static const char usage[] =
 
 /* The --json document being gathered; NULL for text. */
 static struct dr_json *json;
+/* --workload-out FILE (NULL: none) and --force. */
+static const char *workload_out;
+static int force_out;
 
 static void take_line(void *arg, const char *line) {
   struct nl_line l;
@@ -295,8 +302,19 @@ int cmd_doctor(int argc, char **argv) {
       as_json = 1;
       continue;
     }
+    if (!strcmp(argv[i], "--force")) {
+      force_out = 1;
+      continue;
+    }
+    if (!strcmp(argv[i], "--workload-out")) {
+      if (i + 1 == argc) return cli_usage_error("doctor", "--workload-out needs a FILE ('-' for stdout)");
+      workload_out = argv[++i];
+      continue;
+    }
     return cli_usage_error("doctor", "unknown option '%s'", argv[i]);
   }
+  if (workload_out && i == argc)
+    return cli_usage_error("doctor", "--workload-out reads the collectives from LOGs: give one");
   if (i == argc && !host)
     return cli_usage_error("doctor", "no log given (give '-' to read stdin, or --host)");
   struct dr_json doc;
@@ -354,7 +372,16 @@ static int judge_logs(int n, char **logs, int quiet, int strict) {
             "input: run the job with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING,ENV\n");
     rc = EXIT_NOINPUT;
   } else if (rc == EXIT_WORKING) {
-    rc = judge(&d, quiet, strict);
+    struct dr_workload w;
+    if (workload_out && dr_workload_build(&d, &w)) {
+      fprintf(stderr, "pcie-tune doctor: out of memory\n");
+      rc = EXIT_NOINPUT;
+    } else if (workload_out && dr_workload_write(&d, &w, workload_out, force_out)) {
+      rc = EXIT_NOINPUT;
+    } else {
+      rc = judge(&d, quiet, strict);
+    }
+    if (workload_out) free(w.items);
   }
   dr_free(&d);
   nl_release();

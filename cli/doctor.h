@@ -108,6 +108,13 @@ struct dr_decision {
   unsigned long count;
 };
 
+/* A collective NCCL enqueued (NCCL_DEBUG_SUBSYS=COLL). */
+struct dr_coll {
+  int proc, dtype, nranks;
+  char op[16], ptr[32];
+  unsigned long long count;
+};
+
 struct dr_doctor {
   struct dr_proc *procs;
   size_t nproc;
@@ -117,6 +124,8 @@ struct dr_doctor {
   size_t nplug;
   struct dr_decision *dec;
   size_t ndec;
+  struct dr_coll *colls;
+  size_t ncoll, colls_dropped;
   char *via[64]; /* the distinct transports ("P2P/CUMEM", "SHM/direct/direct") */
   int nvia;
   int *proc_hash; /* open addressing over host:pid, index + 1 */
@@ -218,6 +227,23 @@ void dr_defects(const char *version, struct dr_findings *fs);
  * are the whole input's. */
 void dr_log_findings(const struct dr_doctor *d, int job, struct dr_findings *fs);
 void dr_engine_line(struct dr_doctor *d, const char *line);
+
+/* doctor_workload.c: what each communicator ran, from NCCL's COLL lines, as
+ * workload items (STEP COLLECTIVE BYTES COUNT); doctor --workload-out. */
+struct dr_wl_item {
+  char comm[32], step[64], coll[16];
+  unsigned long long bytes;
+  unsigned long count;
+};
+struct dr_workload {
+  struct dr_wl_item *items;
+  size_t n;
+};
+int dr_workload_build(const struct dr_doctor *d, struct dr_workload *w); /* -1 out of memory */
+/* Writes w to path atomically (refuses an existing file without force);
+ * 0, or 1 after printing why. */
+int dr_workload_write(const struct dr_doctor *d, const struct dr_workload *w, const char *path,
+                      int force);
 
 /* doctor_json.c: doctor --json, one document (docs/cli.md, "doctor --json",
  * schema "pcie-tune-doctor/1"), gathered while doctor judges. */

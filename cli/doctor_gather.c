@@ -271,6 +271,27 @@ static void add_plug(struct dr_doctor *d, int pi, const struct nl_line *l, const
   }
 }
 
+/* Enough for every captured graph of a serving job; beyond, counted only. */
+#define DR_MAX_COLLS 2000000
+
+static void add_coll(struct dr_doctor *d, int pi, const struct nl_line *l) {
+  if (d->ncoll >= DR_MAX_COLLS) {
+    d->colls_dropped++;
+    return;
+  }
+  struct dr_coll *n = dr_grow(d->colls, d->ncoll, sizeof *n, &d->oom);
+  if (!n) return;
+  d->colls = n;
+  n = &d->colls[d->ncoll++];
+  memset(n, 0, sizeof *n);
+  n->proc = pi;
+  SET(n->op, l->field[0]);
+  n->count = strtoull(l->field[2], NULL, 10);
+  n->dtype = atoi(l->field[3]);
+  SET(n->ptr, l->field[4]);
+  n->nranks = atoi(l->field[5]);
+}
+
 static void add_env(struct dr_proc *p, const struct nl_line *l) {
   int i = 0;
   while (i < p->nenv && strcmp(p->env[i][0], l->field[0])) i++;
@@ -433,6 +454,7 @@ void dr_take(struct dr_doctor *d, const struct nl_line *l) {
     add_plug(d, pi, l, &o);
     break;
   case NL_PT_TRACE: p->ours = 1; add_decision(d, pi, l); break;
+  case NL_COLL: add_coll(d, pi, l); break;
   default: take_comm(d, pi, l); break;
   }
 }
@@ -501,6 +523,7 @@ void dr_free(struct dr_doctor *d) {
   free(d->mem);
   free(d->plugs);
   free(d->dec);
+  free(d->colls);
   free(d->proc_hash);
 }
 
