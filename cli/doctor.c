@@ -17,7 +17,7 @@
 
 static const char usage[] =
     "usage: pcie-tune doctor [-q|--quiet] [--strict] [--host] [--json]\n"
-    "                        [--workload-out FILE [--force]] [LOG...]\n"
+    "                        [--workload-out FILE [--force]] [--profile P] [LOG...]\n"
     "\n"
     "Reads the logs of a job run with NCCL_DEBUG=INFO (best with\n"
     "NCCL_DEBUG_SUBSYS=INIT,TUNING,ENV,GRAPH, and PCIE_TUNER_TRACE=1 to see\n"
@@ -41,6 +41,8 @@ static const char usage[] =
     "  --workload-out FILE  write what each communicator enqueued (NCCL_DEBUG_SUBSYS\n"
     "                with COLL) as a workload file for profile/simulate --workload\n"
     "  --force       replace an existing --workload-out FILE\n"
+    "  --profile P   per step of the job's collectives (COLL lines): the time by\n"
+    "                NCCL's default and by profile P's choice, from P's measurements\n"
     "\n"
     "Exit status: 0 working (at least one communicator tuned, all ranks agree),\n"
     "1 no NCCL log lines or unreadable input, 2 bad usage, 3 plugin not loaded,\n"
@@ -54,6 +56,8 @@ static struct dr_json *json;
 /* --workload-out FILE (NULL: none) and --force. */
 static const char *workload_out;
 static int force_out;
+/* --profile P: per-step times of the job's collectives (NULL: none). */
+static const char *step_profile;
 
 static void take_line(void *arg, const char *line) {
   struct nl_line l;
@@ -302,6 +306,11 @@ int cmd_doctor(int argc, char **argv) {
       as_json = 1;
       continue;
     }
+    if (!strcmp(argv[i], "--profile")) {
+      if (i + 1 == argc) return cli_usage_error("doctor", "--profile needs a profile FILE");
+      step_profile = argv[++i];
+      continue;
+    }
     if (!strcmp(argv[i], "--force")) {
       force_out = 1;
       continue;
@@ -313,7 +322,7 @@ int cmd_doctor(int argc, char **argv) {
     }
     return cli_usage_error("doctor", "unknown option '%s'", argv[i]);
   }
-  if (workload_out && i == argc)
+  if ((workload_out || step_profile) && i == argc)
     return cli_usage_error("doctor", "--workload-out reads the collectives from LOGs: give one");
   if (i == argc && !host)
     return cli_usage_error("doctor", "no log given (give '-' to read stdin, or --host)");
@@ -373,15 +382,17 @@ static int judge_logs(int n, char **logs, int quiet, int strict) {
     rc = EXIT_NOINPUT;
   } else if (rc == EXIT_WORKING) {
     struct dr_workload w;
-    if (workload_out && dr_workload_build(&d, &w)) {
+    int want = workload_out || step_profile;
+    if (want && dr_workload_build(&d, &w)) {
       fprintf(stderr, "pcie-tune doctor: out of memory\n");
       rc = EXIT_NOINPUT;
     } else if (workload_out && dr_workload_write(&d, &w, workload_out, force_out)) {
       rc = EXIT_NOINPUT;
     } else {
       rc = judge(&d, quiet, strict);
+      if (step_profile && !json && !quiet && dr_workload_profile(&w, step_profile)) rc = EXIT_NOINPUT;
     }
-    if (workload_out) free(w.items);
+    if (want) free(w.items);
   }
   dr_free(&d);
   nl_release();

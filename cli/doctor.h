@@ -245,6 +245,10 @@ int dr_workload_build(const struct dr_doctor *d, struct dr_workload *w); /* -1 o
 int dr_workload_write(const struct dr_doctor *d, const struct dr_workload *w, const char *path,
                       int force);
 
+/* Prints each step's count and sizes with its time by NCCL's default and by
+ * the profile's choice, from the profile at path; 0, or 1 after saying why. */
+int dr_workload_profile(const struct dr_workload *w, const char *path);
+
 /* doctor_json.c: doctor --json, one document (docs/cli.md, "doctor --json",
  * schema "pcie-tune-doctor/1"), gathered while doctor judges. */
 struct dr_comm_out {

@@ -24,6 +24,7 @@
 #include "doctor.h"
 #include "pcie/files.h"
 #include "pcie/profile.h"
+#include "pcie/table.h"
 
 /* ncclDataType_t sizes, ncclInt8 = 0 .. ncclFloat8e5m2 = 11 (nccl.h). */
 static const unsigned type_size[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
@@ -137,4 +138,99 @@ int dr_workload_write(const struct dr_doctor *d, const struct dr_workload *w, co
   }
   free(text);
   return rc;
+}
+
+/* A latency in us from series s's points pts at nbytes, "~" when it is not
+ * a measured size (interpolated, or the nearest measured size outside the
+ * range); -1 when not measured. */
+static double lat_at(const struct pt_series *s, const struct pt_point *pts, uint64_t nbytes, int *interp) {
+  double v = pts ? pt_interp_latency(s, pts, nbytes) : -1;
+  int exact = 0;
+  for (size_t i = 0; i < s->nsizes && !exact; i++) exact = s->sizes[i] == nbytes;
+  if (v >= 0 && !exact) *interp = 1;
+  return v;
+}
+
+/* One item's time (count calls) by NCCL's default and by the profile's
+ * choice, graph mode (what a captured step replays). */
+static void item_times(const struct pt_profile *p, const struct pt_table *t, const struct dr_wl_item *it,
+                       double *def, double *tuned, int *interp) {
+  int coll = pt_coll_parse(it->coll);
+  const struct pt_series *s = pt_profile_series(p, coll, PT_MODE_GRAPH);
+  const struct pt_interval *iv = pt_table_lookup(t, coll, PT_MODE_GRAPH, it->bytes);
+  *def = *tuned = -1;
+  if (!s || !iv) return;
+  *def = lat_at(s, s->nccl_default, it->bytes, interp);
+  *tuned = *def; /* left to NCCL */
+  if (!iv->n) return;
+  for (size_t c = 0; c < s->ncand; c++) {
+    const struct pt_candidate *k = &s->cand[c];
+    if (k->algo == iv->c[0].algo && k->proto == iv->c[0].proto &&
+        (!iv->c[0].channels || k->channels == iv->c[0].channels)) {
+      double v = lat_at(s, k->points, it->bytes, interp);
+      if (v >= 0) *tuned = v;
+      return;
+    }
+  }
+}
+
+int dr_workload_profile(const struct dr_workload *w, const char *path) {
+  struct pt_profile p;
+  struct pt_table t;
+  struct pt_error_rec e;
+  char buf[1200];
+  memset(&p, 0, sizeof p);
+  if (pt_profile_load(&p, path, &e)) {
+    pt_error_format(&e, buf, sizeof buf);
+    fprintf(stderr, "pcie-tune doctor: --profile: %s\n", buf);
+    return 1;
+  }
+  if (pt_table_build_for(&t, &p, (size_t)p.match_nranks, (size_t)p.match_nnodes)) {
+    pt_profile_release(&p);
+    fprintf(stderr, "pcie-tune doctor: out of memory\n");
+    return 1;
+  }
+  double all_def = 0, all_tuned = 0;
+  unsigned long ncalls = 0, nar = 0;
+  int any_interp = 0, unknown = 0;
+  printf("\nper step, by %s's measurements (graph mode; ~ interpolated or nearest measured size):\n",
+         path);
+  printf("  %-24s %-40s %14s %14s\n", "step", "collectives", "NCCL default", "this profile");
+  for (size_t i = 0; i < w->n;) {
+    size_t j = i;
+    double def = 0, tuned = 0;
+    int interp = 0, missing = 0;
+    char what[256] = "";
+    for (; j < w->n && !strcmp(w->items[j].step, w->items[i].step); j++) {
+      const struct dr_wl_item *it = &w->items[j];
+      double d1, t1;
+      item_times(&p, &t, it, &d1, &t1, &interp);
+      if (d1 < 0 || t1 < 0) missing = 1;
+      else def += d1 * (double)it->count, tuned += t1 * (double)it->count;
+      ncalls += it->count;
+      if (!strcmp(it->coll, "allreduce")) nar += it->count;
+      size_t l = strlen(what);
+      snprintf(what + l, sizeof what - l, "%s%s %llu x%lu", l ? ", " : "", it->coll, it->bytes,
+               it->count);
+    }
+    if (missing) {
+      unknown = 1;
+      printf("  %-24s %-40s %14s %14s\n", w->items[i].step, what, "not measured", "not measured");
+    } else {
+      char a[32], b[32];
+      snprintf(a, sizeof a, "%s%.1f us", interp ? "~" : "", def);
+      snprintf(b, sizeof b, "%s%.1f us", interp ? "~" : "", tuned);
+      printf("  %-24s %-40s %14s %14s\n", w->items[i].step, what, a, b);
+      all_def += def, all_tuned += tuned;
+    }
+    any_interp |= interp;
+    i = j;
+  }
+  printf("  %lu collectives (%lu all-reduces): %s%.3f ms by NCCL's default, %s%.3f ms with this "
+         "profile%s\n",
+         ncalls, nar, any_interp ? "~" : "", all_def / 1000, any_interp ? "~" : "", all_tuned / 1000,
+         unknown ? " (steps the profile did not measure left out)" : "");
+  pt_table_release(&t);
+  pt_profile_release(&p);
+  return 0;
 }

@@ -72,6 +72,45 @@ START_TEST(steps_of_a_capture) {
 }
 END_TEST
 
+/* A 2-rank profile measured at some of the job's sizes: 4096 and 4000 B
+ * exactly, 8192 and 16384/16000 B between measured sizes. */
+static const char tp2_profile[] =
+    "version = 1;\nname = \"tp2\";\nmatch = { nranks = 2; };\n"
+    "provenance = { tool = \"t\"; backend = \"sim\"; nccl_version = \"2.28.9\"; date = "
+    "\"2026-11-30\"; mode = \"graph\"; };\n"
+    "communicator = { channels = 4; };\n"
+    "allreduce = { graph = { sizes = [ 4096L, 16384L, 2097152L ]; nccl_default = ( 20.0, 30.0, 400.0 );\n"
+    " candidates = (\n"
+    "  { algo = \"ring\"; proto = \"ll\"; channels = 4; latency = ( 10.0, 15.0, 900.0 ); },\n"
+    "  { algo = \"ring\"; proto = \"simple\"; channels = 4; latency = ( 25.0, 35.0, 300.0 ); } ); }; };\n"
+    "allgather = { graph = { sizes = [ 4000L, 2048000L ]; nccl_default = ( 20.0, 500.0 );\n"
+    " candidates = ( { algo = \"ring\"; proto = \"simple\"; channels = 4; latency = ( 25.0, 450.0 ); } ); }; };\n";
+
+/* --profile P: per step, the time by NCCL's default and by P's choice. */
+START_TEST(per_step_times_with_a_profile) {
+  char *dir = pt_test_tmpdir(), *out, *err;
+  free(pt_test_write(dir, "tp2.cfg", tp2_profile));
+  int rc = doctor(dir, "--profile tp2.cfg", &out, &err);
+  ck_assert_msg(rc == 0, "exit %d:\n%s%s", rc, out, err);
+  /* 4 x 20 + 20 by default; 4 x 10 (ring/LL) + 20 (all-gather left to NCCL). */
+  has(out, "2e6b1f0a9c4d7783.s4      allreduce 4096 x4, allgather 4000 x1           100.0 us        60.0 us");
+  /* 4 x 400 + 500; 4 x 300 (ring/Simple) + 500. */
+  has(out, "allreduce 2097152 x4, allgather 2048000 x1      2100.0 us      1700.0 us");
+  /* Between measured sizes: marked. */
+  has(out, "2e6b1f0a9c4d7783.s3      allreduce 8192 x4, allgather 8000 x1          ~");
+  has(out, "20 collectives (16 all-reduces): ~2.487 ms by NCCL's default, ~1.938 ms with this profile");
+  free(out);
+  free(err);
+  rc = doctor(dir, "--profile missing.cfg", &out, &err);
+  ck_assert_int_eq(rc, 1);
+  has(err, "pcie-tune doctor: --profile: missing.cfg");
+  free(out);
+  free(err);
+  pt_test_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 START_TEST(without_coll_lines) {
   char *dir = pt_test_tmpdir(), *out, *err;
   int rc = pt_test_cli_run(dir, 30, &out, &err,
@@ -96,6 +135,7 @@ int main(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, steps_of_a_capture);
   tcase_add_test(tc, without_coll_lines);
+  tcase_add_test(tc, per_step_times_with_a_profile);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }
