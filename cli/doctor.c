@@ -11,11 +11,51 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "args.h"
+#include "opt.h"
 #include "cmds.h"
 #include "doctor.h"
 
-static const char usage[] =
+struct doctor_opts {
+  int quiet, strict, host, json, force;
+  const char *workload_out, *profile;
+  const char **logs;
+  int nlogs;
+};
+
+static int add_log(void *opts, const char *arg, char *why, size_t len) {
+  struct doctor_opts *o = opts;
+  (void)why, (void)len;
+  o->logs[o->nlogs++] = arg;
+  return 0;
+}
+
+#define F(x) offsetof(struct doctor_opts, x)
+
+static const struct cli_opt doctor_rows[] = {
+    CLI_ROW("quiet", 'q', CLI_FLAG, NULL, F(quiet), 0, 0, NULL, 0, 0, "print only the verdict line"),
+    CLI_ROW("strict", 0, CLI_FLAG, NULL, F(strict), 0, 0, NULL, 0, 0,
+            "exit 6 when a communicator is degraded, or a host finding\n"
+            "degrades P2P or risks a hang"),
+    CLI_ROW("host", 0, CLI_FLAG, NULL, F(host), 0, 0, NULL, 0, 0,
+            "also read this machine (sysfs; PCIE_TUNER_SYSFS_ROOT): each GPU's\n"
+            "link, NCCL's path and transport per GPU pair, ACS on their bridges\n"
+            "(root reads it), the IOMMU, NUMA, BAR1"),
+    CLI_ROW("json", 0, CLI_FLAG, NULL, F(json), 0, 0, NULL, 0, 0,
+            "print one JSON document (schema pcie-tune-doctor/1, docs/cli.md)\n"
+            "instead of the text"),
+    CLI_ROW("workload-out", 0, CLI_STR, "FILE", F(workload_out), 0, 0, NULL, 0, 0,
+            "write what each communicator enqueued (NCCL_DEBUG_SUBSYS with COLL)\n"
+            "as a workload file for profile/simulate --workload"),
+    CLI_ROW("force", 0, CLI_FLAG, NULL, F(force), 0, 0, NULL, 0, 0,
+            "replace an existing --workload-out FILE"),
+    CLI_ROW("profile", 0, CLI_STR, "P", F(profile), 0, 0, NULL, 0, 0,
+            "per step of the job's collectives (COLL lines): the time by NCCL's\n"
+            "default and by profile P's choice, from P's measurements"),
+    CLI_END_ROW,
+};
+
+const struct cli_cmd doctor_cli = {
+    "doctor",
     "usage: pcie-tune doctor [-q|--quiet] [--strict] [--host] [--json]\n"
     "                        [--workload-out FILE [--force]] [--profile P] [LOG...]\n"
     "\n"
@@ -28,28 +68,16 @@ static const char usage[] =
     "profile each rank of each communicator uses and its hash, every refusal with\n"
     "its reason, the traced decisions, and per communicator what NCCL built:\n"
     "channels, rings, trees, the transport of every pair, and what to change when\n"
-    "it is degraded (SHM or NET between GPUs of one host, a search that fell back).\n"
-    "\n"
-    "  -q, --quiet   print only the verdict line\n"
-    "  --strict      exit 6 when a communicator is degraded, or a host finding\n"
-    "                degrades P2P or risks a hang\n"
-    "  --host        also read this machine (sysfs; PCIE_TUNER_SYSFS_ROOT): each\n"
-    "                GPU's link, NCCL's path and transport per GPU pair, ACS on\n"
-    "                their bridges (root reads it), the IOMMU, NUMA, BAR1\n"
-    "  --json        print one JSON document (schema pcie-tune-doctor/1, see\n"
-    "                docs/cli.md) instead of the text\n"
-    "  --workload-out FILE  write what each communicator enqueued (NCCL_DEBUG_SUBSYS\n"
-    "                with COLL) as a workload file for profile/simulate --workload\n"
-    "  --force       replace an existing --workload-out FILE\n"
-    "  --profile P   per step of the job's collectives (COLL lines): the time by\n"
-    "                NCCL's default and by profile P's choice, from P's measurements\n"
-    "\n"
+    "it is degraded (SHM or NET between GPUs of one host, a search that fell back).\n",
     "Exit status: 0 working (at least one communicator tuned, all ranks agree),\n"
     "1 no NCCL log lines or unreadable input, 2 bad usage, 3 plugin not loaded,\n"
     "4 loaded but every communicator left to NCCL, 5 ranks disagree; with\n"
-    "--strict, 6 a degraded communicator (unless 5). Several runs in the input\n"
-    "(earlier runs' files beside today's) are told apart into jobs by commId; the\n"
-    "status is the worst job's, leaving out a run superseded on the same GPUs.\n";
+    "--strict, 6 a degraded communicator or host (unless 5). Several runs in the\n"
+    "input (earlier runs' files beside today's) are told apart into jobs by commId;\n"
+    "the status is the worst job's, leaving out a run superseded on the same GPUs.\n",
+    doctor_rows,
+    add_log,
+};
 
 /* The --json document being gathered; NULL for text. */
 static struct dr_json *json;
@@ -277,63 +305,36 @@ static int judge_host(int quiet, int strict) {
   return rc;
 }
 
-static int judge_logs(int n, char **logs, int quiet, int strict);
+static int judge_logs(int n, const char **logs, int quiet, int strict);
 
 int cmd_doctor(int argc, char **argv) {
-  int quiet = 0, strict = 0, host = 0, as_json = 0, i = 1, rc;
-  for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
-    if (!strcmp(argv[i], "--")) {
-      i++;
-      break;
-    }
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      fputs(usage, stdout);
-      return 0;
-    }
-    if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) {
-      quiet = 1;
-      continue;
-    }
-    if (!strcmp(argv[i], "--strict")) {
-      strict = 1;
-      continue;
-    }
-    if (!strcmp(argv[i], "--host")) {
-      host = 1;
-      continue;
-    }
-    if (!strcmp(argv[i], "--json")) {
-      as_json = 1;
-      continue;
-    }
-    if (!strcmp(argv[i], "--profile")) {
-      if (i + 1 == argc) return cli_usage_error("doctor", "--profile needs a profile FILE");
-      step_profile = argv[++i];
-      continue;
-    }
-    if (!strcmp(argv[i], "--force")) {
-      force_out = 1;
-      continue;
-    }
-    if (!strcmp(argv[i], "--workload-out")) {
-      if (i + 1 == argc) return cli_usage_error("doctor", "--workload-out needs a FILE ('-' for stdout)");
-      workload_out = argv[++i];
-      continue;
-    }
-    return cli_usage_error("doctor", "unknown option '%s'", argv[i]);
+  struct doctor_opts o;
+  struct cli_state st;
+  int rc;
+  memset(&o, 0, sizeof o);
+  if (!(o.logs = calloc((size_t)argc, sizeof *o.logs))) return EXIT_NOINPUT;
+  if ((rc = cli_parse(&doctor_cli, argc, argv, &o, &st, 1))) {
+    free(o.logs);
+    return rc == CLI_HELP ? 0 : rc;
   }
-  if ((workload_out || step_profile) && i == argc)
-    return cli_usage_error("doctor", "--workload-out reads the collectives from LOGs: give one");
-  if (i == argc && !host)
-    return cli_usage_error("doctor", "no log given (give '-' to read stdin, or --host)");
+  int quiet = o.quiet, strict = o.strict, host = o.host;
+  workload_out = o.workload_out, force_out = o.force, step_profile = o.profile;
+  if ((workload_out || step_profile) && !o.nlogs)
+    rc = cli_bad(&doctor_cli, "--workload-out and --profile read the collectives from LOGs: give one");
+  else if (!o.nlogs && !host)
+    rc = cli_bad(&doctor_cli, "no log given (give '-' to read stdin, or --host)");
+  if (rc) {
+    free(o.logs);
+    return rc;
+  }
   struct dr_json doc;
   memset(&doc, 0, sizeof doc);
   doc.logs_rc = doc.host_rc = -1;
-  if (as_json) json = &doc, quiet = 1;
-  rc = i < argc ? judge_logs(argc - i, argv + i, quiet, strict) : EXIT_WORKING;
+  if (o.json) json = &doc, quiet = 1;
+  rc = o.nlogs ? judge_logs(o.nlogs, o.logs, quiet, strict) : EXIT_WORKING;
   if (host && rc != EXIT_NOINPUT) {
     int hrc = judge_host(quiet, strict);
-    if (hrc == EXIT_NOINPUT || i == argc || severity(hrc) > severity(rc)) rc = hrc;
+    if (hrc == EXIT_NOINPUT || !o.nlogs || severity(hrc) > severity(rc)) rc = hrc;
   }
   if (json) {
     doc.rc = rc;
@@ -347,14 +348,15 @@ int cmd_doctor(int argc, char **argv) {
     dr_json_free(&doc);
     json = NULL;
   }
+  free(o.logs);
   return rc;
 }
 
 /* Reads and judges the logs; returns the exit status. */
-static int judge_logs(int n, char **logs, int quiet, int strict) {
+static int judge_logs(int n, const char **logs, int quiet, int strict) {
   struct dr_doctor d;
   int rc, i = 0, argc = n;
-  char **argv = logs;
+  const char **argv = logs;
   if (nl_init()) {
     fprintf(stderr, "pcie-tune doctor: internal error: a log pattern does not compile\n");
     return EXIT_NOINPUT;
