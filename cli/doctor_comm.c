@@ -35,7 +35,7 @@ static int cmp_pair(const void *a, const void *b) {
   return x->peer - y->peer;
 }
 
-static const char *env_of(const struct proc *p, const char *name) {
+static const char *env_of(const struct dr_proc *p, const char *name) {
   for (int i = 0; i < p->nenv; i++)
     if (!strcmp(p->env[i][0], name)) return p->env[i][1];
   return NULL;
@@ -50,7 +50,7 @@ static int old_level(const char *version) {
 }
 
 /* The process's NCCL version, else the first any process printed. */
-static const char *version_of(const struct doctor *d, const struct proc *p) {
+static const char *version_of(const struct dr_doctor *d, const struct dr_proc *p) {
   for (size_t i = 0; !p->version[0] && i < d->nproc; i++)
     if (d->procs[i].version[0]) return d->procs[i].version;
   return p->version[0] ? p->version : d->bare_version;
@@ -64,11 +64,11 @@ static const char *pattern_name(int p) {
 }
 
 /* The member of the communicator with this rank, from a rank-indexed map. */
-static const struct member *by_rank(const struct member *const *map, int nranks, int r) {
+static const struct dr_member *by_rank(const struct dr_member *const *map, int nranks, int r) {
   return r >= 0 && r < nranks ? map[r] : NULL;
 }
 
-static int same_host(const struct doctor *d, const struct member *a, const struct member *b) {
+static int same_host(const struct dr_doctor *d, const struct dr_member *a, const struct dr_member *b) {
   return a && b && !strcmp(d->procs[a->proc].host, d->procs[b->proc].host);
 }
 
@@ -85,13 +85,13 @@ static void print_pairs(FILE *o, const char *via, const struct pair *p, size_t n
 struct findings {
   int shm_local, net_local, fallback, few_sys, few_unknown, ipc, indirect, ce;
   int sys_channels, fallback_pattern, channels;
-  const struct member *shm_from; /* a rank that used SHM, for its process's settings */
-  const struct proc *nvml;       /* a process NVML told P2P is off */
+  const struct dr_member *shm_from; /* a rank that used SHM, for its process's settings */
+  const struct dr_proc *nvml;       /* a process NVML told P2P is off */
 };
 
-static void advise(FILE *o, const struct doctor *d, const struct findings *f) {
+static void advise(FILE *o, const struct dr_doctor *d, const struct findings *f) {
   if (f->shm_local) {
-    const struct proc *p = &d->procs[f->shm_from->proc];
+    const struct dr_proc *p = &d->procs[f->shm_from->proc];
     const char *level = env_of(p, "NCCL_P2P_LEVEL"), *off = env_of(p, "NCCL_P2P_DISABLE");
     say(o, "  DEGRADED: %d pair%s of GPUs in one host talk through shared host memory (SHM), not "
            "GPU peer-to-peer (src/transport/p2p.cc, p2pCanConnect, refused P2P; "
@@ -165,8 +165,8 @@ static void advise(FILE *o, const struct doctor *d, const struct findings *f) {
 
 /* Transports: every (rank, peer) pair once per transport, as the sender
  * logged it. */
-static int report_links(FILE *o, const struct doctor *d, const struct comms *c, size_t k,
-                        const struct member *const *map, int nranks, struct findings *f) {
+static int report_links(FILE *o, const struct dr_doctor *d, const struct dr_comms *c, size_t k,
+                        const struct dr_member *const *map, int nranks, struct findings *f) {
   size_t n = 0, from = c->start[k], to = c->start[k + 1];
   for (size_t i = from; i < to; i++) n += d->mem[c->order[i]].nlinks;
   if (!n) {
@@ -177,7 +177,7 @@ static int report_links(FILE *o, const struct doctor *d, const struct comms *c, 
   if (!p) return -1;
   n = 0;
   for (size_t i = from; i < to; i++) {
-    const struct member *m = &d->mem[c->order[i]];
+    const struct dr_member *m = &d->mem[c->order[i]];
     for (size_t j = 0; j < m->nlinks; j++)
       p[n++] = (struct pair){m->rank, m->links[j].peer, m->links[j].via};
   }
@@ -192,7 +192,7 @@ static int report_links(FILE *o, const struct doctor *d, const struct comms *c, 
     const char *via = d->via[p[i].via];
     print_pairs(o, via, p + i, j - i);
     for (size_t x = i; x < j; x++) {
-      const struct member *a = by_rank(map, nranks, p[x].rank), *b = by_rank(map, nranks, p[x].peer);
+      const struct dr_member *a = by_rank(map, nranks, p[x].rank), *b = by_rank(map, nranks, p[x].peer);
       if (!strncmp(via, "SHM/", 4)) {
         f->shm_local++;
         if (!f->shm_from) f->shm_from = a ? a : &d->mem[c->order[from]];
@@ -209,12 +209,12 @@ static int report_links(FILE *o, const struct doctor *d, const struct comms *c, 
   return 0;
 }
 
-static void report_layout(FILE *o, const struct doctor *d, const struct comms *c, size_t k,
-                          const struct member *const *map, int nranks, struct findings *f) {
-  const struct member *first = &d->mem[c->order[c->start[k]]], *r0 = by_rank(map, nranks, 0);
-  const struct member *ch = NULL, *gr = NULL;
+static void report_layout(FILE *o, const struct dr_doctor *d, const struct dr_comms *c, size_t k,
+                          const struct dr_member *const *map, int nranks, struct findings *f) {
+  const struct dr_member *first = &d->mem[c->order[c->start[k]]], *r0 = by_rank(map, nranks, 0);
+  const struct dr_member *ch = NULL, *gr = NULL;
   for (size_t i = c->start[k]; i < c->start[k + 1]; i++) {
-    const struct member *m = &d->mem[c->order[i]];
+    const struct dr_member *m = &d->mem[c->order[i]];
     if (!ch && m->coll_ch >= 0) ch = m;
     if (!gr && (m->ngraph || m->fallback_pattern >= 0)) gr = m;
     if (m->fallback_pattern >= 0) f->fallback = 1, f->fallback_pattern = m->fallback_pattern;
@@ -250,7 +250,7 @@ static void report_layout(FILE *o, const struct doctor *d, const struct comms *c
   if (r0 && r0->trees[0]) say(o, "  trees (rank 0: [channel] down/down/down->rank->up):%s\n", r0->trees);
   if (gr) {
     for (int i = 0; i < gr->ngraph; i++) {
-      const struct graph *g = &gr->graph[i];
+      const struct dr_graph *g = &gr->graph[i];
       say(o, "  graph search, %s (pattern %d): %d channel%s, bw %.1f/%.1f GB/s, paths %s/%s\n",
              pattern_name(g->pattern), g->pattern, g->nchannels, g->nchannels == 1 ? "" : "s",
              g->bw_intra, g->bw_inter, g->type_intra, g->type_inter);
@@ -267,22 +267,22 @@ static void report_layout(FILE *o, const struct doctor *d, const struct comms *c
   }
 }
 
-int dr_comm_report(const struct doctor *d, const struct comms *c, size_t k, int quiet) {
-  const struct member *first = &d->mem[c->order[c->start[k]]];
+int dr_comm_report(const struct dr_doctor *d, const struct dr_comms *c, size_t k, int quiet) {
+  const struct dr_member *first = &d->mem[c->order[c->start[k]]];
   int nranks = first->nranks > 0 ? first->nranks : 0;
   struct findings f;
   memset(&f, 0, sizeof f);
-  const struct member **map = calloc(nranks ? (size_t)nranks : 1, sizeof *map);
+  const struct dr_member **map = calloc(nranks ? (size_t)nranks : 1, sizeof *map);
   if (!map) return -1;
   for (size_t i = c->start[k]; i < c->start[k + 1]; i++) {
-    const struct member *m = &d->mem[c->order[i]];
+    const struct dr_member *m = &d->mem[c->order[i]];
     if (m->rank >= 0 && m->rank < nranks && !map[m->rank]) map[m->rank] = m;
     if (!f.nvml && d->procs[m->proc].np2p_off) f.nvml = &d->procs[m->proc];
   }
   /* Printed only when NCCL said something about what it built. */
   int any = 0;
   for (size_t i = c->start[k]; i < c->start[k + 1] && !any; i++) {
-    const struct member *m = &d->mem[c->order[i]];
+    const struct dr_member *m = &d->mem[c->order[i]];
     any = m->coll_ch >= 0 || m->nlinks || m->ngraph || m->nrings || m->fallback_pattern >= 0;
   }
   if (!any) {
@@ -291,8 +291,8 @@ int dr_comm_report(const struct doctor *d, const struct comms *c, size_t k, int 
   }
   FILE *o = quiet ? NULL : stdout;
   say(o, "  what NCCL built:\n");
-  report_layout(o, d, c, k, (const struct member *const *)map, nranks, &f);
-  int rc = report_links(o, d, c, k, (const struct member *const *)map, nranks, &f);
+  report_layout(o, d, c, k, (const struct dr_member *const *)map, nranks, &f);
+  int rc = report_links(o, d, c, k, (const struct dr_member *const *)map, nranks, &f);
   advise(o, d, &f);
   free(map);
   if (rc) return -1;

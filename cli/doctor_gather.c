@@ -64,7 +64,7 @@ static size_t hash_key(const char *host, long pid) {
   return h;
 }
 
-static int rehash(struct doctor *d) {
+static int rehash(struct dr_doctor *d) {
   size_t cap = d->hash_cap ? d->hash_cap * 2 : 1024;
   int *t = calloc(cap, sizeof *t);
   if (!t) return d->oom = 1, -1;
@@ -79,15 +79,15 @@ static int rehash(struct doctor *d) {
   return 0;
 }
 
-static int find_proc(struct doctor *d, const struct nl_line *l) {
+static int find_proc(struct dr_doctor *d, const struct nl_line *l) {
   if (d->nproc * 2 >= d->hash_cap && rehash(d)) return -1;
   size_t h = hash_key(l->host, l->pid) & (d->hash_cap - 1);
   for (; d->proc_hash[h]; h = (h + 1) & (d->hash_cap - 1)) {
-    struct proc *p = &d->procs[d->proc_hash[h] - 1];
+    struct dr_proc *p = &d->procs[d->proc_hash[h] - 1];
     if (p->pid == l->pid && !strcmp(p->host, l->host)) return d->proc_hash[h] - 1;
   }
   if (d->nproc >= DR_MAX_PROCS) return d->too_many = 1, -1;
-  struct proc *p = dr_grow(d->procs, d->nproc, sizeof *p, &d->oom);
+  struct dr_proc *p = dr_grow(d->procs, d->nproc, sizeof *p, &d->oom);
   if (!p) return -1;
   d->procs = p;
   p = &d->procs[d->nproc];
@@ -95,12 +95,13 @@ static int find_proc(struct doctor *d, const struct nl_line *l) {
   SET(p->host, l->host);
   p->pid = l->pid;
   p->head = p->tail = -1;
+  p->first = d->nccl_lines;
   d->proc_hash[h] = (int)d->nproc + 1;
   return (int)d->nproc++;
 }
 
-static int new_member(struct doctor *d, int pi, long tid) {
-  struct member *m = dr_grow(d->mem, d->nmem, sizeof *m, &d->oom);
+static int new_member(struct dr_doctor *d, int pi, long tid) {
+  struct dr_member *m = dr_grow(d->mem, d->nmem, sizeof *m, &d->oom);
   if (!m) return -1;
   d->mem = m;
   m = &d->mem[d->nmem];
@@ -112,14 +113,14 @@ static int new_member(struct doctor *d, int pi, long tid) {
   m->busid = -1;
   m->coll_ch = m->p2p_ch = m->p2p_per_peer = -1;
   m->fallback_pattern = -1;
-  struct proc *p = &d->procs[pi];
+  struct dr_proc *p = &d->procs[pi];
   if (p->tail >= 0) d->mem[p->tail].next = (int)d->nmem;
   else p->head = (int)d->nmem;
   p->tail = (int)d->nmem;
   return (int)d->nmem++;
 }
 
-static int *thread_slot(struct proc *p, long tid) {
+static int *thread_slot(struct dr_proc *p, long tid) {
   for (int i = 0; i < p->ncur; i++)
     if (p->cur[i].tid == tid) return &p->cur[i].mem;
   int i = p->ncur < DR_NTHREAD ? p->ncur++ : DR_NTHREAD - 1;
@@ -130,21 +131,37 @@ static int *thread_slot(struct proc *p, long tid) {
 
 enum ptr_line { PTR_START, PTR_COMM, PTR_COMPLETE };
 
+/* Whether line l, which begins a communicator at m's pointer, is a repeat of
+ * the line that began m (a log shipper's retry, tee output merged): the same
+ * rank, size and GPU or commId. A communicator NCCL re-creates at the same
+ * address with all of those equal cannot be told from a repeat; it counts once. */
+static int repeats(const struct dr_member *m, const struct nl_line *l, enum ptr_line kind) {
+  if (kind == PTR_COMM)
+    return m->rank == atoi(l->field[1]) && m->nranks == atoi(l->field[2]) &&
+           m->nnodes == atoi(l->field[3]);
+  char id[32];
+  set_commid(id, sizeof id, l->field[3]);
+  return m->rank == atoi(l->field[1]) && m->nranks == atoi(l->field[2]) &&
+         m->busid == strtoll(l->field[5], NULL, 16) && !strcmp(m->commid, id);
+}
+
 /* The member a line with a comm pointer names: the newest of this process
  * with that pointer, unless the line begins a communicator that one already
- * began (NCCL reuses addresses); else the thread's placeholder; else new. */
-static int by_pointer(struct doctor *d, int pi, long tid, const char *ptr, enum ptr_line kind) {
-  struct proc *p = &d->procs[pi];
-  int *slot = thread_slot(p, tid), found = -1;
+ * began (NCCL reuses addresses) and is not a repeat of its line; else the
+ * thread's placeholder; else new. */
+static int by_pointer(struct dr_doctor *d, int pi, const struct nl_line *l, enum ptr_line kind) {
+  struct dr_proc *p = &d->procs[pi];
+  const char *ptr = l->field[0];
+  int *slot = thread_slot(p, l->tid), found = -1;
   for (int i = p->head; i >= 0; i = d->mem[i].next)
     if (!strcmp(d->mem[i].ptr, ptr)) found = i;
   if (found >= 0) {
-    const struct member *m = &d->mem[found];
+    const struct dr_member *m = &d->mem[found];
     int begun = kind == PTR_START ? m->comm_line || m->busid >= 0 : kind == PTR_COMM && m->comm_line;
-    if (!begun) return *slot = found;
+    if (!begun || repeats(m, l, kind)) return *slot = found;
   }
   if (*slot >= 0 && !d->mem[*slot].ptr[0]) found = *slot;
-  else found = new_member(d, pi, tid);
+  else found = new_member(d, pi, l->tid);
   if (found >= 0) {
     SET(d->mem[found].ptr, ptr);
     *slot = found;
@@ -154,13 +171,13 @@ static int by_pointer(struct doctor *d, int pi, long tid, const char *ptr, enum 
 
 /* The member a line without pointer or commId belongs to: the one its
  * thread is initialising (a placeholder until NCCL names it). */
-static int current(struct doctor *d, int pi, long tid) {
+static int current(struct dr_doctor *d, int pi, long tid) {
   int *slot = thread_slot(&d->procs[pi], tid);
   if (*slot < 0) *slot = new_member(d, pi, tid);
   return *slot;
 }
 
-static int via_index(struct doctor *d, const char *via) {
+static int via_index(struct dr_doctor *d, const char *via) {
   for (int i = 0; i < d->nvia; i++)
     if (!strcmp(d->via[i], via)) return i;
   if (d->nvia == (int)(sizeof d->via / sizeof d->via[0])) return d->nvia - 1;
@@ -168,7 +185,7 @@ static int via_index(struct doctor *d, const char *via) {
   return d->nvia++;
 }
 
-static void add_link(struct doctor *d, int pi, const struct nl_line *l) {
+static void add_link(struct dr_doctor *d, int pi, const struct nl_line *l) {
   int rank = atoi(l->field[1]), peer = atoi(l->field[3]);
   /* NET prints both ends; the sender's line is the pair's. */
   if (!strcmp(l->field[5], "receive")) return;
@@ -179,36 +196,36 @@ static void add_link(struct doctor *d, int pi, const struct nl_line *l) {
     for (int i = d->procs[pi].head; i >= 0; i = d->mem[i].next)
       if (d->mem[i].rank == rank) mi = i;
   if (mi < 0) return;
-  struct member *m = &d->mem[mi];
+  struct dr_member *m = &d->mem[mi];
   if (m->rank < 0) m->rank = rank;
-  struct link *n = dr_grow(m->links, m->nlinks, sizeof *n, &d->oom);
+  struct dr_link *n = dr_grow(m->links, m->nlinks, sizeof *n, &d->oom);
   if (!n) return;
   m->links = n;
   m->links[m->nlinks].peer = peer;
   m->links[m->nlinks++].via = via_index(d, l->field[6]);
 }
 
-static void add_decision(struct doctor *d, const struct nl_line *l) {
-  struct decision key;
+static void add_decision(struct dr_doctor *d, int pi, const struct nl_line *l) {
+  struct dr_decision key;
   memset(&key, 0, sizeof key);
+  key.proc = pi;
   SET(key.coll, l->field[0]);
   key.bytes = strtoull(l->field[1], NULL, 10);
   SET(key.mode, l->field[2]);
   SET(key.choice, l->field[3]);
   key.ch = atoi(l->field[4]);
   SET(key.why, l->field[5]);
-  d->trace_calls++;
-  if (!key.choice[0]) d->trace_nccl++;
-  /* Few distinct decisions (sizes x collectives); the trace is optional. */
+  /* Few distinct decisions (sizes x collectives x processes); the trace is
+   * optional. */
   for (size_t i = 0; i < d->ndec; i++) {
-    struct decision *x = &d->dec[i];
-    if (x->bytes == key.bytes && x->ch == key.ch && !strcmp(x->coll, key.coll) &&
+    struct dr_decision *x = &d->dec[i];
+    if (x->proc == pi && x->bytes == key.bytes && x->ch == key.ch && !strcmp(x->coll, key.coll) &&
         !strcmp(x->mode, key.mode) && !strcmp(x->choice, key.choice) && !strcmp(x->why, key.why)) {
       x->count++;
       return;
     }
   }
-  struct decision *n = dr_grow(d->dec, d->ndec, sizeof *n, &d->oom);
+  struct dr_decision *n = dr_grow(d->dec, d->ndec, sizeof *n, &d->oom);
   if (!n) return;
   d->dec = n;
   key.count = 1;
@@ -231,8 +248,8 @@ static void set_reason(char *dst, size_t len, const char *reason) {
   dst[n] = 0;
 }
 
-static void add_plug(struct doctor *d, int pi, const struct nl_line *l, const struct outcome *o) {
-  struct plug *n = dr_grow(d->plugs, d->nplug, sizeof *n, &d->oom);
+static void add_plug(struct dr_doctor *d, int pi, const struct nl_line *l, const struct dr_outcome *o) {
+  struct dr_plug *n = dr_grow(d->plugs, d->nplug, sizeof *n, &d->oom);
   if (!n) return;
   d->plugs = n;
   n = &d->plugs[d->nplug++];
@@ -240,7 +257,7 @@ static void add_plug(struct doctor *d, int pi, const struct nl_line *l, const st
   n->proc = pi;
   n->tid = l->tid;
   n->out = *o;
-  if (o->state == M_PROFILE) {
+  if (o->state == DR_PROFILE) {
     set_commid(n->commid, sizeof n->commid, l->commid);
     n->nranks = atoi(l->field[4]);
     n->nnodes = atoi(l->field[5]);
@@ -254,7 +271,28 @@ static void add_plug(struct doctor *d, int pi, const struct nl_line *l, const st
   }
 }
 
-static void add_env(struct proc *p, const struct nl_line *l) {
+/* Enough for every captured graph of a serving job; beyond, counted only. */
+#define DR_MAX_COLLS 2000000
+
+static void add_coll(struct dr_doctor *d, int pi, const struct nl_line *l) {
+  if (d->ncoll >= DR_MAX_COLLS) {
+    d->colls_dropped++;
+    return;
+  }
+  struct dr_coll *n = dr_grow(d->colls, d->ncoll, sizeof *n, &d->oom);
+  if (!n) return;
+  d->colls = n;
+  n = &d->colls[d->ncoll++];
+  memset(n, 0, sizeof *n);
+  n->proc = pi;
+  SET(n->op, l->field[0]);
+  n->count = strtoull(l->field[2], NULL, 10);
+  n->dtype = atoi(l->field[3]);
+  SET(n->ptr, l->field[4]);
+  n->nranks = atoi(l->field[5]);
+}
+
+static void add_env(struct dr_proc *p, const struct nl_line *l) {
   int i = 0;
   while (i < p->nenv && strcmp(p->env[i][0], l->field[0])) i++;
   if (i == DR_NENV) return;
@@ -263,12 +301,12 @@ static void add_env(struct proc *p, const struct nl_line *l) {
   SET(p->env[i][1], l->field[1]);
 }
 
-static void take_comm(struct doctor *d, int pi, const struct nl_line *l) {
+static void take_comm(struct dr_doctor *d, int pi, const struct nl_line *l) {
   int mi;
-  struct member *m;
+  struct dr_member *m;
   switch (l->kind) {
   case NL_COMM:
-    if ((mi = by_pointer(d, pi, l->tid, l->field[0], PTR_COMM)) < 0) return;
+    if ((mi = by_pointer(d, pi, l, PTR_COMM)) < 0) return;
     m = &d->mem[mi];
     m->comm_line = 1;
     m->rank = atoi(l->field[1]);
@@ -277,7 +315,7 @@ static void take_comm(struct doctor *d, int pi, const struct nl_line *l) {
     break;
   case NL_COMM_INIT: {
     enum ptr_line kind = strcmp(l->field[6], "START") ? PTR_COMPLETE : PTR_START;
-    if ((mi = by_pointer(d, pi, l->tid, l->field[0], kind)) < 0) return;
+    if ((mi = by_pointer(d, pi, l, kind)) < 0) return;
     m = &d->mem[mi];
     m->rank = atoi(l->field[1]);
     m->nranks = atoi(l->field[2]);
@@ -297,7 +335,11 @@ static void take_comm(struct doctor *d, int pi, const struct nl_line *l) {
     if ((mi = current(d, pi, l->tid)) < 0) return;
     m = &d->mem[mi];
     m->ring_total = atoi(l->field[1]);
-    if (m->nrings < DR_NRING) {
+    /* One ring per channel: a repeated line is the same ring. */
+    int seen = 0, ch = atoi(l->field[0]);
+    for (int r = 0; r < m->nrings; r++) seen |= m->ring_ch[r] == ch;
+    if (!seen && m->nrings < DR_NRING) {
+      m->ring_ch[m->nrings] = ch;
       /* One blank between ranks, whatever width NCCL padded them to. */
       char ranks[NL_FIELD_LEN], *w = ranks;
       for (const char *r = l->field[2]; *r; r++)
@@ -314,7 +356,7 @@ static void take_comm(struct doctor *d, int pi, const struct nl_line *l) {
   case NL_GRAPH: {
     if ((mi = current(d, pi, l->tid)) < 0) return;
     m = &d->mem[mi];
-    struct graph g;
+    struct dr_graph g;
     memset(&g, 0, sizeof g);
     g.pattern = atoi(l->field[0]);
     g.nchannels = atoi(l->field[1]);
@@ -336,16 +378,17 @@ static void take_comm(struct doctor *d, int pi, const struct nl_line *l) {
   }
 }
 
-void dr_take(struct doctor *d, const struct nl_line *l) {
+void dr_take(struct dr_doctor *d, const struct nl_line *l) {
   if (l->level == NL_BARE) {
     set_version(d->bare_version, sizeof d->bare_version, l);
     return;
   }
   int pi = find_proc(d, l);
   if (pi < 0) return;
-  struct proc *p = &d->procs[pi];
-  struct outcome o;
-  d->nccl_lines++;
+  struct dr_proc *p = &d->procs[pi];
+  struct dr_outcome o;
+  p->last = d->nccl_lines++;
+  if (d->mtime > p->mtime) p->mtime = d->mtime;
   switch (l->kind) {
   case NL_VERSION: set_version(p->version, sizeof p->version, l); break;
   case NL_TUNER_ENV: SET(p->tuner_env, l->field[0]); break;
@@ -373,6 +416,8 @@ void dr_take(struct doctor *d, const struct nl_line *l) {
   case NL_TUNER_MSG: SET(p->openerr, l->field[0]); break;
   case NL_ENV: add_env(p, l); break;
   case NL_P2P_DISABLED:
+    for (int i = 0; i < p->np2p_off; i++)
+      if (p->p2p_off[i][0] == atoi(l->field[0]) && p->p2p_off[i][1] == atoi(l->field[1])) return;
     if (p->np2p_off < 8) {
       p->p2p_off[p->np2p_off][0] = atoi(l->field[0]);
       p->p2p_off[p->np2p_off++][1] = atoi(l->field[1]);
@@ -381,7 +426,7 @@ void dr_take(struct doctor *d, const struct nl_line *l) {
   case NL_PT_PROFILE:
     p->ours = 1;
     memset(&o, 0, sizeof o);
-    o.state = M_PROFILE;
+    o.state = DR_PROFILE;
     SET(o.path, l->field[0]);
     SET(o.name, l->field[1]);
     SET(o.hash, l->field[2]);
@@ -397,31 +442,34 @@ void dr_take(struct doctor *d, const struct nl_line *l) {
   case NL_PT_REFUSE:
     p->ours = 1;
     /* A WARN that the profile still decides (NCCL_* differ from when it
-     * was measured) is no outcome: the init line after it is. */
+     * was measured, a global NCCL_PROTO/NCCL_ALGO) is no outcome: the init
+     * line after it is. */
+    if (strstr(l->msg, "is set for the whole job")) SET(p->global_warn, l->msg);
     if (strstr(l->msg, "; the profile still decides")) break;
     memset(&o, 0, sizeof o);
-    o.state = M_REFUSED;
+    o.state = DR_REFUSED;
     o.warn = l->level == NL_WARN;
     o.cls = nl_refusal_class(l->field[0], l->level);
     set_reason(o.reason, sizeof o.reason, l->field[0]);
     add_plug(d, pi, l, &o);
     break;
-  case NL_PT_TRACE: p->ours = 1; add_decision(d, l); break;
+  case NL_PT_TRACE: p->ours = 1; add_decision(d, pi, l); break;
+  case NL_COLL: add_coll(d, pi, l); break;
   default: take_comm(d, pi, l); break;
   }
 }
 
 /* Whether plug line g may be member m's: not taken, no other commId, the
  * same nRanks where both are known. */
-static int fits(const struct plug *g, const struct member *m) {
+static int fits(const struct dr_plug *g, const struct dr_member *m) {
   if (m->plugged) return 0;
   if (g->commid[0] && m->commid[0] && strcmp(g->commid, m->commid)) return 0;
   return !g->nranks || !m->nranks || g->nranks == m->nranks;
 }
 
-static int pick(const struct doctor *d, const struct plug *g, int exact_id, int same_tid) {
+static int pick(const struct dr_doctor *d, const struct dr_plug *g, int exact_id, int same_tid) {
   for (int i = d->procs[g->proc].head; i >= 0; i = d->mem[i].next) {
-    const struct member *m = &d->mem[i];
+    const struct dr_member *m = &d->mem[i];
     if (!fits(g, m) || (same_tid && m->tid != g->tid)) continue;
     if (exact_id && (!g->commid[0] || strcmp(g->commid, m->commid))) continue;
     /* Only NCCL's communicators, not placeholders of stray lines. */
@@ -431,15 +479,32 @@ static int pick(const struct doctor *d, const struct plug *g, int exact_id, int 
   return -1;
 }
 
-void dr_tie(struct doctor *d) {
+static int same_out(const struct dr_outcome *a, const struct dr_outcome *b) {
+  return a->state == b->state && !strcmp(a->hash, b->hash) && !strcmp(a->reason, b->reason);
+}
+
+/* A plugin line with no member left for it is a repeat when a rank of its
+ * process already took the same outcome for the same commId (or, without
+ * one, the same nRanks): more such lines than ranks is a repeated line. */
+static int repeated_plug(const struct dr_doctor *d, const struct dr_plug *g) {
+  for (int i = d->procs[g->proc].head; i >= 0; i = d->mem[i].next) {
+    const struct dr_member *m = &d->mem[i];
+    if (!m->plugged || !same_out(&m->out, &g->out)) continue;
+    if (g->commid[0] ? !strcmp(g->commid, m->commid) : !g->nranks || g->nranks == m->nranks) return 1;
+  }
+  return 0;
+}
+
+void dr_tie(struct dr_doctor *d) {
   for (size_t k = 0; k < d->nplug; k++) {
-    const struct plug *g = &d->plugs[k];
+    const struct dr_plug *g = &d->plugs[k];
     int mi = pick(d, g, 1, 1);
     if (mi < 0) mi = pick(d, g, 1, 0);
     if (mi < 0) mi = pick(d, g, 0, 1);
     if (mi < 0) mi = pick(d, g, 0, 0);
+    if (mi < 0 && repeated_plug(d, g)) continue;
     if (mi < 0 && (mi = new_member(d, g->proc, g->tid)) < 0) return;
-    struct member *m = &d->mem[mi];
+    struct dr_member *m = &d->mem[mi];
     m->out = g->out;
     m->plugged = 1;
     if (!m->commid[0]) SET(m->commid, g->commid);
@@ -448,7 +513,7 @@ void dr_tie(struct doctor *d) {
   }
 }
 
-void dr_free(struct doctor *d) {
+void dr_free(struct dr_doctor *d) {
   for (size_t i = 0; i < d->nmem; i++) {
     for (int r = 0; r < d->mem[i].nrings; r++) free(d->mem[i].rings[r]);
     free(d->mem[i].links);
@@ -458,19 +523,20 @@ void dr_free(struct doctor *d) {
   free(d->mem);
   free(d->plugs);
   free(d->dec);
+  free(d->colls);
   free(d->proc_hash);
 }
 
 /* A member that stands for a rank: NCCL's comm lines or the plugin's; a
  * placeholder holding only stray lines of a thread is not one. */
-static int is_rank(const struct member *m) {
+static int is_rank(const struct dr_member *m) {
   return m->comm_line || m->busid >= 0 || m->commid[0] || m->plugged || m->nranks;
 }
 
-static const struct doctor *sort_d;
+static const struct dr_doctor *sort_d;
 
 static int cmp_member(const void *a, const void *b) {
-  const struct member *x = &sort_d->mem[*(const size_t *)a], *y = &sort_d->mem[*(const size_t *)b];
+  const struct dr_member *x = &sort_d->mem[*(const size_t *)a], *y = &sort_d->mem[*(const size_t *)b];
   /* Without a commId, nRanks and nNodes are all there is to group by. */
   int c = strcmp(x->commid, y->commid);
   if (!c && !x->commid[0]) c = x->nranks != y->nranks ? x->nranks - y->nranks : x->nnodes - y->nnodes;
@@ -479,19 +545,19 @@ static int cmp_member(const void *a, const void *b) {
   return c;
 }
 
-int dr_comms(const struct doctor *d, struct comms *c) {
+int dr_comms(const struct dr_doctor *d, int job, struct dr_comms *c) {
   size_t n = 0;
   memset(c, 0, sizeof *c);
   c->order = malloc((d->nmem + 1) * sizeof *c->order);
   c->start = malloc((d->nmem + 2) * sizeof *c->start);
   if (!c->order || !c->start) return -1;
   for (size_t i = 0; i < d->nmem; i++)
-    if (is_rank(&d->mem[i])) c->order[n++] = i;
+    if (is_rank(&d->mem[i]) && (job < 0 || d->procs[d->mem[i].proc].job == job)) c->order[n++] = i;
   sort_d = d;
   qsort(c->order, n, sizeof *c->order, cmp_member);
   for (size_t i = 0; i < n; i++) {
-    const struct member *x = &d->mem[c->order[i]];
-    const struct member *y = i ? &d->mem[c->order[i - 1]] : NULL;
+    const struct dr_member *x = &d->mem[c->order[i]];
+    const struct dr_member *y = i ? &d->mem[c->order[i - 1]] : NULL;
     if (!y || strcmp(x->commid, y->commid) ||
         (!x->commid[0] && (x->nranks != y->nranks || x->nnodes != y->nnodes)))
       c->start[c->n++] = i;
@@ -500,12 +566,12 @@ int dr_comms(const struct doctor *d, struct comms *c) {
   return (int)c->n;
 }
 
-void dr_comms_free(struct comms *c) {
+void dr_comms_free(struct dr_comms *c) {
   free(c->order);
   free(c->start);
 }
 
-int dr_ranks_seen(const struct doctor *d, const struct comms *c, size_t k) {
+int dr_ranks_seen(const struct dr_doctor *d, const struct dr_comms *c, size_t k) {
   int seen = 0, nranks = d->mem[c->order[c->start[k]]].nranks, last = -2;
   for (size_t i = c->start[k]; i < c->start[k + 1]; i++) {
     int r = d->mem[c->order[i]].rank;
@@ -523,8 +589,8 @@ void dr_busid(long long id, char *buf, size_t len) {
            (id >> 4) & 0xff, id & 0xf);
 }
 
-void dr_where(const struct doctor *d, const struct member *m, char *buf, size_t len) {
-  const struct proc *p = &d->procs[m->proc];
+void dr_where(const struct dr_doctor *d, const struct dr_member *m, char *buf, size_t len) {
+  const struct dr_proc *p = &d->procs[m->proc];
   char dev[32] = "", bus[48] = "";
   if (m->cudadev >= 0) snprintf(dev, sizeof dev, " cudaDev %d", m->cudadev);
   if (m->busid >= 0) {

@@ -19,7 +19,7 @@ static int newest_abi(const char *version) {
   return pt_nccl_tuner_abi(min);
 }
 
-static int proc_abi(const struct proc *p) {
+static int proc_abi(const struct dr_proc *p) {
   if (p->abi) return p->abi;
   if (!p->name[0]) return 0;
   /* NCCL <= 2.27 names no version; it tries the newest first and says which
@@ -28,12 +28,12 @@ static int proc_abi(const struct proc *p) {
   return newest_abi(p->version);
 }
 
-int dr_loaded_ours(const struct proc *p) {
+int dr_loaded_ours(const struct dr_proc *p) {
   return p->ours || !strcmp(p->name, PT_NAME) || strstr(p->loaded, "libnccl-tuner-pcie");
 }
 
 /* Why a process did not load this plugin, from what NCCL said. */
-static void why_not_loaded(const struct proc *p) {
+static void why_not_loaded(const struct dr_proc *p) {
   if (p->unsupported[0])
     printf("  %s:%ld: NCCL opened %s but found no tuner ABI it supports (wrong ABI: this NCCL "
            "tries up to v%d; see README, Compatibility)\n",
@@ -70,7 +70,7 @@ static void why_not_loaded(const struct proc *p) {
            p->host, p->pid, p->tuner_env);
 }
 
-static int same_lib(const struct proc *a, const struct proc *b) {
+static int same_lib(const struct dr_proc *a, const struct dr_proc *b) {
   return dr_loaded_ours(a) && dr_loaded_ours(b) && !strcmp(a->loaded, b->loaded) &&
          proc_abi(a) == proc_abi(b);
 }
@@ -79,27 +79,37 @@ static int cmp_str(const void *a, const void *b) {
   return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-size_t dr_plugin_header(const struct doctor *d, int quiet) {
+/* Whether process i belongs to job (-1: any). */
+static int in_job(const struct dr_doctor *d, size_t i, int job) {
+  return job < 0 || d->procs[i].job == job;
+}
+
+size_t dr_plugin_header(const struct dr_doctor *d, int job, size_t *nproc, int quiet) {
   const char *version = d->bare_version;
-  size_t loaded = 0, hosts = 0;
+  size_t loaded = 0, hosts = 0, np = 0;
   for (size_t i = 0; i < d->nproc; i++) {
+    if (!in_job(d, i, job)) continue;
+    np++;
     if (d->procs[i].version[0]) version = d->procs[i].version;
     loaded += dr_loaded_ours(&d->procs[i]) != 0;
   }
+  *nproc = np;
   if (quiet) return loaded;
   /* Distinct host names, sorted: a job may span hundreds of hosts. */
   const char **names = malloc((d->nproc + 1) * sizeof *names);
   if (names) {
-    for (size_t i = 0; i < d->nproc; i++) names[i] = d->procs[i].host;
-    qsort(names, d->nproc, sizeof *names, cmp_str);
-    for (size_t i = 0; i < d->nproc; i++) hosts += !i || strcmp(names[i], names[i - 1]);
+    size_t n = 0;
+    for (size_t i = 0; i < d->nproc; i++)
+      if (in_job(d, i, job)) names[n++] = d->procs[i].host;
+    qsort(names, n, sizeof *names, cmp_str);
+    for (size_t i = 0; i < n; i++) hosts += !i || strcmp(names[i], names[i - 1]);
     free(names);
   }
   printf("NCCL %s, %zu process%s on %zu host%s\n", version[0] ? version : "version not in the log",
-         d->nproc, d->nproc == 1 ? "" : "es", hosts, hosts == 1 ? "" : "s");
+         np, np == 1 ? "" : "es", hosts, hosts == 1 ? "" : "s");
   for (size_t i = 0; i < d->nproc; i++) {
-    const struct proc *p = &d->procs[i];
-    if (p->version[0] && strcmp(p->version, version))
+    const struct dr_proc *p = &d->procs[i];
+    if (in_job(d, i, job) && p->version[0] && strcmp(p->version, version))
       printf("  %s:%ld runs NCCL %s: the ranks mix NCCL versions\n", p->host, p->pid, p->version);
   }
   /* The loaded library and ABI, once per distinct pair (few distinct). */
@@ -108,15 +118,15 @@ size_t dr_plugin_header(const struct doctor *d, int quiet) {
   } kinds[16];
   size_t nk = 0;
   for (size_t i = 0; i < d->nproc; i++) {
-    const struct proc *p = &d->procs[i];
-    if (!dr_loaded_ours(p)) continue;
+    const struct dr_proc *p = &d->procs[i];
+    if (!in_job(d, i, job) || !dr_loaded_ours(p)) continue;
     size_t k = 0;
     while (k < nk && !same_lib(&d->procs[kinds[k].first], p)) k++;
     if (k == nk && nk < 16) kinds[nk++].first = i, kinds[k].count = 0;
     if (k < nk) kinds[k].count++;
   }
   for (size_t k = 0; k < nk; k++) {
-    const struct proc *p = &d->procs[kinds[k].first];
+    const struct dr_proc *p = &d->procs[kinds[k].first];
     char abi[32], where[600];
     if (proc_abi(p)) snprintf(abi, sizeof abi, "v%d", proc_abi(p));
     else snprintf(abi, sizeof abi, "version not in the log");
@@ -125,31 +135,31 @@ size_t dr_plugin_header(const struct doctor *d, int quiet) {
     else if (p->tuner_env[0]) snprintf(where, sizeof where, "NCCL_TUNER_PLUGIN=%.500s", p->tuner_env);
     else SET(where, "path not in the log");
     printf("tuner plugin loaded: %s (%s, ABI %s) in %zu of %zu processes\n", where,
-           p->name[0] ? p->name : PT_NAME, abi, kinds[k].count, d->nproc);
+           p->name[0] ? p->name : PT_NAME, abi, kinds[k].count, np);
   }
-  if (loaded < d->nproc) {
-    printf("tuner plugin NOT loaded in %zu of %zu processes:\n", d->nproc - loaded, d->nproc);
+  if (loaded < np) {
+    printf("tuner plugin NOT loaded in %zu of %zu processes:\n", np - loaded, np);
     size_t shown = 0;
     for (size_t i = 0; i < d->nproc; i++)
-      if (!dr_loaded_ours(&d->procs[i]) && shown++ < 16) why_not_loaded(&d->procs[i]);
+      if (in_job(d, i, job) && !dr_loaded_ours(&d->procs[i]) && shown++ < 16) why_not_loaded(&d->procs[i]);
     if (shown > 16) printf("  ... and %zu more\n", shown - 16);
   }
   return loaded;
 }
 
-static int same_outcome(const struct doctor *d, const struct member *a, const struct member *b) {
+static int same_outcome(const struct dr_doctor *d, const struct dr_member *a, const struct dr_member *b) {
   if (a->out.state != b->out.state) return 0;
-  if (a->out.state == M_PROFILE) return !strcmp(a->out.hash, b->out.hash);
-  if (a->out.state == M_REFUSED) return !strcmp(a->out.reason, b->out.reason);
+  if (a->out.state == DR_PROFILE) return !strcmp(a->out.hash, b->out.hash);
+  if (a->out.state == DR_REFUSED) return !strcmp(a->out.reason, b->out.reason);
   return dr_loaded_ours(&d->procs[a->proc]) == dr_loaded_ours(&d->procs[b->proc]);
 }
 
-static void describe(const struct doctor *d, const struct member *m, char *buf, size_t len) {
-  const struct outcome *o = &m->out;
-  if (o->state == M_PROFILE)
+static void describe(const struct dr_doctor *d, const struct dr_member *m, char *buf, size_t len) {
+  const struct dr_outcome *o = &m->out;
+  if (o->state == DR_PROFILE)
     snprintf(buf, len, "profile '%s' hash %s (%s, %d intervals)", o->name, o->hash, o->path,
              o->intervals);
-  else if (o->state == M_REFUSED)
+  else if (o->state == DR_REFUSED)
     snprintf(buf, len, "left to NCCL, %s%s: %s", o->cls, o->warn ? " (WARN)" : "", o->reason);
   else if (dr_loaded_ours(&d->procs[m->proc]))
     snprintf(buf, len, "no word from the plugin (NCCL_DEBUG_SUBSYS without INIT or TUNING?)");
@@ -183,20 +193,20 @@ static void ranks_text(char *buf, size_t len, int *r, size_t n) {
 
 #define DR_NOUTCOME 32
 
-int dr_plugin_comm(const struct doctor *d, const struct comms *c, size_t k, int quiet, int *tuned) {
+int dr_plugin_comm(const struct dr_doctor *d, const struct dr_comms *c, size_t k, int quiet, int *tuned) {
   size_t from = c->start[k], to = c->start[k + 1], rep[DR_NOUTCOME], nrep = 0, cnt[DR_NOUTCOME];
-  const struct member *first = &d->mem[c->order[from]];
+  const struct dr_member *first = &d->mem[c->order[from]];
   int seen = dr_ranks_seen(d, c, k), all_profile = 1;
   int *ranks = malloc((to - from) * sizeof *ranks);
   if (!ranks) return -1;
   /* Distinct outcomes (a handful); members are sorted by rank. */
   for (size_t i = from; i < to; i++) {
-    const struct member *m = &d->mem[c->order[i]];
+    const struct dr_member *m = &d->mem[c->order[i]];
     size_t r = 0;
     while (r < nrep && !same_outcome(d, &d->mem[c->order[rep[r]]], m)) r++;
     if (r == nrep && nrep < DR_NOUTCOME) rep[nrep] = i, cnt[nrep++] = 0;
     if (r < nrep) cnt[r]++;
-    all_profile &= m->out.state == M_PROFILE;
+    all_profile &= m->out.state == DR_PROFILE;
   }
   if (!quiet) {
     printf("\ncommunicator %s: nRanks %d nNodes %d, %d rank%s in the log\n",
@@ -221,13 +231,13 @@ int dr_plugin_comm(const struct doctor *d, const struct comms *c, size_t k, int 
     for (size_t r = 1; r < nrep; r++)
       if (cnt[r] > cnt[major]) major = r;
     fprintf(stderr,
-            "pcie-tune doctor: ERROR: the ranks of communicator %s (nRanks %d) disagree: NCCL "
+            "pcie-tune doctor: %sERROR: the ranks of communicator %s (nRanks %d) disagree: NCCL "
             "needs the same decision on every rank; give every rank the same profile and "
             "environment\n",
-            first->commid[0] ? first->commid : "?", first->nranks);
+            d->label ? d->label : "", first->commid[0] ? first->commid : "?", first->nranks);
     size_t named = 0;
     for (size_t i = from; i < to; i++) {
-      const struct member *m = &d->mem[c->order[i]];
+      const struct dr_member *m = &d->mem[c->order[i]];
       if (same_outcome(d, &d->mem[c->order[rep[major]]], m)) continue;
       char where[256], what[1200];
       if (named++ == 8) {
@@ -248,37 +258,55 @@ int dr_plugin_comm(const struct doctor *d, const struct comms *c, size_t k, int 
 }
 
 static int cmp_dec(const void *a, const void *b) {
-  const struct decision *x = a, *y = b;
+  const struct dr_decision *x = a, *y = b;
   int c = strcmp(x->coll, y->coll);
   if (!c) c = strcmp(x->mode, y->mode);
   if (!c) c = x->bytes < y->bytes ? -1 : x->bytes > y->bytes;
   if (!c) c = strcmp(x->choice, y->choice);
+  if (!c) c = x->ch - y->ch;
+  if (!c) c = strcmp(x->why, y->why);
   return c;
 }
 
-void dr_plugin_footer(struct doctor *d) {
+void dr_plugin_footer(const struct dr_doctor *d, int job) {
   int refused = 0;
-  for (size_t i = 0; i < d->nmem; i++) refused += d->mem[i].out.state == M_REFUSED;
+  for (size_t i = 0; i < d->nmem; i++)
+    refused += d->mem[i].out.state == DR_REFUSED && in_job(d, (size_t)d->mem[i].proc, job);
   if (refused) {
     printf("\nrefusals (the plugin left these communicators to NCCL):\n");
     for (size_t i = 0; i < d->nmem; i++) {
-      const struct member *m = &d->mem[i];
-      if (m->out.state != M_REFUSED) continue;
+      const struct dr_member *m = &d->mem[i];
+      if (m->out.state != DR_REFUSED || !in_job(d, (size_t)m->proc, job)) continue;
       printf("  %s:%ld rank %d nRanks %d: [%s] %s\n", d->procs[m->proc].host, d->procs[m->proc].pid,
              m->rank, m->nranks, m->out.cls, m->out.reason);
     }
   }
-  if (!d->ndec) return;
-  qsort(d->dec, d->ndec, sizeof *d->dec, cmp_dec);
-  printf("\ndecisions traced (PCIE_TUNER_TRACE=1), calls summed over ranks:\n");
-  printf("  %-14s %-5s %12s  %-22s %8s  %s\n", "collective", "mode", "bytes", "choice", "calls",
-         "why");
-  for (size_t i = 0; i < d->ndec; i++) {
-    const struct decision *x = &d->dec[i];
+  /* The job's decisions, summed over its processes. */
+  struct dr_decision *dec = malloc((d->ndec + 1) * sizeof *dec);
+  size_t n = 0, u = 0;
+  unsigned long calls = 0, nccl = 0;
+  if (!dec) return;
+  for (size_t i = 0; i < d->ndec; i++)
+    if (in_job(d, (size_t)d->dec[i].proc, job)) dec[n++] = d->dec[i];
+  qsort(dec, n, sizeof *dec, cmp_dec);
+  for (size_t i = 0; i < n; i++) {
+    calls += dec[i].count;
+    if (!dec[i].choice[0]) nccl += dec[i].count;
+    if (u && !cmp_dec(&dec[i], &dec[u - 1])) dec[u - 1].count += dec[i].count;
+    else dec[u++] = dec[i];
+  }
+  if (u) {
+    printf("\ndecisions traced (PCIE_TUNER_TRACE=1), calls summed over ranks:\n");
+    printf("  %-14s %-5s %12s  %-22s %8s  %s\n", "collective", "mode", "bytes", "choice", "calls",
+           "why");
+  }
+  for (size_t i = 0; i < u; i++) {
+    const struct dr_decision *x = &dec[i];
     char ch[64];
     if (x->choice[0]) snprintf(ch, sizeof ch, "%s %d ch", x->choice, x->ch);
     else snprintf(ch, sizeof ch, "NCCL's own");
     printf("  %-14s %-5s %12llu  %-22s %8lu  %s\n", x->coll, x->mode, x->bytes, ch, x->count, x->why);
   }
-  printf("  %lu of %lu traced calls left to NCCL\n", d->trace_nccl, d->trace_calls);
+  if (u) printf("  %lu of %lu traced calls left to NCCL\n", nccl, calls);
+  free(dec);
 }

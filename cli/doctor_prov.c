@@ -34,10 +34,10 @@ static int has_bus(char (*list)[32], int n, const char *bus) {
   return 0;
 }
 
-void dr_prov_report(const struct doctor *d, const struct comms *c, size_t k) {
-  const struct member *m = NULL;
+void dr_prov_report(const struct dr_doctor *d, const struct dr_comms *c, size_t k) {
+  const struct dr_member *m = NULL;
   for (size_t i = c->start[k]; i < c->start[k + 1] && !m; i++)
-    if (d->mem[c->order[i]].out.state == M_PROFILE) m = &d->mem[c->order[i]];
+    if (d->mem[c->order[i]].out.state == DR_PROFILE) m = &d->mem[c->order[i]];
   if (!m) return;
   const char *path = m->out.path;
   char *text = NULL, job_v[32] = "", prof_v[32] = "", job_bus[DR_NBUS][32], prof_bus[DR_NBUS][32];
@@ -70,7 +70,7 @@ void dr_prov_report(const struct doctor *d, const struct comms *c, size_t k) {
     }
   }
   for (size_t i = c->start[k]; i < c->start[k + 1]; i++) {
-    const struct member *x = &d->mem[c->order[i]];
+    const struct dr_member *x = &d->mem[c->order[i]];
     char bus[32];
     if (!job_v[0] && d->procs[x->proc].version[0]) plain_version(d->procs[x->proc].version, job_v, sizeof job_v);
     if (x->busid < 0 || njob == DR_NBUS) continue;

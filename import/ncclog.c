@@ -82,6 +82,10 @@ struct pattern {
  *    "Pattern %d, crossNic %d, nChannels %d, bw %f/%f, type %s/%s,
  *    sameChannels %d" and ncclTopoCompute "Could not find a path for pattern
  *    %d, falling back to simple order" (a WARN up to 2.24, INFO after).
+ *  - NL_COLL: src/enqueue.cc, ncclEnqueueCheck, "%s: opCount %lx sendbuff %p
+ *    recvbuff %p count %zu datatype %d op %d root %d comm %p [nranks=%d]
+ *    stream %p" (the same at 2.28.9 and 2.30.7), with NCCL_DEBUG_SUBSYS=COLL;
+ *    under CUDA-graph capture it is printed once, at capture.
  *  - NL_P2P_DISABLED: src/graph/paths.cc, ncclTopoCheckP2p, "P2P is disabled
  *    between connected GPUs %d and %d. ..." (NVML's P2P status, per pair). */
 static const struct pattern patterns[] = {
@@ -125,6 +129,11 @@ static const struct pattern patterns[] = {
     {NL_P2P_DISABLED, "P2P is disabled between ",
      "^P2P is disabled between (NVLINK )?connected GPUs ([0-9]+) and ([0-9]+)", {2, 3}},
     {NL_ENV, "NCCL_", "^(NCCL_[A-Za-z0-9_]+) set by environment to (.*)$", {1, 2}},
+    {NL_COLL, "*: opCount ",
+     "^([A-Za-z]+): opCount ([0-9a-fA-F]+) sendbuff [^ ]+ recvbuff [^ ]+ count ([0-9]+) datatype "
+     "([0-9]+) op [0-9]+ root -?[0-9]+ comm (0x[0-9a-fA-F]+|\\(nil\\)) \\[nranks=([0-9]+)\\] stream "
+     "([^ ]+)",
+     {1, 2, 3, 4, 5, 6, 7}},
     /* The rest of the init line (intervals, nRanks, nNodes, commId) is read
      * key by key in classify(), so a field added or moved keeps matching. */
     {NL_PT_PROFILE, "PcieTuner: profile ", "^PcieTuner: profile (.+) name '(.*)' hash ([0-9a-f]+)",

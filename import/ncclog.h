@@ -46,6 +46,9 @@ enum nl_kind {
   NL_GRAPH_FALLBACK, /* the search found nothing: f0 pattern (one channel in rank order) */
   NL_P2P_DISABLED,   /* NVML says P2P is off: f0, f1 the two GPUs (NVML indices) */
   NL_ENV,            /* f0 NCCL_X, f1 its value ("NCCL_X set by environment to Y") */
+  NL_COLL,           /* an enqueued collective (NCCL_DEBUG_SUBSYS=COLL): f0 its name
+                      * ("AllReduce"), f1 opCount (hex), f2 count, f3 datatype, f4 comm
+                      * pointer, f5 nranks, f6 stream */
   NL_PT_PROFILE,     /* f0 path, f1 name, f2 hash, f3 intervals, f4 nRanks, f5 nNodes */
   NL_PT_REFUSE,      /* f0 the reason the plugin left the communicator to NCCL ("...; leaving ...") */
   NL_PT_TRACE,       /* f0 collective, f1 bytes, f2 mode, f3 choice or "", f4 channels, f5 why */

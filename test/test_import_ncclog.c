@@ -31,6 +31,7 @@ static const char *const kinds[] = {
     [NL_GRAPH_FALLBACK] = "GRAPH_FALLBACK",
     [NL_P2P_DISABLED] = "P2P_DISABLED",
     [NL_ENV] = "ENV",
+    [NL_COLL] = "COLL",
     [NL_PT_PROFILE] = "PT_PROFILE",
     [NL_PT_REFUSE] = "PT_REFUSE",
     [NL_PT_TRACE] = "PT_TRACE",

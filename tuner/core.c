@@ -115,6 +115,26 @@ static int refuse(const struct pt_ctx *ctx, const struct pt_profile *p, int abi,
   return 0;
 }
 
+/* A global NCCL_PROTO or NCCL_ALGO (teams set NCCL_PROTO=Simple to protect
+ * prefill) hides every choice the profile measured outside it: one WARN per
+ * process naming the variable and the size ranges where the profile would
+ * have chosen otherwise. Worded so that doctor reads it as no refusal. */
+static void warn_global_env(const struct pt_ctx *ctx) {
+  static int warned;
+  const char *proto = getenv("NCCL_PROTO"), *algo = getenv("NCCL_ALGO");
+  char ranges[700], var[160];
+  if ((!proto && !algo) || !ctx->v2_known || __atomic_load_n(&warned, __ATOMIC_RELAXED)) return;
+  if (!pt_env_blocked(ctx->table, &ctx->v2_enable, ranges, sizeof ranges)) return;
+  if (__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED)) return;
+  snprintf(var, sizeof var, "%s%.60s%s%s%.60s", proto ? "NCCL_PROTO=" : "", proto ? proto : "",
+           proto && algo ? " " : "", algo ? "NCCL_ALGO=" : "", algo ? algo : "");
+  initf(ctx->log, ctx->comm_id, NCCL_LOG_WARN, NCCL_ALL,
+        "%s is set for the whole job: NCCL will not run the profile's choice for %s; the profile "
+        "still decides elsewhere (set it per collective, or unset it where the profile was "
+        "measured without it)",
+        var, ranges);
+}
+
 void pt_core_init(struct pt_ctx **out, uint64_t comm_id, size_t nranks, size_t nnodes,
                   ncclDebugLogger_t log) {
   pt_core_init_abi(out, comm_id, nranks, nnodes, log, 0);
@@ -164,6 +184,7 @@ void pt_core_init_abi(struct pt_ctx **out, uint64_t comm_id, size_t nranks, size
     }
     ctx->table = ctx->own;
   }
+  warn_global_env(ctx);
   if (ctx->table->comm_channels)
     snprintf(ch, sizeof ch, "channels <= %d", ctx->table->comm_channels);
   else

@@ -330,3 +330,20 @@ void pt_fp_summary(const struct pt_box_fp *fp, char *buf, size_t len) {
   if (fp->ngpus && !models[0] && !links[0] && !nroot) ADD(" (bus ids only)");
 #undef ADD
 }
+
+int pt_host_line(char *buf, size_t len, const char *path) {
+  return read_line(buf, len, "%s", path);
+}
+
+long pt_host_bytes(const char *path, void *buf, size_t len) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return -1;
+  size_t got = 0;
+  while (got < len) {
+    ssize_t n = read(fd, (char *)buf + got, len - got);
+    if (n <= 0) break;
+    got += (size_t)n;
+  }
+  close(fd);
+  return (long)got;
+}

@@ -11,6 +11,8 @@
 
 #include "nccl/common.h"
 #include "pcie/core.h"
+#include "pcie/profile.h"
+#include "pcie/table.h"
 
 /* NCCL's own spellings (init.cc ncclFuncStr, ncclAlgoStr, ncclProtoStr). */
 static const char *const func_str[PT_NCOLL] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter",
@@ -119,4 +121,43 @@ int pt_env_compare(const struct pt_profile *p, char *msg, size_t len) {
     r |= PT_ENV_PROTOCOLS;
   }
   return r;
+}
+
+static void size_text(char *buf, size_t len, uint64_t b) {
+  static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (u < 4 && b >= 1024 && !(b % 1024)) b /= 1024, u++;
+  snprintf(buf, len, "%llu %s", (unsigned long long)b, unit[u]);
+}
+
+int pt_env_blocked(const struct pt_table *t, const struct pt_nccl_enable *en, char *msg, size_t len) {
+  int n = 0;
+  if (len) msg[0] = 0;
+  for (int f = 0; f < PT_NCOLL; f++) {
+    const struct pt_ivset *s = t->set[f];
+    for (size_t i = 0; s && i < s->n; i++) {
+      const struct pt_interval *iv = &s->iv[i];
+      if (!iv->n) continue;
+      int a = iv->c[0].algo, p = iv->c[0].proto;
+      if (a < 0 || p < 0 || a >= NCCL_NUM_ALGORITHMS || p >= NCCL_NUM_PROTOCOLS) continue;
+      if (en->algo[f][a] && en->proto[f][p]) continue;
+      /* One range per run of blocked intervals with the same first choice. */
+      uint64_t hi = iv->hi;
+      while (i + 1 < s->n && s->iv[i + 1].n && s->iv[i + 1].c[0].algo == a &&
+             s->iv[i + 1].c[0].proto == p)
+        hi = s->iv[++i].hi;
+      char lo_t[32], hi_t[32];
+      size_text(lo_t, sizeof lo_t, iv->lo);
+      size_text(hi_t, sizeof hi_t, hi);
+      size_t used = strlen(msg);
+      if (n++ < 6 && used + 1 < len)
+        snprintf(msg + used, len - used, "%s%s %s-%s (%s/%s)", used ? ", " : "", func_str[f],
+                 lo_t, hi == UINT64_MAX ? "max" : hi_t, pt_algo_name(a), pt_proto_name(p));
+    }
+  }
+  if (n > 6) {
+    size_t used = strlen(msg);
+    if (used + 1 < len) snprintf(msg + used, len - used, " and %d more", n - 6);
+  }
+  return n;
 }

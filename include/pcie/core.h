@@ -90,6 +90,12 @@ void pt_core_finalize(struct pt_ctx *ctx);
  * or -1 when NCCL would refuse the value (then nobody can tell what it runs). */
 int pt_nccl_enabled(const char *algo_env, const char *proto_env, struct pt_nccl_enable *out);
 
+/* The size ranges where the profile's first choice is a combination that
+ * en (a global NCCL_PROTO/NCCL_ALGO) turns off: "AllReduce 0 B-64 KiB
+ * (ring/ll), ..." in msg; returns how many. Init only. */
+struct pt_table;
+int pt_env_blocked(const struct pt_table *t, const struct pt_nccl_enable *en, char *msg, size_t len);
+
 enum { PT_ENV_CHANNELS = 1, PT_ENV_PROTOCOLS = 2 };
 /* Compares the profile's nccl_env with this process's environment. Returns
  * 0, or PT_ENV_* bits for what the differences can change; msg names each

@@ -56,6 +56,13 @@ int pt_fp_bus_id_from_nccl(const char *hex, char *out, size_t len);
  * holds more than PT_FP_MAX_GPUS GPUs. */
 int pt_host_read(const char *root, struct pt_box_fp *fp, char *err, size_t errlen);
 
+/* The same bounded reads, for doctor --host's further files (link state,
+ * config space, IOMMU groups): the first line of a small file without its
+ * newline (0, or -1 when absent), and up to len bytes of a binary one (the
+ * count, or -1 when it cannot be opened). path already holds the root. */
+int pt_host_line(char *buf, size_t len, const char *path);
+long pt_host_bytes(const char *path, void *buf, size_t len);
+
 /* Sorts fp's GPUs by bus id (writers fill them in any order). */
 void pt_fp_sort(struct pt_box_fp *fp);
 
