@@ -1,8 +1,8 @@
 /*
  * pcie-tune check: validates profiles exactly as the plugin loads them and
  * reports every file's first error as file:line: reason, a partial sweep (the
- * plugin refuses it) and a profile without NCCL's default (the plugin uses it
- * but cannot tell where NCCL's own choice is faster).
+ * plugin refuses it) and a profile without NCCL's default (the plugin leaves
+ * those sizes to NCCL: nothing shows a candidate is faster there).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -33,8 +33,10 @@ static const char usage[] =
     "in it. With --nranks, says instead which profile the plugin would choose\n"
     "with PCIE_TUNER_PROFILE=PROFILE|DIR for that communicator, and why (each\n"
     "file's verdict, ties, refusals).\n"
-    "Exit status: 0 all usable (or a profile chosen), 1 any invalid or partial\n"
-    "(or none chosen), 2 bad usage.\n"
+    "A series whose NCCL default was never measured decides nothing (the plugin\n"
+    "leaves it to NCCL) and fails the check.\n"
+    "Exit status: 0 all usable (or a profile chosen), 1 any invalid, partial or\n"
+    "without NCCL's default (or none chosen), 2 bad usage.\n"
     "\n"
     "  -q, --quiet   print nothing for usable profiles (warnings still go to stderr)\n"
     "  --json        one JSON object per profile on stdout instead of text\n"
@@ -156,6 +158,21 @@ static void mode_rule_warnings(const char *path, const struct pt_profile *p,
   }
 }
 
+/* Which series lack NCCL's default, and the run that fixes it. */
+static void no_default_msg(const struct pt_profile *p, char *buf, size_t len) {
+  size_t n = (size_t)snprintf(buf, len, "NCCL's default was not measured for");
+  for (int c = 0; c < PT_NCOLL; c++)
+    for (int m = 0; m < PT_NMODES; m++)
+      if (pt_series_lacks_default(p->series[c][m]) && n < len)
+        n += (size_t)snprintf(buf + n, len - n, " %s %s,", pt_coll_name(c), pt_mode_name(m));
+  if (n < len)
+    snprintf(buf + n - 1, len - n + 1,
+             ": a candidate is chosen only where NCCL's own choice was measured too, so the "
+             "plugin leaves those sizes to NCCL. Measure NCCL's default (the same nccl-tests "
+             "command without NCCL_ALGO, NCCL_PROTO or NCCL_*_NCHANNELS, with NCCL_DEBUG=INFO; "
+             "-G N for graph mode) and import it with the other logs");
+}
+
 static int check_one(const char *path, int quiet, int json) {
   struct pt_profile p;
   struct pt_table t;
@@ -183,15 +200,12 @@ static int check_one(const char *path, int quiet, int json) {
     else fprintf(stderr, "%s: %s; the plugin leaves every decision to NCCL until then\n", path, line);
     status = 1;
   } else if (pt_profile_lacks_default(&p)) {
-    snprintf(line, sizeof line,
-             "warning: a series has candidates but no nccl_default, so the plugin cannot tell "
-             "where it helps: it ranks candidates there as if NCCL's own choice were slower");
-    if (json) json_line(path, "ok", line, &p, &t);
-    else {
-      fprintf(stderr, "%s: %s\n", path, line);
-      if (!quiet)
-        ok_line(path, &p, &t);
-    }
+    /* Kept as data (import --without-default): valid, but it decides
+     * nothing there, which a user who meant to tune must hear as a failure. */
+    no_default_msg(&p, line, sizeof line);
+    if (json) json_line(path, "no_default", line, &p, &t);
+    else fprintf(stderr, "%s: %s\n", path, line);
+    status = 1;
   } else if (json) {
     json_line(path, "ok", NULL, &p, &t);
   } else if (!quiet) {

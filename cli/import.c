@@ -20,7 +20,7 @@
 
 static const char usage_text[] =
     "usage: pcie-tune import --out FILE [--force] [--in-place] [--name NAME]\n"
-    "                        [--setting algo=A,proto=P,channels=N] LOG\n"
+    "                        [--without-default] [--setting algo=A,proto=P,channels=N] LOG\n"
     "                        [[--setting ...] LOG]...\n"
     "       pcie-tune import --out FILE [--force] [--name NAME] --from-nccl-example CONF\n"
     "\n"
@@ -28,7 +28,8 @@ static const char usage_text[] =
     "reduce_scatter_perf, broadcast_perf or reduce_perf), one log per setting.\n"
     "A log's setting comes from the --setting just before it, or from NCCL_ALGO,\n"
     "NCCL_PROTO and NCCL_MAX_NCHANNELS lines in the log; a log with neither is\n"
-    "NCCL's default. LOG '-' reads standard input. Run NCCL's default with\n"
+    "NCCL's default; it is required in each mode (a candidate is chosen only\n"
+    "where NCCL's default was measured too). LOG '-' reads standard input. Run it with\n"
     "NCCL_DEBUG=INFO: its channel count becomes the profile's communicator.channels,\n"
     "and logs measured with more channels are left out.\n"
     "\n"
@@ -37,6 +38,10 @@ static const char usage_text[] =
     "  --force         overwrite FILE\n"
     "  -q, --quiet     no summary of what was written\n"
     "  --in-place      use the in-place times (default: out-of-place)\n"
+    "  --without-default\n"
+    "                  write the profile even where no log is NCCL's default run\n"
+    "                  (refused otherwise): kept as data, the plugin leaves those\n"
+    "                  sizes to NCCL, and check fails it\n"
     "  --name NAME     profile name (default: FILE's base name)\n"
     "  --setting SPEC  the setting of the next LOG: algo=, proto=, channels=\n"
     "  --from-nccl-example CONF\n"
@@ -47,7 +52,7 @@ static const char usage_text[] =
 
 struct args {
   const char *out, *name, *example;
-  int force, in_place, quiet;
+  int force, in_place, quiet, without_default;
   size_t nlogs;
   const char **path;        /* argv strings */
   struct imp_setting *cli;  /* per log */
@@ -83,6 +88,8 @@ static int parse_args(int argc, char **argv, struct args *a) {
       a->quiet = 1;
     } else if (!strcmp(s, "--in-place")) {
       a->in_place = 1;
+    } else if (!strcmp(s, "--without-default")) {
+      a->without_default = 1;
     } else if (!strcmp(s, "--out") || !strcmp(s, "--name") || !strcmp(s, "--setting") ||
                !strcmp(s, "--from-nccl-example")) {
       if (!has_value) return usage_error("%s needs a value", s);
@@ -307,7 +314,7 @@ int cmd_import(int argc, char **argv) {
       goto out;
     }
     struct imp_options o = {.in_place = a.in_place, .name = name, .date = date, .dropped = dropped,
-                             .forced = forced};
+                             .forced = forced, .without_default = a.without_default};
     if (imp_build(&p, in, a.nlogs, &o, &err)) {
       print_error(&err);
       goto out;

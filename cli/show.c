@@ -129,6 +129,8 @@ static const char *why_nccl(const struct pt_interval *iv, const struct pt_series
   if (iv->kind == PT_IV_OUTSIDE) return "NCCL: outside the measured sizes";
   if (iv->kind == PT_IV_MODES_DIFFER)
     return "NCCL: graph and eager measurements disagree (regBuff differs per rank)";
+  if (iv->kind == PT_IV_NO_DEFAULT)
+    return "NCCL: its default was not measured here, so no candidate is shown faster (import its default run)";
   if (iv->kind != PT_IV_NO_GAIN) return "NCCL: nothing usable measured here";
   /* The measured segment the range starts in: the last measured size at
    * or below it and the next one. */
@@ -280,8 +282,9 @@ static void print_text(const struct pt_profile *p, const struct pt_table *t,
            "measured noise)\n",
            100 * pt_profile_margin(p));
   else if (s)
-    printf("warning: no nccl_default in this series: candidates are ranked without knowing "
-           "where NCCL's own choice is faster\n");
+    printf("warning: no nccl_default in this series: a candidate is chosen only where NCCL's "
+           "default was measured too, so NCCL decides every measured size (import its default "
+           "run)%s\n", p->nrules ? "; hand rules still apply where they say" : "");
   printf("figures are measured at the sizes inside a row; ~ marks a row with none, whose figures are\n"
          "interpolated between measured sizes (simulate --box gives the truth there)\n");
   printf("%14s %14s  %-24s %6s %11s %11s %13s  %s\n", "from", "to", "choice", "runs", "latency",
@@ -368,6 +371,7 @@ static const char *kind_name(const struct pt_interval *iv) {
   return iv->kind == PT_IV_OUTSIDE ? "nccl_outside_range"
          : iv->kind == PT_IV_NO_GAIN ? "nccl_no_gain"
          : iv->kind == PT_IV_MODES_DIFFER ? "nccl_modes_differ"
+         : iv->kind == PT_IV_NO_DEFAULT ? "nccl_no_default"
                                      : "nccl_no_data";
 }
 

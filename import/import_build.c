@@ -210,6 +210,19 @@ static int emit_series(struct build *b, struct pt_profile *p, int m) {
                 "no setting measured in %s mode besides NCCL's default (give logs with --setting or "
                 "NCCL_ALGO/NCCL_PROTO/NCCL_MAX_NCHANNELS)",
                 pt_mode_name(m));
+  int has_default = 0;
+  for (size_t i = 0; i < b->nslots; i++) has_default |= b->slots[i].mode == m && b->slots[i].is_default;
+  /* A candidate is chosen only where NCCL's default was measured too
+   * (tuner/table.c): without one the profile decides nothing, and the most
+   * likely cause is a forgotten log, so it is refused unless kept as data. */
+  if (!has_default && !b->o->without_default)
+    return fail(b, b->in[b->first].log.name, 0,
+                "no log of NCCL's default run in %s mode: a candidate is chosen only where NCCL's "
+                "own choice was measured too, so this profile would decide nothing. Add the same "
+                "nccl-tests command run without NCCL_ALGO, NCCL_PROTO, NCCL_*_NCHANNELS or "
+                "--setting (with NCCL_DEBUG=INFO%s), or give --without-default to keep these "
+                "logs as data (the plugin then leaves their sizes to NCCL)",
+                pt_mode_name(m), m == PT_MODE_GRAPH ? " and the same -G N" : "");
   struct pt_series *s = pt_series_new(b->sizes[m], b->nsizes[m]);
   if (!s) return oom(b);
   p->series[b->coll][m] = s;
