@@ -816,7 +816,9 @@ static int explore(struct opts *o, const char *args) {
   }
   if (minv[w])
     fprintf(sum, "of the %.2fx, NCCL_MIN_NCHANNELS=%d alone gives %.2fx and the plugin %.2fx on top\n"
-                 "run the job with (the plugin refuses the profile otherwise):\nexport NCCL_MIN_NCHANNELS=%d\n",
+                 "run the job with it (the profile was measured so; without it the plugin warns at init and\n"
+                 "still decides, but the job runs NCCL's default count and loses that share):\n"
+                 "export NCCL_MIN_NCHANNELS=%d\n",
             base / total[w], minv[w], base / dflt[w], dflt[w] / total[w], minv[w]);
   else
     fprintf(sum, "more channels gain no more than %.0f%%: keep NCCL's own count (leave NCCL_MIN_NCHANNELS unset)\n",

@@ -156,7 +156,7 @@ static const char *why_nccl(const struct pt_interval *iv, const struct pt_series
 
 /* The measured figures of a row [lo, hi] with first choice c, at the
  * measured sizes inside it: latency and NCCL's at the first, the speed-up's
- * range over all. Returns how many there are; with none the outputs are
+ * range over all and the row's two ends. Returns how many there are; with none the outputs are
  * left as they were (the table's interpolated figures). */
 static size_t row_figures(const struct pt_series *s, uint64_t lo, uint64_t hi, const struct pt_choice *c,
                           double *lat, double *def, double *smin, double *smax) {
@@ -174,6 +174,19 @@ static size_t row_figures(const struct pt_series *s, uint64_t lo, uint64_t hi, c
     *smin = fmin(*smin, sp);
     *smax = fmax(*smax, sp);
     n++;
+  }
+  /* A row wider than its measured sizes rests on the lines to the measured
+   * sizes beyond it too: its speed-up at its own ends (interpolated, as the
+   * plugin decided it) belongs in the range, or a row measured at one size
+   * shows that size's gain over all of it (issue 26: 1.42x printed for
+   * 24393 B-256 KiB, where the truth runs from 1.69x down to 1.00x). */
+  for (int e = 0; n && e < 2; e++) {
+    uint64_t x = e ? hi : lo;
+    if (x < s->sizes[0] || x > s->sizes[s->nsizes - 1]) continue;
+    double q = pt_interp_latency(s, cd->points, x), d = pt_interp_latency(s, s->nccl_default, x);
+    if (q <= 0 || d <= 0) continue;
+    *smin = fmin(*smin, d / q);
+    *smax = fmax(*smax, d / q);
   }
   return n;
 }
@@ -331,7 +344,8 @@ static void print_text(const struct pt_profile *p, const struct pt_table *t,
     char r[40];
     if (pins) snprintf(r, sizeof r, "= NCCL's");
     else if (smax >= 1.0 && smin >= 1.0 && smax - smin < 0.005) snprintf(r, sizeof r, "%s%.2fx", mark, smin);
-    else if (smax >= 1.0 && smin >= 1.0) snprintf(r, sizeof r, "%s%.2f-%.2fx", mark, smin, smax);
+    else if (smax >= 1.0 && (smin >= 1.0 || !iv->c[0].from_rule))
+      snprintf(r, sizeof r, "%s%.2f-%.2fx", mark, smin, smax);
     else snprintf(r, sizeof r, "%s", iv->c[0].from_rule && smin < 1.0 ? "rule" : "-");
     printf(" %13s", r);
     snprintf(why, sizeof why, "%s%s",
