@@ -541,7 +541,14 @@ int cmd_show(int argc, char **argv) {
   }
   if (svg) {
     char title[300];
-    snprintf(title, sizeof title, "%s: %s, %s mode", p.name, pt_coll_name(coll), pt_mode_name(mode));
+    /* The mode whose data is drawn: an eager-only import serves graph
+     * calls from its eager series, and the title says so. */
+    int drawn = p.series[coll][mode] || !p.series[coll][!mode] ? mode : !mode;
+    if (drawn == mode)
+      snprintf(title, sizeof title, "%s: %s, %s mode", p.name, pt_coll_name(coll), pt_mode_name(mode));
+    else
+      snprintf(title, sizeof title, "%s: %s, %s mode (its data also serves %s calls)", p.name,
+               pt_coll_name(coll), pt_mode_name(drawn), pt_mode_name(mode));
     struct pt_error_rec we;
     if (pt_svg_write(svg, title, s, set, force, &we)) {
       pt_error_format(&we, buf, sizeof buf);

@@ -4,6 +4,7 @@
  * adaptive sweep draws whole lines, and the legend lists only what is drawn.
  * When rsvg-convert is installed, the chart must also render. */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +101,53 @@ START_TEST(adaptive_sweep_chart) {
 }
 END_TEST
 
+/* Issue 26 §7: an eager-only import drawn for graph calls (show's default
+ * mode) says it draws the eager data; the speed-up figures at small sizes,
+ * a few pixels apart outside the widened band, never overlap. */
+START_TEST(eager_import_title_and_labels) {
+  char *out, *err, *cmd = NULL;
+  ck_assert(asprintf(&cmd, "import --out e.cfg '%s/test/data/nccltests/synth/ar8-eager-default.txt' "
+                           "'%s/test/data/nccltests/synth/ar8-eager-ring-ll-4.txt'",
+                     pt_test_srcdir(), pt_test_srcdir()) > 0);
+  ck_assert_msg(run(&out, &err, cmd) == 0, "%s", err);
+  free(out), free(err), free(cmd);
+  ck_assert_int_eq(run(&out, &err, "show e.cfg --svg e.svg --quiet"), 0);
+  free(out), free(err);
+  char *svg = slurp("e.svg");
+  ck_assert_msg(strstr(svg, "allreduce, eager mode (its data also serves graph calls)") &&
+                    !strstr(svg, ", graph mode<"),
+                "%.400s", svg);
+  free(svg);
+  /* Every size from 8 B: dozens of measured sizes below the band. */
+  ck_assert_int_eq(run(&out, &err,
+                       "profile --backend sim --box gen4-4x-shm --sizes 8:64M --out s.cfg --quiet"),
+                   0);
+  free(out), free(err);
+  ck_assert_int_eq(run(&out, &err, "show s.cfg --svg s.svg --quiet"), 0);
+  free(out), free(err);
+  svg = slurp("s.svg");
+  double lx[256], ly[256];
+  int n = 0;
+  static const char tag[] = "<text x=\"";
+  for (const char *t = strstr(svg, tag); t && n < 256; t = strstr(t + 1, tag)) {
+    double x, y;
+    char tail[64];
+    if (sscanf(t, "<text x=\"%lf\" y=\"%lf\" font-size=\"9\" text-anchor=\"middle\">%63[^<]", &x, &y, tail) == 3 &&
+        strstr(tail, "\u00d7")) {
+      lx[n] = x;
+      ly[n++] = y;
+    }
+  }
+  ck_assert_int_gt(n, 1);
+  for (int i = 0; i < n; i++)
+    for (int j = i + 1; j < n; j++)
+      ck_assert_msg(fabs(lx[i] - lx[j]) >= 28 || fabs(ly[i] - ly[j]) >= 10,
+                    "speed-up labels %d (%.1f, %.1f) and %d (%.1f, %.1f) overlap", i, lx[i], ly[i], j, lx[j],
+                    ly[j]);
+  free(svg);
+}
+END_TEST
+
 /* check accepts a profile of rules only and the plugin uses it, so show
  * --svg must draw it too (it used to dereference the missing series). */
 START_TEST(rules_only_profile) {
@@ -130,6 +178,7 @@ int main(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, adaptive_sweep_chart);
   tcase_add_test(tc, rules_only_profile);
+  tcase_add_test(tc, eager_import_title_and_labels);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }
