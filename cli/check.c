@@ -13,6 +13,7 @@
 #include "args.h"
 #include "check_dir.h"
 #include "cmds.h"
+#include "host_verdict.h"
 #include "json.h"
 #include "nccl/common.h"
 #include "prov_text.h"
@@ -21,7 +22,7 @@
 #include "pcie/table.h"
 
 static const char usage[] =
-    "usage: pcie-tune check [--quiet] [--json] PROFILE|DIR...\n"
+    "usage: pcie-tune check [--quiet] [--json] [--refused-is-error] PROFILE|DIR...\n"
     "       pcie-tune check PROFILE|DIR --nranks N [--nnodes M]\n"
     "\n"
     "Validates each profile as the plugin would load it (docs/profile-format.md).\n"
@@ -40,6 +41,10 @@ static const char usage[] =
     "\n"
     "  -q, --quiet   print nothing for usable profiles (warnings still go to stderr)\n"
     "  --json        one JSON object per profile on stdout instead of text\n"
+    "  --refused-is-error\n"
+    "                exit 1 also for a valid profile the plugin would refuse on\n"
+    "                this host (the last line of each profile says whether it\n"
+    "                uses it, and if not why and what to do)\n"
     "  --nranks N    the communicator's nRanks (1..1048576)\n"
     "  --nnodes M    the communicator's nNodes (default 1)\n";
 
@@ -102,6 +107,16 @@ static void ok_line(const char *path, const struct pt_profile *p, const struct p
          t->nsets == 1 ? "" : "s", prov,
          p->prov.nccl_version, p->prov.backend);
   unseen_line(t);
+}
+
+/* The last line for a valid profile: will the plugin use it here (issue
+ * 26 §2). Returns 1 when it would refuse it. */
+static int host_line(const struct pt_profile *p, int quiet) {
+  char v[3000];
+  int no = cli_host_verdict(p, 0, v, sizeof v);
+  if (!quiet) printf("  %s\n", v);
+  else if (no) fprintf(stderr, "%s\n", v);
+  return no;
 }
 
 /* Of the merged intervals inside rule r's range, how many the rule decides
@@ -173,6 +188,10 @@ static void no_default_msg(const struct pt_profile *p, char *buf, size_t len) {
              "-G N for graph mode) and import it with the other logs");
 }
 
+/* --refused-is-error: a valid profile the plugin would refuse on this host
+ * fails the check (for scripts). */
+static int refused_is_error;
+
 static int check_one(const char *path, int quiet, int json) {
   struct pt_profile p;
   struct pt_table t;
@@ -211,6 +230,7 @@ static int check_one(const char *path, int quiet, int json) {
   } else if (!quiet) {
     ok_line(path, &p, &t);
   }
+  if (!json && !status && host_line(&p, quiet) && refused_is_error) status = 1;
   pt_table_release(&t);
   pt_profile_release(&p);
   return status;
@@ -261,6 +281,8 @@ int cmd_check(int argc, char **argv) {
       quiet = 1;
     } else if (!strcmp(argv[i], "--json")) {
       json = 1;
+    } else if (!strcmp(argv[i], "--refused-is-error")) {
+      refused_is_error = 1;
     } else {
       free(paths);
       return cli_usage_error("check", "unknown option '%s'", argv[i]);

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "cmds.h"
+#include "host_verdict.h"
 #include "import/import_build.h"
 #include "pcie/files.h"
 #include "import/nccl_example.h"
@@ -349,6 +350,9 @@ int cmd_import(int argc, char **argv) {
       summary(&p, a.out);
       summary_communicator(&p, a.out, in, a.nlogs);
     }
+    char v[3000];
+    cli_host_verdict(&p, 0, v, sizeof v);
+    printf("%s: %s\n", a.out, v);
   }
   ret = 0;
 out:

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cmds.h"
+#include "host_verdict.h"
 #include "json.h"
 #include "nccl/common.h"
 #include "prov_text.h"
@@ -498,7 +499,7 @@ int cmd_show(int argc, char **argv) {
   struct pt_profile p;
   struct pt_table t;
   struct pt_error_rec e;
-  char buf[1200];
+  char buf[3000];
   int built = 0;
   memset(&p, 0, sizeof p);
   if (pt_profile_load(&p, path, &e)) {
@@ -536,8 +537,12 @@ int cmd_show(int argc, char **argv) {
    * carries the chart alone. */
   if (!quiet && (!svg || strcmp(svg, "-"))) {
     if (json) print_json(&p, &t, set, coll, mode);
-    else print_text(&p, &t, set, coll, mode, bytes, nranks ? nranks : p.match_nranks,
-                    nnodes ? nnodes : p.match_nnodes);
+    else {
+      print_text(&p, &t, set, coll, mode, bytes, nranks ? nranks : p.match_nranks,
+                 nnodes ? nnodes : p.match_nnodes);
+      cli_host_verdict(&p, (size_t)nnodes, buf, sizeof buf);
+      printf("%s\n", buf);
+    }
   }
   if (svg) {
     char title[300];
