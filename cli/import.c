@@ -14,6 +14,7 @@
 #include "host_verdict.h"
 #include "import/import_build.h"
 #include "pcie/files.h"
+#include "pcie/hostinfo.h"
 #include "import/nccl_example.h"
 
 /* Far above any nccl-tests log; keeps a wrong file (a core dump) out. */
@@ -21,7 +22,8 @@
 
 static const char usage_text[] =
     "usage: pcie-tune import --out FILE [--force] [--in-place] [--name NAME]\n"
-    "                        [--without-default] [--setting algo=A,proto=P,channels=N] LOG\n"
+    "                        [--without-default] [--box-here]\n"
+    "                        [--setting algo=A,proto=P,channels=N] LOG\n"
     "                        [[--setting ...] LOG]...\n"
     "       pcie-tune import --out FILE [--force] [--name NAME] --from-nccl-example CONF\n"
     "\n"
@@ -39,6 +41,10 @@ static const char usage_text[] =
     "  --force         overwrite FILE\n"
     "  -q, --quiet     no summary of what was written\n"
     "  --in-place      use the in-place times (default: out-of-place)\n"
+    "  --box-here      record this host's GPUs as the profile's box (read as the\n"
+    "                  plugin reads them), for an import on the box that ran\n"
+    "                  nccl-tests; refused on a host without NVIDIA GPUs or\n"
+    "                  without the logs' GPUs (default: the box the logs give)\n"
     "  --without-default\n"
     "                  write the profile even where no log is NCCL's default run\n"
     "                  (refused otherwise): kept as data, the plugin leaves those\n"
@@ -53,7 +59,7 @@ static const char usage_text[] =
 
 struct args {
   const char *out, *name, *example;
-  int force, in_place, quiet, without_default;
+  int force, in_place, quiet, without_default, box_here;
   size_t nlogs;
   const char **path;        /* argv strings */
   struct imp_setting *cli;  /* per log */
@@ -91,6 +97,8 @@ static int parse_args(int argc, char **argv, struct args *a) {
       a->in_place = 1;
     } else if (!strcmp(s, "--without-default")) {
       a->without_default = 1;
+    } else if (!strcmp(s, "--box-here")) {
+      a->box_here = 1;
     } else if (!strcmp(s, "--out") || !strcmp(s, "--name") || !strcmp(s, "--setting") ||
                !strcmp(s, "--from-nccl-example")) {
       if (!has_value) return usage_error("%s needs a value", s);
@@ -125,8 +133,9 @@ static int parse_args(int argc, char **argv, struct args *a) {
   }
   if (pending_spec) return usage_error("--setting '%s' is not followed by a log", pending_spec);
   if (!a->out) return usage_error("%s", "--out FILE is required");
-  if (a->example && (a->nlogs || a->in_place))
-    return usage_error("%s", "--from-nccl-example takes no nccl-tests logs and no --in-place");
+  if (a->example && (a->nlogs || a->in_place || a->box_here || a->without_default))
+    return usage_error("%s", "--from-nccl-example takes no nccl-tests logs, --in-place, --box-here or "
+                             "--without-default");
   if (!a->example && !a->nlogs) return usage_error("%s", "no nccl-tests log given");
   return 0;
 }
@@ -271,10 +280,30 @@ static int import_example(const struct args *a, const char *name, const char *da
   return 0;
 }
 
+/* --box-here: this host's GPUs, read with the plugin's own sysfs reader
+ * (tuner/hostinfo.c), for a user importing on the box that ran nccl-tests.
+ * Returns 0, or -1 after saying why (no NVIDIA GPU here included). */
+static int read_box_here(struct pt_box_fp *fp) {
+  char why[512];
+  if (pt_host_read(NULL, fp, why, sizeof why)) {
+    fprintf(stderr, "pcie-tune import: --box-here: cannot read this host's GPUs: %s\n", why);
+    return -1;
+  }
+  if (!fp->ngpus) {
+    fprintf(stderr,
+            "pcie-tune import: --box-here: this host has no NVIDIA GPU (PCI bus read as the plugin "
+            "reads it): run the import on the box that ran nccl-tests, or leave --box-here out to "
+            "record the box the logs give\n");
+    return -1;
+  }
+  return 0;
+}
+
 int cmd_import(int argc, char **argv) {
   struct args a = {0};
   struct imp_input *in = NULL;
   struct pt_profile p = {0};
+  static struct pt_box_fp here;
   struct pt_error_rec err;
   char date[16] = "", *name = NULL;
   int *dropped = NULL, *forced = NULL;
@@ -316,6 +345,8 @@ int cmd_import(int argc, char **argv) {
     }
     struct imp_options o = {.in_place = a.in_place, .name = name, .date = date, .dropped = dropped,
                              .forced = forced, .without_default = a.without_default};
+    if (a.box_here && read_box_here(&here)) goto out;
+    if (a.box_here) o.box = &here;
     if (imp_build(&p, in, a.nlogs, &o, &err)) {
       print_error(&err);
       goto out;

@@ -347,9 +347,19 @@ static int emit_provenance(struct build *b, struct pt_profile *p) {
                             i + 1 < b->n ? ";" : "");
   }
   p->prov.note = note;
-  if (!b->o->box && emit_box(b, p)) return oom(b);
-  if (b->o->box && !(p->prov.box = malloc(sizeof *p->prov.box))) return oom(b);
-  if (b->o->box) *p->prov.box = *b->o->box;
+  if (emit_box(b, p)) return oom(b);
+  if (b->o->box) {
+    /* --box-here: this host's box, after checking that the logs' GPUs are
+     * on it (an import on another machine would record the wrong box). */
+    char diff[800];
+    if (p->prov.box && (pt_fp_compare(p->prov.box, b->o->box, diff, sizeof diff) & PT_FP_DIFF_BOX))
+      return fail(b, b->in[b->first].log.name, 0,
+                  "--box-here: the logs did not run on this host's GPUs (%s); import them on the "
+                  "box that ran nccl-tests, or leave --box-here out to record the box the logs give",
+                  diff);
+    if (!p->prov.box && !(p->prov.box = malloc(sizeof *p->prov.box))) return oom(b);
+    *p->prov.box = *b->o->box;
+  }
   p->prov.tool = pt_strdup("pcie-tune import");
   p->prov.backend = pt_strdup("nccl-tests");
   p->prov.nccl_version = pt_strdup(ver[0] ? ver : "unknown");

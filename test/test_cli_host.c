@@ -140,6 +140,30 @@ START_TEST(check_dir_nranks_applies_the_host_check) {
 }
 END_TEST
 
+/* import --box-here records this host's box (the plugin's reader: model,
+ * link, NUMA node, tree, every GPU), checked against the logs' GPUs;
+ * refused on a host without NVIDIA GPUs and on one without the logs' GPUs. */
+START_TEST(import_box_here) {
+  char args[4096];
+  snprintf(args, sizeof args, "import --box-here --out h.cfg '%s/test/data/nccltests/synth/ar8-eager-default.txt' "
+                              "'%s/test/data/nccltests/synth/ar8-eager-ring-ll-4.txt'",
+           pt_test_srcdir(), pt_test_srcdir());
+  ck_assert_msg(on("right", args) == 0, "%s", err);
+  ck_assert_msg(strstr(out, "the plugin uses this profile") && !strstr(out, "box compared on"), "%s", out);
+  ck_assert_int_eq(on("right", "check h.cfg"), 0);
+  ck_assert_msg(strstr(out, "measured on: 8 GPUs 10de:f078") && strstr(out, "NUMA nodes 1, 0"), "%s", out);
+  char *h = pt_test_path(dir, "h.cfg");
+  ck_assert_int_eq(unlink(h), 0);
+  free(h);
+  ck_assert_int_eq(on("none", args), 1);
+  ck_assert_msg(strstr(err, "--box-here: this host has no NVIDIA GPU") && !strstr(out, "h.cfg"), "%s", err);
+  ck_assert_int_eq(on("other", args), 1);
+  ck_assert_msg(strstr(err, "--box-here: the logs did not run on this host's GPUs (4 measured GPUs are not on "
+                            "this host (0000:45:00, 0000:46:00, 0000:47:00, ...)"),
+                "%s", err);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("cli-host");
   TCase *tc = tcase_create("cli");
@@ -147,6 +171,7 @@ static Suite *suite(void) {
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, import_check_show_say_whether_the_plugin_uses_it);
   tcase_add_test(tc, check_dir_nranks_applies_the_host_check);
+  tcase_add_test(tc, import_box_here);
   suite_add_tcase(s, tc);
   return s;
 }
