@@ -20,6 +20,7 @@
 #include "measure/backends.h"
 #include "measure/explore.h"
 #include "cmds.h"
+#include "engine.h"
 #include "measure/isolate.h"
 #include "nccl/common.h"
 #include "pcie/files.h"
@@ -45,6 +46,11 @@ static const char usage_text[] =
     "  --cudart-lib PATH      nccl: the CUDA runtime; default beside libnccl, then the system's\n"
     "  --plugin PATH          nccl: the tuner plugin NCCL loads; default next to pcie-tune\n"
     "  --process-model M      nccl: per-gpu (a process per GPU, as vLLM/torch) or single; per-gpu\n"
+    "  --engine E             nccl: vllm, sglang or none: set in the workers the NCCL variables\n"
+    "                         that engine sets (vllm: NCCL_CUMEM_ENABLE=0; sglang: also\n"
+    "                         NCCL_NVLS_ENABLE=0), recorded in nccl_env; none (the default)\n"
+    "                         matches a job that runs NCCL with this environment as it is\n"
+    "                         (torchrun, nccl-tests); docs/gpu.md, \"Engines\"\n"
     "  --in-place             nccl: all-reduce in place (default: out of place, as most engines)\n"
     "  --buffers B            nccl: cudaMalloc (torch's caching allocator, the engines' default)\n"
     "                         or ncclMemAlloc (an NCCL memory pool); cudaMalloc (docs/gpu.md)\n"
@@ -86,6 +92,7 @@ static void on_signal(int sig) { interrupted = sig; }
 
 struct opts {
   const char *backend, *box, *out, *name, *gpus, *nccl_lib, *plugin, *cudart_lib;
+  const char *engine; /* --engine: vllm, sglang or none (NULL: none) */
   int single;   /* --process-model single */
   int in_place; /* --in-place */
   int nccl_mem; /* --buffers ncclMemAlloc */
@@ -241,6 +248,10 @@ static int parse(int argc, char **argv, struct opts *o) {
       NEED_ARG
       if (record_word(a, v)) return 2;
       *(a[2] == 'n' ? &o->nccl_lib : a[2] == 'p' ? &o->plugin : &o->cudart_lib) = v;
+    } else if (!strcmp(a, "--engine")) {
+      NEED_ARG
+      if (!cli_engine_known(v)) return bad("bad --engine '%s' (vllm, sglang or none)", v);
+      o->engine = v;
     } else if (!strcmp(a, "--in-place")) {
       o->in_place = 1;
     } else if (!strcmp(a, "--buffers")) {
@@ -366,6 +377,7 @@ static int canonical(const struct opts *o, char *buf, size_t len) {
     if (o->plugin) rec_add(&r, " --plugin %s", o->plugin);
     if (o->in_place) rec_add(&r, " --in-place");
     if (o->nccl_mem) rec_add(&r, " --buffers ncclMemAlloc");
+    if (o->engine && strcmp(o->engine, "none")) rec_add(&r, " --engine %s", o->engine);
     rec_add(&r, " --warmup-ms %llu", o->warmup_ms);
   } else {
     rec_add(&r, " --box %s --seed %llu", o->box, o->seed);
@@ -602,6 +614,11 @@ static int run(struct opts *o, const char *args, int resume, int min_ch, struct 
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
+  /* The engine's variables, before the workers start: they inherit this
+   * environment, and the profile's nccl_env records it. */
+  char eng[600];
+  cli_engine_apply(o->engine, eng, sizeof eng);
+  if (eng[0] && !o->quiet) fprintf(stderr, "pcie-tune profile: --engine %s: %s\n", o->engine, eng);
   if ((status = open_backend(o, min_ch, &be))) goto out;
   status = 1;
   be.info(be.self, &r.bi);
@@ -900,8 +917,8 @@ int cmd_profile(int argc, char **argv) {
     if (!o.gpus) return bad("missing --gpus LIST for the nccl backend (e.g. --gpus 0-7)");
     if (o.box || o.isolate || o.ninject) return bad("--box, --isolate and --inject are for --backend sim");
   } else if (!strcmp(o.backend, "sim")) {
-    if (o.nccl_lib || o.plugin || o.cudart_lib || o.single || o.in_place || o.nccl_mem)
-      return bad("--nccl-lib, --cudart-lib, --plugin, --process-model, --in-place and --buffers are for --backend nccl");
+    if (o.nccl_lib || o.plugin || o.cudart_lib || o.single || o.in_place || o.nccl_mem || o.engine)
+      return bad("--nccl-lib, --cudart-lib, --plugin, --process-model, --in-place, --buffers and --engine are for --backend nccl");
     if (!o.box) return bad("missing --box NAME|FILE for the sim backend");
     if (o.gpus) return bad("--gpus is for --backend nccl");
     if (o.ninject && !o.isolate) return bad("--inject needs --isolate (faults happen in workers)");

@@ -384,6 +384,23 @@ START_TEST(box_from_nccl_tests_logs_compared_on_what_it_holds) {
 }
 END_TEST
 
+/* Issue 26 §4: a profile measured with vLLM's NCCL_CUMEM_ENABLE=0 warns in
+ * a job whose value differs (unset: cuMem on), as for other NCCL_*
+ * variables, and still decides; the same value is silent. */
+START_TEST(cumem_enable_differs_warns) {
+  use_profile("gen5-8x-p2p", "2.30.7", "nranks = 8;", "nccl_env = { NCCL_CUMEM_ENABLE = \"0\"; };\n");
+  run_on("gen5-8x-p2p");
+  unsetenv("NCCL_CUMEM_ENABLE");
+  ck_assert(tunes(0, 8, 1, ph_logger));
+  ck_assert_uint_eq(ph_log_find(NCCL_LOG_WARN, "NCCL_CUMEM_ENABLE is unset here but was '0' when measured"), 1);
+  ph_log_clear();
+  setenv("NCCL_CUMEM_ENABLE", "0", 1);
+  ck_assert(tunes(0, 8, 1, ph_logger));
+  ck_assert_uint_eq(ph_log_find(NCCL_LOG_WARN, NULL), 0);
+  unsetenv("NCCL_CUMEM_ENABLE");
+}
+END_TEST
+
 START_TEST(profile_without_box_is_refused) {
   run_on("gen5-8x-p2p");
   pt_test_use_example_profile();
@@ -545,6 +562,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, foreign_profile_accepted_on_purpose);
   tcase_add_test(tc, several_nodes_host_only_warns);
   tcase_add_test(tc, profile_without_box_is_refused);
+  tcase_add_test(tc, cumem_enable_differs_warns);
   tcase_add_test(tc, box_from_nccl_tests_logs_compared_on_what_it_holds);
   tcase_add_test(tc, communicator_gpus_must_be_on_the_host);
   tcase_add_test(tc, nccl_version_found_through_its_logger);
