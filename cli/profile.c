@@ -21,6 +21,7 @@
 #include "measure/explore.h"
 #include "cmds.h"
 #include "engine.h"
+#include "nccl_pick.h"
 #include "measure/isolate.h"
 #include "nccl/common.h"
 #include "pcie/files.h"
@@ -42,7 +43,10 @@ static const char usage_text[] =
     "  --ops N                nccl: all-reduces per captured graph / timed launch; 20\n"
     "  --warmup N             nccl: untimed launches after the first one; 5\n"
     "  --warmup-ms MS         nccl: then untimed replays for this much GPU time; 100\n"
-    "  --nccl-lib PATH        nccl: the libnccl to measure with (e.g. your torch wheel's)\n"
+    "  --nccl-lib PATH|auto   nccl: the libnccl to measure with; auto (the default): the one\n"
+    "                         the engine loads (VLLM_NCCL_SO_PATH, else torch's wheel in\n"
+    "                         python3's environment), else the loader's libnccl.so.2; another\n"
+    "                         minor version than the engine's is refused without --force\n"
     "  --cudart-lib PATH      nccl: the CUDA runtime; default beside libnccl, then the system's\n"
     "  --plugin PATH          nccl: the tuner plugin NCCL loads; default next to pcie-tune\n"
     "  --process-model M      nccl: per-gpu (a process per GPU, as vLLM/torch) or single; per-gpu\n"
@@ -82,7 +86,8 @@ static const char usage_text[] =
     "  --name NAME            profile name; the box name\n"
     "  --budget N             stop after N repetitions, leaving a partial profile\n"
     "  --resume               continue the partial profile --out FILE\n"
-    "  --force                overwrite an existing --out FILE\n"
+    "  --force                overwrite an existing --out FILE; nccl: measure even another\n"
+    "                         NCCL minor version than the engine's\n"
     "  --quiet                no progress on stderr\n";
 
 static volatile sig_atomic_t interrupted;
@@ -848,6 +853,41 @@ out:
   return status;
 }
 
+/* --nccl-lib auto (the default): the NCCL the engine loads when a Python
+ * environment with torch (or VLLM_NCCL_SO_PATH) names one, else the
+ * loader's. Says which NCCL will be measured and which the engine loads,
+ * and refuses (without --force) to measure another minor version than the
+ * engine's: the plugin would refuse the profile at the job's first init.
+ * The resolved path goes into the resume record. Returns 0 or 1. */
+static int pick_nccl(struct opts *o) {
+  static struct cli_nccl eng, meas;
+  int have_eng = cli_engine_nccl(&eng);
+  if (!o->nccl_lib || !strcmp(o->nccl_lib, "auto")) o->nccl_lib = have_eng ? eng.path : NULL;
+  int have_meas = cli_nccl_at(o->nccl_lib, &meas);
+  if (!o->quiet) {
+    if (have_meas)
+      fprintf(stderr, "pcie-tune profile: measuring NCCL %d.%d.%d from %s\n", meas.major, meas.minor,
+              meas.patch, meas.path);
+    if (have_eng)
+      fprintf(stderr, "pcie-tune profile: the engine loads NCCL %d.%d.%d from %s (%s)\n", eng.major,
+              eng.minor, eng.patch, eng.path, eng.from);
+    else
+      fprintf(stderr, "pcie-tune profile: no Python environment with torch found (python3 on PATH) and "
+                      "no VLLM_NCCL_SO_PATH: make sure the job loads this NCCL, or give --nccl-lib the "
+                      "libnccl.so.2 it loads\n");
+  }
+  if (have_eng && have_meas && (eng.major != meas.major || eng.minor != meas.minor) && !o->force) {
+    fprintf(stderr,
+            "pcie-tune profile: would measure NCCL %d.%d.%d (%s), but the engine loads NCCL %d.%d.%d "
+            "(%s, %s): the plugin refuses a profile of another minor version at the job's first "
+            "init. Give --nccl-lib %s (or leave --nccl-lib out), or --force to measure anyway\n",
+            meas.major, meas.minor, meas.patch, meas.path, eng.major, eng.minor, eng.patch, eng.path,
+            eng.from, eng.path);
+    return 1;
+  }
+  return 0;
+}
+
 int cmd_profile(int argc, char **argv) {
   struct opts o, given;
   char args[sizeof ((struct pt_sweepfile_state *)0)->args];
@@ -950,6 +990,7 @@ int cmd_profile(int argc, char **argv) {
     snprintf(gpu_name, sizeof gpu_name, "nccl-gpus-%s", o.gpus);
     o.name = gpu_name;
   }
+  if (!strcmp(o.backend, "nccl") && pick_nccl(&o)) return 1;
   if (canonical(&o, args, sizeof args))
     return bad("the options do not fit in the %zu-byte resume record; shorten --box, --name or --inject",
                sizeof args);
