@@ -47,7 +47,15 @@ int cli_engine_nccl(struct cli_nccl *out) {
     snprintf(out->from, sizeof out->from, "VLLM_NCCL_SO_PATH");
     return cli_nccl_at(so, out);
   }
-  FILE *py = popen("python3 -c 'import sys; print(chr(10).join(p for p in sys.path if p))' 2>/dev/null", "r");
+  /* PCIE_TUNE_PYTHON names the engine's interpreter (a venv's bin/python)
+   * without activating it; empty: no lookup. */
+  const char *python = getenv("PCIE_TUNE_PYTHON");
+  if (!python) python = "python3";
+  if (!python[0] || strchr(python, '\'')) return 0;
+  char cmd[1400];
+  snprintf(cmd, sizeof cmd, "'%.1024s' -c 'import sys; print(chr(10).join(p for p in sys.path if p))' 2>/dev/null",
+           python);
+  FILE *py = popen(cmd, "r");
   if (!py) return 0;
   char line[1024], lib[1100] = "", torch_at[1024] = "";
   while (fgets(line, sizeof line, py)) {
@@ -58,6 +66,6 @@ int cli_engine_nccl(struct cli_nccl *out) {
   }
   pclose(py);
   if (!torch_at[0] || !lib[0]) return 0;
-  snprintf(out->from, sizeof out->from, "torch's wheel, python3's nvidia-nccl in %.100s", torch_at);
+  snprintf(out->from, sizeof out->from, "torch's wheel, the nvidia-nccl wheel in %.100s", torch_at);
   return cli_nccl_at(lib, out);
 }

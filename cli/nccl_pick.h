@@ -17,7 +17,8 @@ struct cli_nccl {
 
 /* The NCCL an engine (vLLM, SGLang) loads: the file VLLM_NCCL_SO_PATH names
  * (vLLM's find_nccl_library), else the libnccl.so.2 of the nvidia-nccl
- * wheel in the Python environment that has torch (python3 on PATH; the
+ * wheel in the Python environment that has torch (PCIE_TUNE_PYTHON, else
+ * python3 on PATH; empty: none looked up; the
  * first sys.path entry holding nvidia/nccl/lib, as torch/__init__.py's
  * _preload_cuda_deps searches; torch's own libraries point there too).
  * Returns 1 with *out filled and the version read, 0 when none is found. */

@@ -51,7 +51,7 @@ static int profile(const char *env, const char *args) {
   free(out);
   free(err);
   ck_assert(asprintf(&cmd,
-                     "cd '%s' && TMPDIR='%s' PATH='%s/bin':\"$PATH\" PTDOUBLE_BOX=consumer-2x %s timeout 120 '%s' "
+                     "cd '%s' && TMPDIR='%s' PATH='%s/bin':\"$PATH\" PCIE_TUNE_PYTHON=python3 PTDOUBLE_BOX=consumer-2x %s timeout 120 '%s' "
                      "profile --backend nccl --gpus 0-1 --ops 1 --warmup-ms 0 --sizes 4K:8K --algos ring "
                      "--protos simple --channels 1 --reps 2 %s",
                      dir, dir, dir, env, pt_test_cli(), args) > 0);
@@ -64,7 +64,7 @@ START_TEST(auto_measures_the_engines_nccl) {
   ck_assert_msg(profile("", "--out p.cfg") == 0, "%s", err);
   ck_assert_msg(strstr(err, "measuring NCCL 2.28.9 from ") && strstr(err, "/site/nvidia/nccl/lib/libnccl.so.2") &&
                     strstr(err, "the engine loads NCCL 2.28.9 from ") &&
-                    strstr(err, "(torch's wheel, python3's nvidia-nccl in "),
+                    strstr(err, "(torch's wheel, the nvidia-nccl wheel in "),
                 "%s", err);
   char *cfg = NULL, *cmd = NULL, *e2 = NULL;
   ck_assert(asprintf(&cmd, "cat '%s/p.cfg'", dir) > 0);
