@@ -17,6 +17,7 @@
 
 #include "measure/backend_isolated_faults.h"
 #include "measure/backend_nccl.h"
+#include "measure/gpu_nccl.h"
 #include "measure/backends.h"
 #include "measure/explore.h"
 #include "cmds.h"
@@ -55,6 +56,9 @@ static const char usage_text[] =
     "                         NCCL_NVLS_ENABLE=0), recorded in nccl_env; none (the default)\n"
     "                         matches a job that runs NCCL with this environment as it is\n"
     "                         (torchrun, nccl-tests); docs/gpu.md, \"Engines\"\n"
+    "  --same-gpu-ranks       nccl: let --gpus repeat a GPU (--gpus 0,0): each rank a node of its\n"
+    "                         own to NCCL (NCCL_HOSTID), over sockets on lo, so that one GPU\n"
+    "                         tests the forcing path (bench/gpu_smoke.sh); not a measurement\n"
     "  --in-place             nccl: all-reduce in place (default: out of place, as most engines)\n"
     "  --buffers B            nccl: cudaMalloc (torch's caching allocator, the engines' default)\n"
     "                         or ncclMemAlloc (an NCCL memory pool); cudaMalloc (docs/gpu.md)\n"
@@ -101,6 +105,7 @@ struct opts {
   int single;   /* --process-model single */
   int in_place; /* --in-place */
   int nccl_mem; /* --buffers ncclMemAlloc */
+  int same_gpu; /* --same-gpu-ranks */
   const char *inject[MAX_INJECT];
   size_t ninject;
   int isolate;
@@ -253,6 +258,8 @@ static int parse(int argc, char **argv, struct opts *o) {
       NEED_ARG
       if (record_word(a, v)) return 2;
       *(a[2] == 'n' ? &o->nccl_lib : a[2] == 'p' ? &o->plugin : &o->cudart_lib) = v;
+    } else if (!strcmp(a, "--same-gpu-ranks")) {
+      o->same_gpu = 1;
     } else if (!strcmp(a, "--engine")) {
       NEED_ARG
       if (!cli_engine_known(v)) return bad("bad --engine '%s' (vllm, sglang or none)", v);
@@ -383,6 +390,7 @@ static int canonical(const struct opts *o, char *buf, size_t len) {
     if (o->in_place) rec_add(&r, " --in-place");
     if (o->nccl_mem) rec_add(&r, " --buffers ncclMemAlloc");
     if (o->engine && strcmp(o->engine, "none")) rec_add(&r, " --engine %s", o->engine);
+    if (o->same_gpu) rec_add(&r, " --same-gpu-ranks");
     rec_add(&r, " --warmup-ms %llu", o->warmup_ms);
   } else {
     rec_add(&r, " --box %s --seed %llu", o->box, o->seed);
@@ -470,6 +478,7 @@ static int open_backend(const struct opts *o, int min_ch, struct pt_backend *be)
     no.single = o->single;
     no.in_place = o->in_place;
     no.nccl_mem = o->nccl_mem;
+    no.same_gpu = o->same_gpu;
     no.stop = &interrupted;
     rc = pt_backend_nccl_open(be, &no, &e);
   } else {
@@ -861,6 +870,9 @@ out:
  * The resolved path goes into the resume record. Returns 0 or 1. */
 static int pick_nccl(struct opts *o) {
   static struct cli_nccl eng, meas;
+  int dev[PT_GPU_MAX];
+  /* A bad --gpus is the backend's to report, alone. */
+  if (pt_nccl_parse_gpus(o->gpus, dev, PT_GPU_MAX, 1) < 0) return 0;
   int have_eng = cli_engine_nccl(&eng);
   if (!o->nccl_lib || !strcmp(o->nccl_lib, "auto")) o->nccl_lib = have_eng ? eng.path : NULL;
   int have_meas = cli_nccl_at(o->nccl_lib, &meas);
@@ -957,8 +969,9 @@ int cmd_profile(int argc, char **argv) {
     if (!o.gpus) return bad("missing --gpus LIST for the nccl backend (e.g. --gpus 0-7)");
     if (o.box || o.isolate || o.ninject) return bad("--box, --isolate and --inject are for --backend sim");
   } else if (!strcmp(o.backend, "sim")) {
-    if (o.nccl_lib || o.plugin || o.cudart_lib || o.single || o.in_place || o.nccl_mem || o.engine)
-      return bad("--nccl-lib, --cudart-lib, --plugin, --process-model, --in-place, --buffers and --engine are for --backend nccl");
+    if (o.nccl_lib || o.plugin || o.cudart_lib || o.single || o.in_place || o.nccl_mem || o.engine || o.same_gpu)
+      return bad("--nccl-lib, --cudart-lib, --plugin, --process-model, --in-place, --buffers, --engine and "
+                 "--same-gpu-ranks are for --backend nccl");
     if (!o.box) return bad("missing --box NAME|FILE for the sim backend");
     if (o.gpus) return bad("--gpus is for --backend nccl");
     if (o.ninject && !o.isolate) return bad("--inject needs --isolate (faults happen in workers)");

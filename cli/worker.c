@@ -36,7 +36,7 @@ static const char usage_text[] =
 
 struct wopts {
   const char *backend, *box, *gpus, *plugin, *nccl_lib, *cudart_lib, *scratch;
-  int single, in_place, nccl_mem;
+  int single, in_place, nccl_mem, same_gpu;
   unsigned long long seed;
   unsigned ops, warmup, warmup_ms;
   struct pt_fault faults[PT_MAX_FAULTS];
@@ -104,6 +104,10 @@ static int parse(int argc, char **argv, struct wopts *o, char *msg, size_t len) 
         return uerr(msg, len, "bad --process-model '%s' (per-gpu or single)", v);
       o->single = !strcmp(v, "single");
     }
+    else if (!strcmp(a, "--same-gpu-ranks")) {
+      if (strcmp(v, "yes")) return uerr(msg, len, "bad --same-gpu-ranks '%s' (yes)", v);
+      o->same_gpu = 1;
+    }
     else if (!strcmp(a, "--seed")) {
       if (parse_u(v, ~0ULL, &o->seed)) return uerr(msg, len, "bad --seed '%s'", v);
     } else if (!strcmp(a, "--ops")) {
@@ -144,9 +148,9 @@ static int open_backend(const struct wopts *o, struct pt_backend *b, char **prov
     return (*prov = pt_strdup("")) ? 0 : PT_ENOMEM;
   }
   struct pt_gpu_opts g = {.plugin = o->plugin, .nccl_lib = o->nccl_lib, .cudart_lib = o->cudart_lib,
-                          .scratch = o->scratch, .single = o->single, .in_place = o->in_place, .nccl_mem = o->nccl_mem, .warmup_ms = o->warmup_ms, .beat_fd = out, .ops = o->ops,
+                          .scratch = o->scratch, .single = o->single, .same_gpu = o->same_gpu, .in_place = o->in_place, .nccl_mem = o->nccl_mem, .warmup_ms = o->warmup_ms, .beat_fd = out, .ops = o->ops,
                           .warmup = o->warmup};
-  if ((g.ngpus = pt_nccl_parse_gpus(o->gpus, g.gpus, PT_GPU_MAX)) < 0) {
+  if ((g.ngpus = pt_nccl_parse_gpus(o->gpus, g.gpus, PT_GPU_MAX, o->same_gpu)) < 0) {
     snprintf(e->file, sizeof e->file, "--gpus");
     e->line = 0;
     snprintf(e->msg, sizeof e->msg, "bad list '%s' (e.g. 0-7 or 0,2,4,6; each GPU once)", o->gpus);

@@ -32,7 +32,7 @@ static int parse_uint(const char **p, int *out) {
   return 0;
 }
 
-int pt_nccl_parse_gpus(const char *s, int *out, int max) {
+int pt_nccl_parse_gpus(const char *s, int *out, int max, int repeat) {
   int n = 0;
   if (!s || !*s) return -1;
   for (const char *p = s;;) {
@@ -44,7 +44,7 @@ int pt_nccl_parse_gpus(const char *s, int *out, int max) {
       if (parse_uint(&p, &hi) || hi < lo) return -1;
     }
     for (int d = lo; d <= hi; d++) {
-      for (int k = 0; k < n; k++)
+      for (int k = 0; k < n && !repeat; k++)
         if (out[k] == d) return -1;
       if (n == max) return -1;
       out[n++] = d;
@@ -76,9 +76,22 @@ int pt_backend_nccl_open(struct pt_backend *b, const struct pt_nccl_opts *o,
   memset(b, 0, sizeof *b);
   snprintf(err->file, sizeof err->file, "nccl backend"); /* printed after "pcie-tune profile: " */
   err->line = 0;
-  if (pt_nccl_parse_gpus(o->gpus, gpus, PT_GPU_MAX) < 0) {
+  int n = pt_nccl_parse_gpus(o->gpus, gpus, PT_GPU_MAX, o->same_gpu);
+  if (n < 0 && pt_nccl_parse_gpus(o->gpus, gpus, PT_GPU_MAX, 1) > 0) {
+    snprintf(err->msg, sizeof err->msg,
+             "--gpus '%s' lists a GPU twice; NCCL refuses two ranks on one GPU of one host. To run "
+             "them as two nodes over sockets (a one-GPU machine testing the forcing path) add "
+             "--same-gpu-ranks", o->gpus);
+    return PT_EINVAL;
+  }
+  if (n < 0) {
     snprintf(err->msg, sizeof err->msg, "bad --gpus '%s' (e.g. 0-7 or 0,2,4,6; each GPU once, at most %d)",
              o->gpus ? o->gpus : "", PT_GPU_MAX);
+    return PT_EINVAL;
+  }
+  if (o->same_gpu && o->single) {
+    snprintf(err->msg, sizeof err->msg, "--same-gpu-ranks needs a process per rank (each its own "
+                                        "NCCL_HOSTID), not --process-model single");
     return PT_EINVAL;
   }
   if (o->ops < 1 || o->ops > 1000 || o->warmup > 1000) {
@@ -116,6 +129,10 @@ int pt_backend_nccl_open(struct pt_backend *b, const struct pt_nccl_opts *o,
   args[k++] = o->nccl_mem ? "ncclMemAlloc" : "cudaMalloc";
   args[k++] = "--process-model";
   args[k++] = o->single ? "single" : "per-gpu";
+  if (o->same_gpu) {
+    args[k++] = "--same-gpu-ranks";
+    args[k++] = "yes";
+  }
   int rc = make_scratch(scratch, sizeof scratch, err);
   if (rc) return rc;
   args[k++] = "--scratch";

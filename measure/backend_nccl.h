@@ -18,6 +18,8 @@ struct pt_nccl_opts {
   const char *nccl_lib;   /* NULL = libnccl.so.2 */
   const char *cudart_lib; /* NULL = beside libnccl, then the loader's path */
   int single;             /* 1: one worker process drives every GPU from a thread each */
+  int same_gpu;           /* 1: --same-gpu-ranks: gpus may repeat; each rank its own node
+                             (NCCL_HOSTID), over sockets on lo (measure/gpu_nccl.c) */
   int in_place;           /* 1: all-reduce in place */
   int nccl_mem;           /* 1: buffers from ncclMemAlloc; 0: cudaMalloc, as torch's allocator */
   unsigned ops;           /* all-reduces per timed launch / captured graph */
@@ -35,8 +37,9 @@ struct pt_nccl_opts {
 void pt_nccl_opts_default(struct pt_nccl_opts *o);
 
 /* Parses a GPU list ("0-7", "0,2-3") into out[0..max). Returns how many,
- * or -1 for syntax errors, duplicates, more than max, or ordinals above 1023. */
-int pt_nccl_parse_gpus(const char *s, int *out, int max);
+ * or -1 for syntax errors, duplicates (unless repeat), more than max, or
+ * ordinals above 1023. */
+int pt_nccl_parse_gpus(const char *s, int *out, int max, int repeat);
 
 /* 1 when this binary can measure GPUs (built with CUDA and NCCL). */
 int pt_backend_nccl_built(void);
