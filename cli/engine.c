@@ -32,8 +32,9 @@ static const struct setting settings[] = {
     {"sglang", "NCCL_NVLS_ENABLE", "0"},
 };
 
-int cli_engine_known(const char *name) {
-  return !strcmp(name, "vllm") || !strcmp(name, "sglang") || !strcmp(name, "none");
+const char *cli_engine_name(int i) {
+  static const char *const names[] = {"none", "vllm", "sglang"};
+  return i >= 0 && i < 3 ? names[i] : "none";
 }
 
 void cli_engine_apply(const char *engine, char *msg, size_t len) {

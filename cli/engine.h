@@ -11,8 +11,10 @@
 
 #include <stddef.h>
 
-/* 1 when name is a known engine ("vllm", "sglang", "none"). */
-int cli_engine_known(const char *name);
+/* The engines --engine takes, as a table row's choice list, in index order. */
+#define CLI_ENGINES "none|vllm|sglang"
+/* The name of engine index i of CLI_ENGINES. */
+const char *cli_engine_name(int i);
 
 /* Sets engine's variables in this process's environment where unset (as
  * the engines do: each leaves a variable the user set alone), and writes

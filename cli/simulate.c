@@ -13,7 +13,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "args.h"
+#include "opt.h"
 #include "cmds.h"
 #include "json.h"
 #include "measure/workload.h"
@@ -23,7 +23,49 @@
 #define MAX_ITEMS 256
 #define PLUGIN_NAME "PcieTuner" /* tuner/tuner_v*.c, .name */
 
-static const char usage_text[] =
+struct sim_opts {
+  const char *profile, *box, *workload, *plugin, *tokens;
+  unsigned long long calls;
+  uint64_t bpt;
+  int mode, json, quiet;
+};
+
+static int one_profile(void *opts, const char *arg, char *why, size_t len) {
+  struct sim_opts *o = opts;
+  if (!o->profile) o->profile = arg;
+  else snprintf(why, len, "more than one profile given ('%s')", arg);
+  return o->profile == arg ? 0 : -1;
+}
+
+static int bytes_per_token(void *opts, const char *v, char *why, size_t len) {
+  if (!pt_size_parse(v, 1, 1ULL << 30, &((struct sim_opts *)opts)->bpt)) return 0;
+  snprintf(why, len, "1..1G");
+  return -1;
+}
+
+#define F(x) offsetof(struct sim_opts, x)
+
+static const struct cli_opt simulate_rows[] = {
+    CLI_ROW("box", 0, CLI_STR, "NAME|FILE", F(box), 0, 0, NULL, 0, 0, "a built-in box name or a box file (docs/sim.md)"),
+    CLI_ROW("workload", 0, CLI_STR, "FILE", F(workload), 0, 0, NULL, 0, 0,
+            "steps from a file: lines 'STEP COLLECTIVE BYTES COUNT';\nconsecutive lines with the same STEP form one "
+            "step\n(BYTES, like --bytes-per-token, takes K, M, G suffixes)"),
+    CLI_ROW("tokens", 0, CLI_STR, "LIST", F(tokens), 0, 0, "1,4,8,16,32,64,128", 0, 0,
+            "the default workload's token counts, one step each"),
+    CLI_ROW("bytes-per-token", 0, CLI_CUSTOM, "N", 0, 0, 0, "14336", 0, 0, "all-reduce bytes per token",
+            .parse = bytes_per_token),
+    CLI_ROW("calls", 0, CLI_UINT, "N", F(calls), 1, 1000000, "123", 0, 0, "all-reduces per step"),
+    CLI_ROW("graph", 0, CLI_SET, NULL, F(mode), PT_MODE_GRAPH, 0, "", 0, 0, "CUDA-graph launches"),
+    CLI_ROW("eager", 0, CLI_SET, NULL, F(mode), PT_MODE_EAGER, 0, NULL, 0, 0, "eager launches"),
+    CLI_ROW("plugin", 0, CLI_STR, "SO", F(plugin), 0, 0, NULL, 0, 0,
+            "plugin to load (default: $PCIE_TUNER_SO, else\nlibnccl-tuner-pcie.so next to pcie-tune or in ../lib)"),
+    CLI_ROW("json", 0, CLI_FLAG, NULL, F(json), 0, 0, NULL, 0, 0, "the same results as one JSON object"),
+    CLI_ROW("quiet", 'q', CLI_FLAG, NULL, F(quiet), 0, 0, NULL, 0, 0, "print only the total"),
+    CLI_END_ROW,
+};
+
+const struct cli_cmd simulate_cli = {
+    "simulate",
     "usage: pcie-tune simulate PROFILE --box NAME|FILE [--workload FILE]\n"
     "                          [--tokens LIST] [--bytes-per-token N] [--calls N]\n"
     "                          [--graph|--eager] [--plugin SO] [--json] [-q|--quiet]\n"
@@ -32,22 +74,16 @@ static const char usage_text[] =
     "simulated box and prints the time per step for NCCL's default, the tuned\n"
     "choice and the oracle (the best any choice could do).\n"
     "\n"
-    "Default workload: one verify step of a Kimi-K2-class model, --calls 123\n"
-    "all-reduces of tokens x --bytes-per-token 14336 B, one step per token count\n"
-    "in --tokens 1,4,8,16,32,64,128.\n"
-    "\n"
-    "  --workload FILE   steps from a file: lines 'STEP COLLECTIVE BYTES COUNT';\n"
-    "                    consecutive lines with the same STEP form one step\n"
-    "                    (BYTES, like --bytes-per-token, takes K, M, G suffixes)\n"
-    "  --graph|--eager   launch mode (default graph)\n"
-    "  --json            the same results as one JSON object\n"
-    "  -q, --quiet       print only the total\n"
+    "Default workload: one verify step of a Kimi-K2-class model, --calls\n"
+    "all-reduces of tokens x --bytes-per-token B, one step per token count\n"
+    "in --tokens.\n",
     "With NCCL_DEBUG=INFO, NCCL's and the plugin's log lines come first, as NCCL\n"
-    "prints them (pcie-tune doctor reads them).\n"
-    "  --plugin SO       plugin to load (default: $PCIE_TUNER_SO, else\n"
-    "                    libnccl-tuner-pcie.so next to pcie-tune or in ../lib)\n";
+    "prints them (pcie-tune doctor reads them).\n",
+    simulate_rows,
+    one_profile,
+};
 
-#define bad(...) cli_usage_error("simulate", __VA_ARGS__)
+#define bad(...) cli_bad(&simulate_cli, __VA_ARGS__)
 
 static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
   char *end;
@@ -197,66 +233,50 @@ static int job_env(struct pt_box *box, const char *boxname) {
   return 0;
 }
 
-int cmd_simulate(int argc, char **argv) {
-  const char *profile = NULL, *boxname = NULL, *workload = NULL, *plugin = NULL, *tokens = "1,4,8,16,32,64,128";
-  uint64_t bpt = 14336, calls = 123;
-  int mode = PT_MODE_GRAPH, json = 0, quiet = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      fputs(usage_text, stdout);
-      return 0;
-    } else if (!strcmp(a, "--json")) json = 1;
-    else if (!strcmp(a, "--quiet")) quiet = 1;
-    else if (!strcmp(a, "--graph")) mode = PT_MODE_GRAPH;
-    else if (!strcmp(a, "--eager")) mode = PT_MODE_EAGER;
-    else if (!strcmp(a, "--box") || !strcmp(a, "--workload") || !strcmp(a, "--plugin") ||
-             !strcmp(a, "--tokens") || !strcmp(a, "--bytes-per-token") || !strcmp(a, "--calls")) {
-      if (!v) return bad("option '%s' needs a value", a);
-      i++;
-      if (!strcmp(a, "--box")) boxname = v;
-      else if (!strcmp(a, "--workload")) workload = v;
-      else if (!strcmp(a, "--plugin")) plugin = v;
-      else if (!strcmp(a, "--tokens")) tokens = v;
-      else if (!strcmp(a, "--bytes-per-token")) {
-        if (pt_size_parse(v, 1, 1ULL << 30, &bpt)) return bad("bad --bytes-per-token '%s' (1..1G)", v);
-      } else if (parse_u64(v, 1, 1000000, &calls)) {
-        return bad("bad --calls '%s'", v);
-      }
-    } else if (a[0] == '-' && a[1]) {
-      return bad("unknown option '%s'", a);
-    } else if (profile) {
-      return bad("more than one profile given ('%s')", a);
-    } else {
-      profile = a;
-    }
-  }
-  if (!profile) return bad("missing PROFILE");
-  if (!boxname) return bad("missing --box NAME|FILE");
-
-  static struct pt_workload_item items[MAX_ITEMS];
-  int nitems = 0;
-  if (workload) {
-    if ((nitems = read_workload(workload, items, MAX_ITEMS)) < 0) return 1;
-  } else {
-    char buf[256];
-    if (strlen(tokens) >= sizeof buf) return bad("bad --tokens '%s' (too long)", tokens);
-    snprintf(buf, sizeof buf, "%s", tokens);
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-      uint64_t tok;
-      if (parse_u64(t, 1, 1 << 20, &tok) || nitems >= MAX_ITEMS) return bad("bad --tokens '%s'", tokens);
-      snprintf(items[nitems].step, sizeof items[nitems].step, "tokens=%llu", (unsigned long long)tok);
-      items[nitems].coll = PT_ALLREDUCE;
-      items[nitems].bytes = tok * bpt;
-      items[nitems].count = (unsigned long)calls;
-      nitems++;
-    }
-  }
-
+/* One simulated run: the box, the plugin on it, the workload and its sums. */
+struct sim_run {
+  const struct sim_opts *o;
+  struct pt_workload_item *items;
+  int nitems;
   struct pt_box box;
+  struct ph_plugin pl;
+  struct ph_comm comm;
+  const char *so;
+  char sobuf[PATH_MAX];
+  int level;             /* NCCL_DEBUG's, -1 with --json (stdout carries the JSON only) */
+  char warning[1100];    /* why the plugin tunes nothing, if it said so */
+  double tot[3], worst;  /* default, tuned, oracle; the worst step's speedup */
+  int faults, nstep, worst_step;
+};
+
+/* The workload: --workload's file, or the verify step from --tokens.
+ * Returns 0 or the exit status (reported). */
+static int build_items(struct sim_run *r, struct pt_workload_item *items) {
+  const struct sim_opts *o = r->o;
+  char buf[256];
+  r->items = items;
+  if (o->workload) return (r->nitems = read_workload(o->workload, items, MAX_ITEMS)) < 0 ? 1 : 0;
+  if (strlen(o->tokens) >= sizeof buf) return bad("bad --tokens '%s' (too long)", o->tokens);
+  snprintf(buf, sizeof buf, "%s", o->tokens);
+  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    uint64_t tok;
+    struct pt_workload_item *it = &items[r->nitems];
+    if (parse_u64(t, 1, 1 << 20, &tok) || r->nitems >= MAX_ITEMS)
+      return bad("bad --tokens '%s' (a comma list of 1..1048576)", o->tokens);
+    snprintf(it->step, sizeof it->step, "tokens=%llu", (unsigned long long)tok);
+    it->coll = PT_ALLREDUCE;
+    it->bytes = tok * o->bpt;
+    it->count = (unsigned long)o->calls;
+    r->nitems++;
+  }
+  return 0;
+}
+
+/* The box by name or file, with the job's NCCL_* variables applied. */
+static int open_box(struct pt_box *box, const char *boxname) {
   struct pt_error_rec e;
-  char buf[1200], sobuf[PATH_MAX];
-  int brc = pt_box_resolve(&box, boxname, &e);
+  char buf[1200];
+  int brc = pt_box_resolve(box, boxname, &e);
   if (brc == PT_EIO && !strchr(boxname, '/') && !strstr(boxname, ".cfg")) {
     /* A bare name that is not a file: say which names there are. */
     fprintf(stderr, "pcie-tune simulate: unknown box '%s' (built-in:", boxname);
@@ -269,56 +289,64 @@ int cmd_simulate(int argc, char **argv) {
     fprintf(stderr, "pcie-tune simulate: %s\n", buf);
     return 1;
   }
-  if (job_env(&box, boxname)) return 2;
+  return job_env(box, boxname) ? 2 : 0;
+}
+
+/* Loads the plugin and initialises it on the simulated box. Returns 0, or
+ * 1 (reported) with the plugin closed. */
+static int start_plugin(struct sim_run *r) {
+  struct pt_profile chk;
+  struct pt_error_rec e;
+  char buf[1200];
   /* Fail here with the loader's own message rather than a silent no-op
    * plugin: the plugin leaves NCCL alone when its profile is invalid. */
-  struct pt_profile chk;
   memset(&chk, 0, sizeof chk);
-  if (pt_profile_load(&chk, profile, &e)) {
+  if (pt_profile_load(&chk, r->o->profile, &e)) {
     pt_error_format(&e, buf, sizeof buf);
     fprintf(stderr, "pcie-tune simulate: %s\n", buf);
     return 1;
   }
   pt_profile_release(&chk);
-  const char *so = plugin_path(plugin, sobuf, sizeof sobuf);
-  struct ph_plugin pl;
-  struct ph_comm comm;
-  if (!so || ph_plugin_open(&pl, so, 0, buf, sizeof buf)) {
-    fprintf(stderr, "pcie-tune simulate: cannot load the plugin: %s\n", so ? buf : "no path (use --plugin)");
+  r->so = plugin_path(r->o->plugin, r->sobuf, sizeof r->sobuf);
+  if (!r->so || ph_plugin_open(&r->pl, r->so, 0, buf, sizeof buf)) {
+    fprintf(stderr, "pcie-tune simulate: cannot load the plugin: %s\n", r->so ? buf : "no path (use --plugin)");
     return 1;
   }
-  setenv("PCIE_TUNER_PROFILE", profile, 1);
-  int status = 1;
+  setenv("PCIE_TUNER_PROFILE", r->o->profile, 1);
   /* The plugin checks the profile against the host it runs on: here the
    * simulated box, presented as its sysfs tree. */
   char sysroot[PATH_MAX] = "";
-  if (ph_box_present(&box, sysroot, sizeof sysroot, buf, sizeof buf)) {
+  int rc = ph_box_present(&r->box, sysroot, sizeof sysroot, buf, sizeof buf);
+  if (rc) {
     fprintf(stderr, "pcie-tune simulate: %s\n", buf);
-    goto out_close;
+  } else {
+    rc = ph_comm_init(&r->comm, &r->pl, (size_t)r->box.nranks, (size_t)r->box.nnodes, 1);
+    ph_box_withdraw(sysroot); /* read at init only */
+    if (rc) fprintf(stderr, "pcie-tune simulate: the plugin's init failed\n");
   }
-  int irc = ph_comm_init(&comm, &pl, (size_t)box.nranks, (size_t)box.nnodes, 1);
-  ph_box_withdraw(sysroot); /* read at init only */
-  if (irc != 0) {
-    fprintf(stderr, "pcie-tune simulate: the plugin's init failed\n");
-    goto out_close;
-  }
-  int level = json ? -1 : debug_level(); /* with --json stdout carries the JSON only */
-  if (level >= NCCL_LOG_INFO) {
-    /* What NCCL prints around the tuner's init (src/plugin/tuner.cc,
-     * src/plugin/tuner/tuner_v*.cc, src/init.cc initTransportsRank). */
-    char line[PATH_MAX + 64];
-    snprintf(line, sizeof line, "TUNER/Plugin: Using %s (v%d)", PLUGIN_NAME, pl.version);
-    nccl_line(NCCL_LOG_INFO, line);
-    snprintf(line, sizeof line, "Successfully loaded external tuner plugin %s", so);
-    nccl_line(NCCL_LOG_INFO, line);
-    snprintf(line, sizeof line, "comm 0x1 rank 0 nRanks %d nNodes %d localRanks %d localRank 0 MNNVL 0",
-             box.nranks, box.nnodes, box.nranks);
-    nccl_line(NCCL_LOG_INFO, line);
-  }
-  const char *caveat = pt_box_truth_caveat(&box);
-  if (caveat) fprintf(stderr, "pcie-tune simulate: note: box '%s': %s\n", box.name, caveat);
-  char warning[1100] = "";
+  if (rc) ph_plugin_close(&r->pl);
+  return rc ? 1 : 0;
+}
+
+/* What NCCL prints around the tuner's init (src/plugin/tuner.cc,
+ * src/plugin/tuner/tuner_v*.cc, src/init.cc initTransportsRank). */
+static void init_lines(const struct sim_run *r) {
+  char line[PATH_MAX + 64];
+  if (r->level < NCCL_LOG_INFO) return;
+  snprintf(line, sizeof line, "TUNER/Plugin: Using %s (v%d)", PLUGIN_NAME, r->pl.version);
+  nccl_line(NCCL_LOG_INFO, line);
+  snprintf(line, sizeof line, "Successfully loaded external tuner plugin %s", r->so);
+  nccl_line(NCCL_LOG_INFO, line);
+  snprintf(line, sizeof line, "comm 0x1 rank 0 nRanks %d nNodes %d localRanks %d localRank 0 MNNVL 0",
+           r->box.nranks, r->box.nnodes, r->box.nranks);
+  nccl_line(NCCL_LOG_INFO, line);
+}
+
+/* The plugin's warnings at init, said even without NCCL_DEBUG. */
+static void plugin_warnings(struct sim_run *r) {
   struct ph_log_entry le;
+  const char *caveat = pt_box_truth_caveat(&r->box);
+  if (caveat) fprintf(stderr, "pcie-tune simulate: note: box '%s': %s\n", r->box.name, caveat);
   for (size_t i = 0; ph_log_get(i, &le) == 0; i++) {
     /* tuner/core.c ends every refusal so; say it even without NCCL_DEBUG,
      * or a profile for another box reports 1.00x without a word. */
@@ -326,104 +354,121 @@ int cmd_simulate(int argc, char **argv) {
     if (!strncmp(why, PLUGIN_NAME ": ", strlen(PLUGIN_NAME) + 2)) why += strlen(PLUGIN_NAME) + 2;
     if (le.level != NCCL_LOG_WARN) continue;
     if (leave && strstr(leave, "to NCCL")) {
-      snprintf(warning, sizeof warning, "the plugin tunes nothing on this %d-rank box: %.*s", box.nranks,
+      snprintf(r->warning, sizeof r->warning, "the plugin tunes nothing on this %d-rank box: %.*s", r->box.nranks,
                (int)(leave - why), why);
-      fprintf(stderr, "pcie-tune simulate: warning: %s\n", warning);
+      fprintf(stderr, "pcie-tune simulate: warning: %s\n", r->warning);
     } else {
       /* A difference the plugin only warns about (NCCL_* variables, the
        * driver): a job's log would show it, so say it here too. */
       fprintf(stderr, "pcie-tune simulate: the plugin warns: %s\n", why);
     }
   }
-  if (json) {
-    printf("{\n  \"box\": ");
-    cli_json_str(box.name);
-    printf(", \"nranks\": %d, \"nnodes\": %d, \"mode\": \"%s\",\n  \"profile\": ", box.nranks, box.nnodes,
-           pt_mode_name(mode));
-    cli_json_str(profile);
-    printf(", \"plugin\": ");
-    cli_json_str(so);
-    printf(", \"tuner_abi\": %d,\n  \"plugin_log\": [", pl.version);
-    for (size_t i = 0; ph_log_get(i, &le) == 0; i++) {
-      printf("%s{\"level\": \"%s\", \"msg\": ", i ? ", " : "", le.level == NCCL_LOG_WARN ? "WARN" : "INFO");
-      cli_json_str(le.msg);
-      printf("}");
-    }
-    printf("],\n  \"warning\": ");
-    if (warning[0]) cli_json_str(warning);
-    else printf("null");
-    printf(",\n  \"steps\": [");
-    ph_log_clear();
-  } else {
-    flush_log(level);
-    if (!quiet) {
-      printf("box %s (%d ranks): %s\nprofile %s, plugin %s (tuner v%d), %s mode\n\n", box.name, box.nranks,
-             box.desc, profile, so, pl.version, pt_mode_name(mode));
-      printf("%-14s %10s  %-16s %-16s %-16s %11s %11s %11s %8s %8s\n", "step", "bytes", "NCCL default",
-             "tuned", "oracle", "default", "tuned", "oracle", "speedup", "t/oracle");
-    }
+}
+
+static void json_head(const struct sim_run *r) {
+  struct ph_log_entry le;
+  printf("{\n  \"box\": ");
+  cli_json_str(r->box.name);
+  printf(", \"nranks\": %d, \"nnodes\": %d, \"mode\": \"%s\",\n  \"profile\": ", r->box.nranks, r->box.nnodes,
+         pt_mode_name(r->o->mode));
+  cli_json_str(r->o->profile);
+  printf(", \"plugin\": ");
+  cli_json_str(r->so);
+  printf(", \"tuner_abi\": %d,\n  \"plugin_log\": [", r->pl.version);
+  for (size_t i = 0; ph_log_get(i, &le) == 0; i++) {
+    printf("%s{\"level\": \"%s\", \"msg\": ", i ? ", " : "", le.level == NCCL_LOG_WARN ? "WARN" : "INFO");
+    cli_json_str(le.msg);
+    printf("}");
   }
-  double tot[3] = {0, 0, 0}, worst = 0;
-  int faults = 0, nstep = 0, worst_step = -1;
-  for (int s = 0; s < nitems;) {
-    double step[3] = {0, 0, 0};
-    int first = s;
-    if (json) {
-      printf("%s\n    {\"step\": ", nstep ? "," : "");
-      cli_json_str(items[first].step);
-      printf(", \"items\": [");
-    }
-    for (; s < nitems && !strcmp(items[s].step, items[first].step); s++) {
-      struct pt_sim_eval ev;
-      char c0[48], c1[48], c2[48], size[32];
-      pt_sim_eval(&comm, &box, items[s].coll, mode, items[s].bytes, &ev);
-      flush_log(level);
-      if (ev.tuned.state != PT_PT_OK) {
-        fprintf(stderr, "pcie-tune simulate: the plugin chose %s/%s at %llu B, which is %s on this box\n",
-                pt_algo_name(ev.tuned.algo), pt_proto_name(ev.tuned.proto),
-                (unsigned long long)items[s].bytes, pt_point_state_name(ev.tuned.state));
-        faults++;
-      }
-      step[0] += (double)items[s].count * us_of(&ev.nccl);
-      step[1] += (double)items[s].count * us_of(&ev.tuned);
-      step[2] += (double)items[s].count * us_of(&ev.oracle);
-      if (json) {
-        printf("%s{\"collective\": \"%s\", \"bytes\": %llu, \"count\": %lu, \"nccl\": ", s == first ? "" : ", ",
-               pt_coll_name(items[s].coll), (unsigned long long)items[s].bytes, items[s].count);
-        json_choice(&ev.nccl);
-        printf(", \"tuned\": ");
-        json_choice(&ev.tuned);
-        printf(", \"oracle\": ");
-        json_choice(&ev.oracle);
-        printf("}");
-        continue;
-      }
-      if (quiet) continue;
-      choice(c0, sizeof c0, &ev.nccl);
-      choice(c1, sizeof c1, &ev.tuned);
-      choice(c2, sizeof c2, &ev.oracle);
-      snprintf(size, sizeof size, "%llu", (unsigned long long)items[s].bytes);
-      if (items[s].count > 1) snprintf(size + strlen(size), sizeof size - strlen(size), "x%lu", items[s].count);
-      printf("%-14s %10s  %-16s %-16s %-16s", s == first ? items[s].step : "", size, c0, c1, c2);
-      if (s + 1 < nitems && !strcmp(items[s + 1].step, items[first].step)) printf("\n");
-    }
-    if (json)
-      printf("], \"default_us\": %.3f, \"tuned_us\": %.3f, \"oracle_us\": %.3f, \"speedup\": %.4f}", step[0],
-             step[1], step[2], step[1] > 0 ? step[0] / step[1] : 0);
-    else if (!quiet)
-      printf(" %8.1f \u00b5s %8.1f \u00b5s %8.1f \u00b5s %7.2fx %8.3f\n", step[0], step[1], step[2],
-             step[1] > 0 ? step[0] / step[1] : 0, step[2] > 0 ? step[1] / step[2] : 0);
-    for (int k = 0; k < 3; k++) tot[k] += step[k];
-    if (step[1] > 0 && (worst_step < 0 || step[0] / step[1] < worst)) {
-      worst = step[0] / step[1];
-      worst_step = first;
-    }
-    nstep++;
+  printf("],\n  \"warning\": ");
+  if (r->warning[0]) cli_json_str(r->warning);
+  else printf("null");
+  printf(",\n  \"steps\": [");
+  ph_log_clear();
+}
+
+static void text_head(const struct sim_run *r) {
+  flush_log(r->level);
+  if (r->o->quiet) return;
+  printf("box %s (%d ranks): %s\nprofile %s, plugin %s (tuner v%d), %s mode\n\n", r->box.name, r->box.nranks,
+         r->box.desc, r->o->profile, r->so, r->pl.version, pt_mode_name(r->o->mode));
+  printf("%-14s %10s  %-16s %-16s %-16s %11s %11s %11s %8s %8s\n", "step", "bytes", "NCCL default", "tuned",
+         "oracle", "default", "tuned", "oracle", "speedup", "t/oracle");
+}
+
+/* One item of a step, as JSON or a table row (the step's sums follow on
+ * its last row). */
+static void print_item(const struct sim_run *r, const struct pt_sim_eval *ev, int s, int first) {
+  const struct pt_workload_item *it = &r->items[s];
+  char c0[48], c1[48], c2[48], size[32];
+  if (r->o->json) {
+    printf("%s{\"collective\": \"%s\", \"bytes\": %llu, \"count\": %lu, \"nccl\": ", s == first ? "" : ", ",
+           pt_coll_name(it->coll), (unsigned long long)it->bytes, it->count);
+    json_choice(&ev->nccl);
+    printf(", \"tuned\": ");
+    json_choice(&ev->tuned);
+    printf(", \"oracle\": ");
+    json_choice(&ev->oracle);
+    printf("}");
+    return;
   }
-  if (json)
+  if (r->o->quiet) return;
+  choice(c0, sizeof c0, &ev->nccl);
+  choice(c1, sizeof c1, &ev->tuned);
+  choice(c2, sizeof c2, &ev->oracle);
+  snprintf(size, sizeof size, "%llu", (unsigned long long)it->bytes);
+  if (it->count > 1) snprintf(size + strlen(size), sizeof size - strlen(size), "x%lu", it->count);
+  printf("%-14s %10s  %-16s %-16s %-16s", s == first ? it->step : "", size, c0, c1, c2);
+  if (s + 1 < r->nitems && !strcmp(r->items[s + 1].step, r->items[first].step)) printf("\n");
+}
+
+/* The items of the step starting at first; returns the next step's. */
+static int run_step(struct sim_run *r, int first) {
+  double step[3] = {0, 0, 0};
+  int s = first;
+  if (r->o->json) {
+    printf("%s\n    {\"step\": ", r->nstep ? "," : "");
+    cli_json_str(r->items[first].step);
+    printf(", \"items\": [");
+  }
+  for (; s < r->nitems && !strcmp(r->items[s].step, r->items[first].step); s++) {
+    const struct pt_workload_item *it = &r->items[s];
+    struct pt_sim_eval ev;
+    pt_sim_eval(&r->comm, &r->box, it->coll, r->o->mode, it->bytes, &ev);
+    flush_log(r->level);
+    if (ev.tuned.state != PT_PT_OK) {
+      fprintf(stderr, "pcie-tune simulate: the plugin chose %s/%s at %llu B, which is %s on this box\n",
+              pt_algo_name(ev.tuned.algo), pt_proto_name(ev.tuned.proto), (unsigned long long)it->bytes,
+              pt_point_state_name(ev.tuned.state));
+      r->faults++;
+    }
+    step[0] += (double)it->count * us_of(&ev.nccl);
+    step[1] += (double)it->count * us_of(&ev.tuned);
+    step[2] += (double)it->count * us_of(&ev.oracle);
+    print_item(r, &ev, s, first);
+  }
+  if (r->o->json)
+    printf("], \"default_us\": %.3f, \"tuned_us\": %.3f, \"oracle_us\": %.3f, \"speedup\": %.4f}", step[0], step[1],
+           step[2], step[1] > 0 ? step[0] / step[1] : 0);
+  else if (!r->o->quiet)
+    printf(" %8.1f \u00b5s %8.1f \u00b5s %8.1f \u00b5s %7.2fx %8.3f\n", step[0], step[1], step[2],
+           step[1] > 0 ? step[0] / step[1] : 0, step[2] > 0 ? step[1] / step[2] : 0);
+  for (int k = 0; k < 3; k++) r->tot[k] += step[k];
+  if (step[1] > 0 && (r->worst_step < 0 || step[0] / step[1] < r->worst)) {
+    r->worst = step[0] / step[1];
+    r->worst_step = first;
+  }
+  r->nstep++;
+  return s;
+}
+
+/* The total row, and a warning where the profile loses. */
+static void totals(const struct sim_run *r) {
+  const double *tot = r->tot;
+  if (r->o->json)
     printf("\n  ],\n  \"total\": {\"default_us\": %.3f, \"tuned_us\": %.3f, \"oracle_us\": %.3f, "
            "\"speedup\": %.4f},\n  \"faults\": %d\n}\n",
-           tot[0], tot[1], tot[2], tot[1] > 0 ? tot[0] / tot[1] : 0, faults);
+           tot[0], tot[1], tot[2], tot[1] > 0 ? tot[0] / tot[1] : 0, r->faults);
   else
     printf("%-14s %10s  %-16s %-16s %-16s %8.1f \u00b5s %8.1f \u00b5s %8.1f \u00b5s %7.2fx %8.3f\n", "total", "", "",
            "", "", tot[0], tot[1], tot[2], tot[1] > 0 ? tot[0] / tot[1] : 0, tot[2] > 0 ? tot[1] / tot[2] : 0);
@@ -434,14 +479,35 @@ int cmd_simulate(int argc, char **argv) {
             tot[0] / tot[1]);
   /* A total can hide a step that loses: the job pays each step as it
    * comes. 0.98: the never-slower property's tolerance (noise). */
-  else if (worst_step >= 0 && worst < 0.98)
+  else if (r->worst_step >= 0 && r->worst < 0.98)
     fprintf(stderr,
             "pcie-tune simulate: warning: the profile is slower than NCCL's own choice at step %s "
             "(%.2fx) though faster in total (%.2fx); do not use it on this box\n",
-            items[worst_step].step, worst, tot[0] / tot[1]);
-  status = faults ? 1 : 0;
-  ph_comm_finalize(&comm);
-out_close:
-  ph_plugin_close(&pl);
-  return status;
+            r->items[r->worst_step].step, r->worst, tot[0] / tot[1]);
+}
+
+int cmd_simulate(int argc, char **argv) {
+  static struct pt_workload_item items[MAX_ITEMS];
+  static struct sim_run r;
+  struct sim_opts o;
+  struct cli_state st;
+  memset(&o, 0, sizeof o);
+  int rc = cli_parse(&simulate_cli, argc, argv, &o, &st, 1);
+  if (rc) return rc == CLI_HELP ? 0 : rc;
+  if (!o.profile) return bad("missing PROFILE");
+  if (!o.box) return bad("missing --box NAME|FILE");
+  memset(&r, 0, sizeof r);
+  r.o = &o;
+  r.worst_step = -1;
+  if ((rc = build_items(&r, items)) || (rc = open_box(&r.box, o.box)) || (rc = start_plugin(&r))) return rc;
+  r.level = o.json ? -1 : debug_level();
+  init_lines(&r);
+  plugin_warnings(&r);
+  if (o.json) json_head(&r);
+  else text_head(&r);
+  for (int s = 0; s < r.nitems;) s = run_step(&r, s);
+  totals(&r);
+  ph_comm_finalize(&r.comm);
+  ph_plugin_close(&r.pl);
+  return r.faults ? 1 : 0;
 }

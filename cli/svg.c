@@ -316,47 +316,48 @@ static void legend(FILE *f, const struct drawn *d) {
 #define LABEL_W 30.0
 #define LABEL_H 11.0
 
-static void write_chart(FILE *f, const char *title, const struct pt_series *s, const struct pt_ivset *set) {
-  double lo = s && s->nsizes ? (double)s->sizes[0] : 8, hi = s && s->nsizes ? (double)s->sizes[s->nsizes - 1] : 256 << 20;
-  struct xaxis x;
-  struct yaxis y = {1e9, -1e9};
-  struct drawn d;
-  static double xs[SAMPLES + 1], ych[SAMPLES + 1], ysp[SAMPLES + 1], sp[SAMPLES + 1];
-  memset(&d, 0, sizeof d);
-  xaxis_init(&x, lo, hi);
+/* The latency axis: every usable latency of the series, in decades. */
+static void y_range(const struct pt_series *s, struct yaxis *y) {
   for (size_t c = 0; s && c <= s->ncand; c++) {
     const struct pt_point *pts = c < s->ncand ? s->cand[c].points : s->nccl_default;
     for (size_t i = 0; pts && i < s->nsizes; i++)
       if (usable(&pts[i])) {
-        y.y0 = fmin(y.y0, log10(pts[i].lat_us));
-        y.y1 = fmax(y.y1, log10(pts[i].lat_us));
+        y->y0 = fmin(y->y0, log10(pts[i].lat_us));
+        y->y1 = fmax(y->y1, log10(pts[i].lat_us));
       }
   }
-  if (y.y1 < y.y0) y.y0 = 0, y.y1 = 1;
-  y.y0 = floor(y.y0 * 10) / 10 - 0.05;
-  y.y1 = ceil(y.y1 * 10) / 10 + 0.05;
+  if (y->y1 < y->y0) y->y0 = 0, y->y1 = 1;
+  y->y0 = floor(y->y0 * 10) / 10 - 0.05;
+  y->y1 = ceil(y->y1 * 10) / 10 + 0.05;
+}
 
+/* The title, the bands, both panels' x ticks and the latency grid. */
+static void frame(FILE *f, const char *title, const struct xaxis *x, const struct yaxis *y, double lo, double hi,
+                  struct drawn *d) {
   fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\">\n", W, H);
   fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", W, H);
   fprintf(f, "<text x=\"%d\" y=\"26\" font-size=\"16\" font-weight=\"bold\">", L);
   escaped(f, title);
   fputs("</text>\n", f);
-  focus_band(f, &x, lo, hi, T, B, 1);
-  focus_band(f, &x, lo, hi, T2, B2, 0);
-  d.band = px(&x, fmin(hi, FOCUS_HI)) - px(&x, fmax(lo, FOCUS_LO)) >= 2;
-  x_ticks(f, &x, lo, hi, T, B);
-  x_ticks(f, &x, lo, hi, T2, B2);
-  for (int dd = (int)floor(y.y0); dd <= (int)ceil(y.y1); dd++)
+  focus_band(f, x, lo, hi, T, B, 1);
+  focus_band(f, x, lo, hi, T2, B2, 0);
+  d->band = px(x, fmin(hi, FOCUS_HI)) - px(x, fmax(lo, FOCUS_LO)) >= 2;
+  x_ticks(f, x, lo, hi, T, B);
+  x_ticks(f, x, lo, hi, T2, B2);
+  for (int dd = (int)floor(y->y0); dd <= (int)ceil(y->y1); dd++)
     for (int m = 0; m < 3; m++) {
       double us = pow(10, dd) * (m == 0 ? 1 : m == 1 ? 2 : 5);
-      if (log10(us) < y.y0 || log10(us) > y.y1) continue;
-      fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#eee\"/>\n", L, py(&y, us), R, py(&y, us));
-      fprintf(f, "<text x=\"%d\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">%g</text>\n", L - 6, py(&y, us) + 4, us);
+      if (log10(us) < y->y0 || log10(us) > y->y1) continue;
+      fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#eee\"/>\n", L, py(y, us), R, py(y, us));
+      fprintf(f, "<text x=\"%d\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">%g</text>\n", L - 6, py(y, us) + 4, us);
     }
   fprintf(f, "<text x=\"18\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\" transform=\"rotate(-90 18 %d)\">"
              "latency (\u00b5s, log scale)</text>\n", (T + B) / 2, (T + B) / 2);
-  decision_strip(f, &x, set, lo, hi);
+}
 
+/* Every candidate's curve and NCCL's default. */
+static void curves(FILE *f, const struct xaxis *x, const struct yaxis *y, const struct pt_series *s,
+                   struct drawn *d) {
   if (!s || !s->nsizes) {
     fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"13\" text-anchor=\"middle\">no measurements in this series: "
                "the choices above come from rules</text>\n", (L + R) / 2, (T + B) / 2);
@@ -367,34 +368,45 @@ static void write_chart(FILE *f, const char *title, const struct pt_series *s, c
     char style[200];
     snprintf(style, sizeof style, "stroke=\"%s\" stroke-opacity=\"0.5\" stroke-width=\"%.2f\"%s", proto_color[p],
              0.6 + 0.45 * log2(ch), cd->algo == NCCL_ALGO_TREE ? " stroke-dasharray=\"3 3\"" : "");
-    if (curve(f, &x, &y, s, cd->points, style, proto_color[p])) {
-      d.proto[p] = 1;
-      d.channels[ch] = 1;
-      d.tree |= cd->algo == NCCL_ALGO_TREE;
+    if (curve(f, x, y, s, cd->points, style, proto_color[p])) {
+      d->proto[p] = 1;
+      d->channels[ch] = 1;
+      d->tree |= cd->algo == NCCL_ALGO_TREE;
     }
   }
   if (s && s->nccl_default)
-    d.nccl = curve(f, &x, &y, s, s->nccl_default, "stroke=\"#d62728\" stroke-width=\"2.5\" stroke-dasharray=\"8 4\"",
-                   NULL);
+    d->nccl = curve(f, x, y, s, s->nccl_default, "stroke=\"#d62728\" stroke-width=\"2.5\" stroke-dasharray=\"8 4\"",
+                    NULL);
+}
 
-  /* The envelope and its speed-up, sampled evenly across the width. */
-  double smin = 1, smax = 1;
+/* The chosen envelope and its speed-up, sampled evenly across the width. */
+struct samples {
+  double xs[SAMPLES + 1], ych[SAMPLES + 1], ysp[SAMPLES + 1], sp[SAMPLES + 1];
+  double smin, smax;
+};
+
+static void envelope(FILE *f, const struct xaxis *x, const struct yaxis *y, const struct pt_series *s,
+                     const struct pt_ivset *set, struct samples *sm, struct drawn *d) {
+  sm->smin = sm->smax = 1;
   for (int k = 0; k <= SAMPLES; k++) {
     double n, chosen, nccl;
-    xs[k] = L + (R - L) * (double)k / SAMPLES;
-    n = xbytes(&x, xs[k]);
+    sm->xs[k] = L + (R - L) * (double)k / SAMPLES;
+    n = xbytes(x, sm->xs[k]);
     at_size(s, set, n, &chosen, &nccl);
-    ych[k] = chosen > 0 ? py(&y, chosen) : -1;
-    sp[k] = chosen > 0 && nccl > 0 ? nccl / chosen : -1;
-    if (sp[k] > 0) smin = fmin(smin, sp[k]), smax = fmax(smax, sp[k]);
-    d.envelope |= chosen > 0;
-    d.speedup |= sp[k] > 0;
+    sm->ych[k] = chosen > 0 ? py(y, chosen) : -1;
+    sm->sp[k] = chosen > 0 && nccl > 0 ? nccl / chosen : -1;
+    if (sm->sp[k] > 0) sm->smin = fmin(sm->smin, sm->sp[k]), sm->smax = fmax(sm->smax, sm->sp[k]);
+    d->envelope |= chosen > 0;
+    d->speedup |= sm->sp[k] > 0;
   }
-  polyline_samples(f, xs, ych, "stroke=\"#000\" stroke-width=\"3\"");
+  polyline_samples(f, sm->xs, sm->ych, "stroke=\"#000\" stroke-width=\"3\"");
   fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#444\"/>\n", L, T, R - L, B - T);
+}
 
-  /* Speed-up panel: linear, 1.0 marked. */
-  double s0 = floor(fmin(smin, 0.95) * 10) / 10, s1 = ceil(fmax(smax, 1.05) * 10) / 10;
+/* Speed-up panel: linear, 1.0 marked. */
+static void speedup_panel(FILE *f, const struct xaxis *x, const struct pt_series *s, const struct pt_ivset *set,
+                          struct samples *sm, struct drawn *d) {
+  double s0 = floor(fmin(sm->smin, 0.95) * 10) / 10, s1 = ceil(fmax(sm->smax, 1.05) * 10) / 10;
   double step = s1 - s0 > 2 ? 0.5 : s1 - s0 > 0.8 ? 0.2 : 0.1;
   /* Grid from 1.0 both ways, so the 1.0 line (NCCL's own speed) is always one. */
   for (int dir = -1; dir <= 1; dir += 2)
@@ -406,11 +418,11 @@ static void write_chart(FILE *f, const char *title, const struct pt_series *s, c
       fprintf(f, "<text x=\"%d\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">%.1f\u00d7</text>\n", L - 6,
               yy + 4, v);
     }
-  for (int k = 0; k <= SAMPLES; k++) ysp[k] = sp[k] > 0 ? B2 - (B2 - T2) * (sp[k] - s0) / (s1 - s0) : -1;
+  for (int k = 0; k <= SAMPLES; k++) sm->ysp[k] = sm->sp[k] > 0 ? B2 - (B2 - T2) * (sm->sp[k] - s0) / (s1 - s0) : -1;
   /* Only the measured sizes carry a measured speed-up: a dot each, with
    * its figure; the dashed line between them is interpolated (the truth
    * there can differ by far: simulate --box tells). */
-  polyline_samples(f, xs, ysp, "stroke=\"#000\" stroke-width=\"1.5\" stroke-dasharray=\"5 3\"");
+  polyline_samples(f, sm->xs, sm->ysp, "stroke=\"#000\" stroke-width=\"1.5\" stroke-dasharray=\"5 3\"");
   /* A figure is written only clear of the last one written: outside the
    * widened band the measured sizes lie a few pixels apart and their
    * labels ran into one another. The dot is always drawn. */
@@ -420,14 +432,14 @@ static void write_chart(FILE *f, const char *title, const struct pt_series *s, c
     at_size(s, set, n, &chosen, &nccl);
     if (chosen <= 0 || nccl <= 0) continue;
     double v = nccl / chosen, yy = B2 - (B2 - T2) * (v - s0) / (s1 - s0);
-    fprintf(f, "<circle class=\"measured-speedup\" cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"#000\"/>\n", px(&x, n), yy);
-    if (v >= 1.005 && (px(&x, n) - last_x >= LABEL_W || fabs(yy - last_y) >= LABEL_H)) {
-      fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"middle\">%.2f\u00d7</text>\n", px(&x, n),
+    fprintf(f, "<circle class=\"measured-speedup\" cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"#000\"/>\n", px(x, n), yy);
+    if (v >= 1.005 && (px(x, n) - last_x >= LABEL_W || fabs(yy - last_y) >= LABEL_H)) {
+      fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"middle\">%.2f\u00d7</text>\n", px(x, n),
               yy - 6, v);
-      last_x = px(&x, n);
+      last_x = px(x, n);
       last_y = yy;
     }
-    d.measured = 1;
+    d->measured = 1;
   }
   fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#444\"/>\n", L, T2, R - L,
           B2 - T2);
@@ -435,6 +447,22 @@ static void write_chart(FILE *f, const char *title, const struct pt_series *s, c
              "faster)</text>\n", L, T2 - 8);
   fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\">message size (bytes; log scale, "
              "14 KiB-2 MiB widened)</text>\n", (L + R) / 2, B2 + 34);
+}
+
+static void write_chart(FILE *f, const char *title, const struct pt_series *s, const struct pt_ivset *set) {
+  double lo = s && s->nsizes ? (double)s->sizes[0] : 8, hi = s && s->nsizes ? (double)s->sizes[s->nsizes - 1] : 256 << 20;
+  static struct samples sm;
+  struct xaxis x;
+  struct yaxis y = {1e9, -1e9};
+  struct drawn d;
+  memset(&d, 0, sizeof d);
+  xaxis_init(&x, lo, hi);
+  y_range(s, &y);
+  frame(f, title, &x, &y, lo, hi, &d);
+  decision_strip(f, &x, set, lo, hi);
+  curves(f, &x, &y, s, &d);
+  envelope(f, &x, &y, s, set, &sm, &d);
+  speedup_panel(f, &x, s, set, &sm, &d);
   legend(f, &d);
   fputs("</svg>\n", f);
 }

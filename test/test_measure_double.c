@@ -508,12 +508,14 @@ START_TEST(engine_settings_are_applied_and_recorded) {
     else ck_assert_ptr_null(v);
     pt_test_free_profile(p);
     char *text = slurp(out);
-    ck_assert_msg(!strcmp(runs[i][1], "none") == !strstr(text, "--engine "), "%s", text);
+    char want[32];
+    snprintf(want, sizeof want, "--engine %s", runs[i][1]);
+    ck_assert_msg(strstr(text, want), "the resume record lacks %s:\n%s", want, text);
     free(text);
   }
   char *err = NULL;
   ck_assert_int_eq(profile(&err, "", "--gpus 0-1 --engine tgi --out x.cfg"), 2);
-  ck_assert_msg(strstr(err, "bad --engine 'tgi' (vllm, sglang or none)"), "%s", err);
+  ck_assert_msg(strstr(err, "bad --engine 'tgi' (none, vllm or sglang)"), "%s", err);
   free(err);
 }
 END_TEST
