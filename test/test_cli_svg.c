@@ -148,6 +148,33 @@ START_TEST(eager_import_title_and_labels) {
 }
 END_TEST
 
+/* Issue 26 §7: a row wider than its one measured size shows the speed-up's
+ * range over the row (its measured size and its two ends), not that size's
+ * figure alone: ring/ll/4 wins 27555 B..232260 B, measured at 64 KiB only
+ * (1.43x there), its gain falling towards the crossovers. */
+START_TEST(a_wide_row_shows_its_range) {
+  char *out, *err;
+  free(pt_test_write(dir, "w.cfg",
+                     "version = 1;\nname = \"wide\";\nprovenance = { tool = \"t\"; backend = \"b\"; nccl_version = "
+                     "\"2.28.9\"; date = \"d\"; mode = \"eager\"; };\n"
+                     "allreduce = { eager = { sizes = [ 16384L, 65536L, 262144L ];\n"
+                     "  nccl_default = ( 10.0, 20.0, 40.0 );\n"
+                     "  candidates = ( { algo = \"ring\"; proto = \"ll\"; channels = 4; latency = ( 12.0, 14.0, 40.5 ); },\n"
+                     "    { algo = \"ring\"; proto = \"simple\"; channels = 4; latency = ( 10.0, 20.0, 40.0 ); } ); }; };\n"));
+  ck_assert_int_eq(run(&out, &err, "show w.cfg"), 0);
+  const char *row = strstr(out, "ring/ll/4");
+  ck_assert_msg(row != NULL, "%s", out);
+  double lo = 0, hi = 0;
+  const char *x = strstr(row, "-1.43x");
+  ck_assert_msg(x != NULL, "no range ending at the measured 1.43x:\n%s", out);
+  while (x > row && x[-1] != ' ') x--;
+  ck_assert_int_eq(sscanf(x, "%lf-%lfx", &lo, &hi), 2);
+  ck_assert_msg(lo >= 1.0 && lo < 1.2, "the row's low end %.2f:\n%s", lo, out);
+  free(out);
+  free(err);
+}
+END_TEST
+
 /* check accepts a profile of rules only and the plugin uses it, so show
  * --svg must draw it too (it used to dereference the missing series). */
 START_TEST(rules_only_profile) {
@@ -179,6 +206,7 @@ int main(void) {
   tcase_add_test(tc, adaptive_sweep_chart);
   tcase_add_test(tc, rules_only_profile);
   tcase_add_test(tc, eager_import_title_and_labels);
+  tcase_add_test(tc, a_wide_row_shows_its_range);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }
