@@ -17,7 +17,9 @@
 # on one rank, every forced candidate is unsupported and nothing is written
 # (said so); on two or more, on GPUs 0-1: complete, the plugin in NCCL's
 # log, transports, the buffers recorded, plausible latencies; the scratch
-# directory removed; Ctrl-C while the worker starts, Ctrl-C and SIGKILL
+# directory removed; two ranks on GPU 0 (--same-gpu-ranks: the tuner is
+# asked, ring/ll, ring/simple, tree/ll at 14 KiB and 1 MiB forced, graph,
+# eager, in-place, NCCL_CUMEM_ENABLE=0); Ctrl-C while the worker starts, Ctrl-C and SIGKILL
 # mid-sweep: exit status, no worker or rank left, none left on the GPU
 # (nvidia-smi). Only processes this script started are signalled.
 #
@@ -223,6 +225,47 @@ profile_run inplace --graph --in-place
 profile_run single --graph --process-model single
 [ -z "$(ls -A "$W/tmp")" ] && pass scratch-clean "nothing left in TMPDIR" ||
   fail scratch-clean "left in TMPDIR: $(ls -A "$W/tmp" | head -5 | tr '\n' ' ')"
+
+# Two ranks on GPU 0 (issue 26 §6): NCCL refuses two ranks of one host on
+# one GPU and never asks a tuner on one rank; --same-gpu-ranks gives each
+# rank process its own NCCL_HOSTID (two nodes over sockets on lo), so the
+# forcing path runs on one GPU. Correctness and states only: the tuner is
+# asked, forced candidates run, LL128 is unsupported, every replay right.
+same_gpu_run() { # name, options...
+  local name=$1 f=$W/$1.cfg
+  shift
+  need 45 || { skip "same-gpu-$name" "no time left"; return; }
+  step "profile --gpus 0,0 --same-gpu-ranks $*"
+  env ${DENV[@]+"${DENV[@]}"} TMPDIR="$W/tmp" timeout "$(tmo 150)" "$CLI" profile --backend nccl "${NLIB[@]}" \
+    --gpus 0,0 --same-gpu-ranks --sizes 14336,1048576 --algos ring,tree --protos ll,ll128,simple --channels 1 \
+    --reps 3 --full --force --timeout 60 "$@" --out "$f" >"$W/$name.out" 2>"$W/$name.err"
+  local rc=$?
+  if [ $rc -ne 0 ] || ! grep -q 'state = "complete"' "$f" 2>/dev/null; then
+    tail -8 "$W/$name.err"
+    fail "same-gpu-$name" "exit $rc, no complete profile"
+    return
+  fi
+  pass "same-gpu-$name" "complete on one GPU as two nodes"
+  grep -q PcieTuner "$f" && pass "same-gpu-tuner-$name" "the plugin's line in NCCL's log" ||
+    fail "same-gpu-tuner-$name" "no PcieTuner line"
+  local ok wrong ll128
+  ok=$(grep -cE 'algo = "(ring|tree)"; proto = "(ll|simple)"' "$f")
+  wrong=$(grep -c '"wrong"\|"crash"\|"hang"' "$f")
+  ll128=$(grep -E 'proto = "ll128"' -A1 "$f" | grep -c '"unsupported"')
+  [ "$ok" -ge 1 ] && ! grep -A1 -E 'proto = "(ll|simple)"' "$f" | grep -q '"unsupported"' &&
+    pass "same-gpu-forced-$name" "ring/ll, ring/simple, tree/ll forced and measured" ||
+    fail "same-gpu-forced-$name" "a forced LL/Simple candidate did not run"
+  [ "$wrong" -eq 0 ] && pass "same-gpu-right-$name" "every timed replay checked right" ||
+    fail "same-gpu-right-$name" "$wrong wrong/crash/hang points (see $f)"
+  [ "$ll128" -ge 1 ] && pass "same-gpu-ll128-$name" "LL128 unsupported (NCCL disables it here)" ||
+    finding "same-gpu-$name: LL128 was not unsupported"
+}
+if [ "$NGPU" -ge 1 ]; then
+  same_gpu_run samegpu-graph --graph
+  same_gpu_run samegpu-eager --eager
+  same_gpu_run samegpu-inplace --graph --in-place
+  NCCL_CUMEM_ENABLE=0 same_gpu_run samegpu-nocumem --graph
+fi
 
 # A profile stopped by a signal: exit status, nobody left behind (also on the GPU).
 signal_run() { # name signal want-exit extra-env...

@@ -1,8 +1,8 @@
 /*
  * pcie-tune check: validates profiles exactly as the plugin loads them and
  * reports every file's first error as file:line: reason, a partial sweep (the
- * plugin refuses it) and a profile without NCCL's default (the plugin uses it
- * but cannot tell where NCCL's own choice is faster).
+ * plugin refuses it) and a profile without NCCL's default (the plugin leaves
+ * those sizes to NCCL: nothing shows a candidate is faster there).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -13,6 +13,7 @@
 #include "opt.h"
 #include "check_dir.h"
 #include "cmds.h"
+#include "host_verdict.h"
 #include "json.h"
 #include "nccl/common.h"
 #include "prov_text.h"
@@ -82,6 +83,16 @@ static void ok_line(const char *path, const struct pt_profile *p, const struct p
   unseen_line(t);
 }
 
+/* The last line for a valid profile: will the plugin use it here (issue
+ * 26 §2). Returns 1 when it would refuse it. */
+static int host_line(const struct pt_profile *p, int quiet) {
+  char v[3000];
+  int no = cli_host_verdict(p, 0, v, sizeof v);
+  if (!quiet) printf("  %s\n", v);
+  else if (no) fprintf(stderr, "%s\n", v);
+  return no;
+}
+
 /* Of the merged intervals inside rule r's range, how many the rule decides
  * (*total gets how many there are). */
 static size_t rule_reach(const struct pt_table *t, const struct pt_rule *r, size_t *total) {
@@ -136,6 +147,25 @@ static void mode_rule_warnings(const char *path, const struct pt_profile *p,
   }
 }
 
+/* Which series lack NCCL's default, and the run that fixes it. */
+static void no_default_msg(const struct pt_profile *p, char *buf, size_t len) {
+  size_t n = (size_t)snprintf(buf, len, "NCCL's default was not measured for");
+  for (int c = 0; c < PT_NCOLL; c++)
+    for (int m = 0; m < PT_NMODES; m++)
+      if (pt_series_lacks_default(p->series[c][m]) && n < len)
+        n += (size_t)snprintf(buf + n, len - n, " %s %s,", pt_coll_name(c), pt_mode_name(m));
+  if (n < len)
+    snprintf(buf + n - 1, len - n + 1,
+             ": a candidate is chosen only where NCCL's own choice was measured too, so the "
+             "plugin leaves those sizes to NCCL. Measure NCCL's default (the same nccl-tests "
+             "command without NCCL_ALGO, NCCL_PROTO or NCCL_*_NCHANNELS, with NCCL_DEBUG=INFO; "
+             "-G N for graph mode) and import it with the other logs");
+}
+
+/* --refused-is-error: a valid profile the plugin would refuse on this host
+ * fails the check (for scripts). */
+static int refused_is_error;
+
 static int check_one(const char *path, int quiet, int json) {
   struct pt_profile p;
   struct pt_table t;
@@ -163,20 +193,18 @@ static int check_one(const char *path, int quiet, int json) {
     else fprintf(stderr, "%s: %s; the plugin leaves every decision to NCCL until then\n", path, line);
     status = 1;
   } else if (pt_profile_lacks_default(&p)) {
-    snprintf(line, sizeof line,
-             "warning: a series has candidates but no nccl_default, so the plugin cannot tell "
-             "where it helps: it ranks candidates there as if NCCL's own choice were slower");
-    if (json) json_line(path, "ok", line, &p, &t);
-    else {
-      fprintf(stderr, "%s: %s\n", path, line);
-      if (!quiet)
-        ok_line(path, &p, &t);
-    }
+    /* Kept as data (import --without-default): valid, but it decides
+     * nothing there, which a user who meant to tune must hear as a failure. */
+    no_default_msg(&p, line, sizeof line);
+    if (json) json_line(path, "no_default", line, &p, &t);
+    else fprintf(stderr, "%s: %s\n", path, line);
+    status = 1;
   } else if (json) {
     json_line(path, "ok", NULL, &p, &t);
   } else if (!quiet) {
     ok_line(path, &p, &t);
   }
+  if (!json && !status && host_line(&p, quiet) && refused_is_error) status = 1;
   pt_table_release(&t);
   pt_profile_release(&p);
   return status;
@@ -188,7 +216,7 @@ static int is_dir(const char *path) {
 }
 
 #define USAGE                                                                        \
-  "usage: pcie-tune check [--quiet] [--json] PROFILE|DIR...\n"                        \
+  "usage: pcie-tune check [--quiet] [--json] [--refused-is-error] PROFILE|DIR...\n"                        \
   "       pcie-tune check PROFILE|DIR --nranks N [--nnodes M]\n"                      \
   "\n"                                                                                \
   "Validates each profile as the plugin would load it (docs/profile-format.md).\n"    \
@@ -201,11 +229,13 @@ static int is_dir(const char *path) {
   "with PCIE_TUNER_PROFILE=PROFILE|DIR for that communicator, and why (each\n"        \
   "file's verdict, ties, refusals).\n"
 #define EPILOG                                                                       \
-  "Exit status: 0 all usable (or a profile chosen), 1 any invalid or partial\n"       \
-  "(or none chosen), 2 bad usage.\n"
+  "A series whose NCCL default was never measured decides nothing (the plugin\n"       \
+  "leaves it to NCCL) and fails the check.\n"                                          \
+  "Exit status: 0 all usable (or a profile chosen), 1 any invalid, partial or\n"       \
+  "without NCCL's default (or none chosen), 2 bad usage.\n"
 
 struct check_opts {
-  int quiet, json;
+  int quiet, json, refused_is_error;
   unsigned long long nranks, nnodes;
   const char **paths;
   int files;
@@ -224,6 +254,9 @@ static const struct cli_opt check_rows[] = {
     CLI_ROW("quiet", 'q', CLI_FLAG, NULL, F(quiet), 0, 0, NULL, 0, 0,
             "print nothing for usable profiles (warnings still go to stderr)"),
     CLI_ROW("json", 0, CLI_FLAG, NULL, F(json), 0, 0, NULL, 0, 0, "one JSON object per profile on stdout instead of text"),
+    CLI_ROW("refused-is-error", 0, CLI_FLAG, NULL, F(refused_is_error), 0, 0, NULL, 0, 0,
+            "exit 1 also for a valid profile the plugin would refuse on this\nhost (the last line of each profile says "
+            "whether it uses it,\nand if not why and what to do)"),
     CLI_ROW("nranks", 0, CLI_UINT, "N", F(nranks), 1, 1u << 20, NULL, 0, 0,
             "the communicator's nRanks"),
     CLI_ROW("nnodes", 0, CLI_UINT, "M", F(nnodes), 1, 1u << 20, NULL, 0, 0, "the communicator's nNodes (default 1)"),
@@ -254,6 +287,7 @@ int cmd_check(int argc, char **argv) {
     free(o.paths);
     return cli_bad(&check_cli, "%s", o.files ? "--nnodes needs --nranks" : "no profile given");
   }
+  refused_is_error = o.refused_is_error;
   for (int k = 0; k < o.files; k++) {
     if (o.nranks) bad |= check_select(o.paths[k], (size_t)o.nranks, o.nnodes ? (size_t)o.nnodes : 1, o.quiet);
     else if (is_dir(o.paths[k])) bad |= check_dir(o.paths[k], o.quiet, o.json, check_one);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "check_dir.h"
+#include "host_verdict.h"
 #include "pcie/select.h"
 
 int check_dir(const char *dir, int quiet, int json, int (*one)(const char *path, int quiet, int json)) {
@@ -81,6 +82,12 @@ int check_select(const char *spec, size_t nranks, size_t nnodes, int quiet) {
          (unsigned long long)l->prof.hash, m);
   if (r.fitting > 1) printf(": the most specific of %d fitting profiles", r.fitting);
   printf("\n");
+  /* Then the plugin's init checks on this host (issue 26 §2): a chosen
+   * profile it refuses leaves the communicator to NCCL. */
+  char v[3000];
+  int no = cli_host_verdict(&l->prof, nnodes, v, sizeof v);
+  printf("%s\n", v);
+  if (no) printf("result on this host: no profile; the plugin logs a WARN and leaves this communicator to NCCL\n");
   pt_registry_release(l);
-  return 0;
+  return no;
 }

@@ -11,9 +11,11 @@
 #include <time.h>
 
 #include "cmds.h"
+#include "host_verdict.h"
 #include "opt.h"
 #include "import/import_build.h"
 #include "pcie/files.h"
+#include "pcie/hostinfo.h"
 #include "import/nccl_example.h"
 
 /* Far above any nccl-tests log; keeps a wrong file (a core dump) out. */
@@ -21,7 +23,7 @@
 
 struct args {
   const char *out, *name, *example;
-  int force, in_place, quiet;
+  int force, in_place, quiet, without_default, box_here;
   size_t nlogs;
   const char **path;       /* argv strings */
   struct imp_setting *cli; /* per log */
@@ -64,6 +66,13 @@ static const struct cli_opt import_rows[] = {
     CLI_ROW("force", 0, CLI_FLAG, NULL, F(force), 0, 0, NULL, 0, 0, "overwrite FILE"),
     CLI_ROW("quiet", 'q', CLI_FLAG, NULL, F(quiet), 0, 0, NULL, 0, 0, "no summary of what was written"),
     CLI_ROW("in-place", 0, CLI_FLAG, NULL, F(in_place), 0, 0, NULL, 0, 0, "use the in-place times (default: out-of-place)"),
+    CLI_ROW("box-here", 0, CLI_FLAG, NULL, F(box_here), 0, 0, NULL, 0, 0,
+            "record this host's GPUs as the profile's box (read as the\nplugin reads them), for an import on the box "
+            "that ran\nnccl-tests; refused on a host without NVIDIA GPUs or\nwithout the logs' GPUs (default: the box "
+            "the logs give)"),
+    CLI_ROW("without-default", 0, CLI_FLAG, NULL, F(without_default), 0, 0, NULL, 0, 0,
+            "write the profile even where no log is NCCL's default run\n(refused otherwise): kept as data, the plugin "
+            "leaves those\nsizes to NCCL, and check fails it"),
     CLI_ROW("name", 0, CLI_STR, "NAME", F(name), 0, 0, NULL, 0, 0, "profile name (default: FILE's base name)"),
     CLI_ROW("setting", 0, CLI_CUSTOM, "SPEC", 0, 0, 0, NULL, CLI_MULTI, 0,
             "the setting of the next LOG: algo=, proto=, channels=", .parse = setting),
@@ -76,6 +85,7 @@ static const struct cli_opt import_rows[] = {
 const struct cli_cmd import_cli = {
     "import",
     "usage: pcie-tune import --out FILE [--force] [--in-place] [--name NAME]\n"
+    "                        [--without-default] [--box-here]\n"
     "                        [--setting algo=A,proto=P,channels=N] LOG\n"
     "                        [[--setting ...] LOG]...\n"
     "       pcie-tune import --out FILE [--force] [--name NAME] --from-nccl-example CONF\n"
@@ -84,7 +94,8 @@ const struct cli_cmd import_cli = {
     "reduce_scatter_perf, broadcast_perf or reduce_perf), one log per setting.\n"
     "A log's setting comes from the --setting just before it, or from NCCL_ALGO,\n"
     "NCCL_PROTO and NCCL_MAX_NCHANNELS lines in the log; a log with neither is\n"
-    "NCCL's default. LOG '-' reads standard input. Run NCCL's default with\n"
+    "NCCL's default; it is required in each mode (a candidate is chosen only\n"
+    "where NCCL's default was measured too). LOG '-' reads standard input. Run it with\n"
     "NCCL_DEBUG=INFO: its channel count becomes the profile's communicator.channels,\n"
     "and logs measured with more channels are left out.\n",
     "See docs/cli-import.md.\n",
@@ -106,8 +117,9 @@ static int parse_args(int argc, char **argv, struct args *a) {
   if (rc) return rc;
   if (a->pending_spec) return cli_bad(&import_cli, "--setting '%s' is not followed by a log", a->pending_spec);
   if (!a->out) return cli_bad(&import_cli, "--out FILE is required");
-  if (a->example && (a->nlogs || a->in_place))
-    return cli_bad(&import_cli, "--from-nccl-example takes no nccl-tests logs and no --in-place");
+  if (a->example && (a->nlogs || a->in_place || a->box_here || a->without_default))
+    return cli_bad(&import_cli, "--from-nccl-example takes no nccl-tests logs, --in-place, --box-here or "
+                   "--without-default");
   if (!a->example && !a->nlogs) return cli_bad(&import_cli, "no nccl-tests log given");
   return 0;
 }
@@ -252,10 +264,30 @@ static int import_example(const struct args *a, const char *name, const char *da
   return 0;
 }
 
+/* --box-here: this host's GPUs, read with the plugin's own sysfs reader
+ * (tuner/hostinfo.c), for a user importing on the box that ran nccl-tests.
+ * Returns 0, or -1 after saying why (no NVIDIA GPU here included). */
+static int read_box_here(struct pt_box_fp *fp) {
+  char why[512];
+  if (pt_host_read(NULL, fp, why, sizeof why)) {
+    fprintf(stderr, "pcie-tune import: --box-here: cannot read this host's GPUs: %s\n", why);
+    return -1;
+  }
+  if (!fp->ngpus) {
+    fprintf(stderr,
+            "pcie-tune import: --box-here: this host has no NVIDIA GPU (PCI bus read as the plugin "
+            "reads it): run the import on the box that ran nccl-tests, or leave --box-here out to "
+            "record the box the logs give\n");
+    return -1;
+  }
+  return 0;
+}
+
 int cmd_import(int argc, char **argv) {
   struct args a = {0};
   struct imp_input *in = NULL;
   struct pt_profile p = {0};
+  static struct pt_box_fp here;
   struct pt_error_rec err;
   char date[16] = "", *name = NULL;
   int *dropped = NULL, *forced = NULL;
@@ -292,7 +324,9 @@ int cmd_import(int argc, char **argv) {
       goto out;
     }
     struct imp_options o = {.in_place = a.in_place, .name = name, .date = date, .dropped = dropped,
-                             .forced = forced};
+                             .forced = forced, .without_default = a.without_default};
+    if (a.box_here && read_box_here(&here)) goto out;
+    if (a.box_here) o.box = &here;
     if (imp_build(&p, in, a.nlogs, &o, &err)) {
       print_error(&err);
       goto out;
@@ -323,6 +357,9 @@ int cmd_import(int argc, char **argv) {
       summary(&p, a.out);
       summary_communicator(&p, a.out, in, a.nlogs);
     }
+    char v[3000];
+    cli_host_verdict(&p, 0, v, sizeof v);
+    printf("%s: %s\n", a.out, v);
   }
   ret = 0;
 out:

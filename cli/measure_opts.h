@@ -21,6 +21,7 @@ struct cli_measure {
   int single;   /* --process-model single (the index in "per-gpu|single") */
   int in_place; /* --in-place */
   int nccl_mem; /* --buffers ncclMemAlloc (the index in "cudaMalloc|ncclMemAlloc") */
+  int same_gpu; /* --same-gpu-ranks: --gpus may repeat a GPU (measure/gpu_nccl.h) */
   unsigned long long ops, warmup, warmup_ms, seed;
   const char *inject[PT_MAX_FAULTS]; /* --inject, as given */
   size_t ninject;

@@ -18,6 +18,7 @@
 #include "measure/backend_isolated_faults.h"
 #include "measure/backend_nccl.h"
 #include "measure/backends.h"
+#include "engine.h"
 #include "measure/explore.h"
 #include "cmds.h"
 #include "measure/isolate.h"
@@ -66,6 +67,7 @@ static int open_backend(const struct profile_opts *o, const struct explore_at *a
     struct pt_nccl_opts no;
     pt_nccl_opts_default(&no);
     no.gpus = o->m.gpus;
+    no.same_gpu = o->m.same_gpu;
     no.args = args;
     no.ops = (unsigned)o->m.ops;
     no.warmup = (unsigned)o->m.warmup;
@@ -304,6 +306,12 @@ static int run(struct profile_opts *o, const char *args, int resume, const struc
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
+  /* The engine's variables, before the workers start: they inherit this
+   * environment, and the profile's nccl_env records it (cli/engine.h). */
+  char eng[600];
+  const char *engine = cli_engine_name(o->engine);
+  cli_engine_apply(engine, eng, sizeof eng);
+  if (eng[0] && !o->quiet) fprintf(stderr, "pcie-tune profile: --engine %s: %s\n", engine, eng);
   if ((status = open_backend(o, at, &be))) goto out;
   status = 1;
   be.info(be.self, &r.bi);

@@ -21,6 +21,7 @@ struct profile_opts {
   struct cli_measure m; /* first: cli_measure_rows' offsets are into it */
   const char *backend, *out, *name, *workload;
   int isolate, full, force, resume, quiet;
+  int engine; /* --engine: index into cli/engine.h's names (none, vllm, sglang) */
   int mode_mask; /* 1 << PT_MODE_GRAPH, 1 << PT_MODE_EAGER, or both */
   unsigned coll_mask, algo_mask, proto_mask;
   unsigned long long timeout_s, checkpoint_s, reps, screen_reps, budget;

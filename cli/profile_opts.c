@@ -11,6 +11,10 @@
 #include "nccl/common.h"
 #include "pcie/files.h"
 #include "pcie/profile.h"
+#include "engine.h"
+#include "measure/backend_nccl.h"
+#include "measure/gpu_nccl.h"
+#include "nccl_pick.h"
 #include "profile.h"
 
 /* A comma list of names into a bit mask through name(); "all" = every one. */
@@ -150,6 +154,9 @@ static const struct cli_opt profile_rows[] = {
     CLI_ROW("backend", 0, CLI_STR, "nccl|sim", F(backend), 0, 0, NULL, REC, 0,
      "the GPUs through NCCL (docs/gpu.md), or a simulated box"),
     CLI_INCLUDE(cli_measure_rows),
+    CLI_ROW("engine", 0, CLI_CHOICE, CLI_ENGINES, F(engine), 0, 0, "none", REC, CLI_NCCL,
+     "nccl: set in the workers the NCCL variables that engine sets\n(vllm: NCCL_CUMEM_ENABLE=0; sglang: also NCCL_NVLS_ENABLE=0),\n"
+     "recorded in nccl_env; none matches a job that runs NCCL with\nthis environment as it is (torchrun, nccl-tests); docs/gpu.md"),
     CLI_ROW("isolate", 0, CLI_FLAG, NULL, F(isolate), 0, 0, NULL, REC, CLI_SIM,
      "sim: measure in worker processes too, as nccl always does"),
     CLI_ROW("timeout", 0, CLI_UINT, "SECONDS", F(timeout_s), 1, 86400, "60", REC | CLI_RESUME, 0,
@@ -189,7 +196,8 @@ static const struct cli_opt profile_rows[] = {
     CLI_ROW("budget", 0, CLI_UINT, "N", F(budget), 1, ~0ULL, NULL, CLI_RESUME, 0,
      "stop after N repetitions, leaving a partial profile"),
     CLI_ROW("resume", 0, CLI_FLAG, NULL, F(resume), 0, 0, NULL, CLI_RESUME, 0, "continue the partial profile --out FILE"),
-    CLI_ROW("force", 0, CLI_FLAG, NULL, F(force), 0, 0, NULL, 0, 0, "overwrite an existing --out FILE"),
+    CLI_ROW("force", 0, CLI_FLAG, NULL, F(force), 0, 0, NULL, 0, 0,
+     "overwrite an existing --out FILE; nccl: measure even another\nNCCL minor version than the engine's"),
     CLI_ROW("quiet", 'q', CLI_FLAG, NULL, F(quiet), 0, 0, NULL, CLI_RESUME, 0, "no progress on stderr"),
     CLI_END_ROW,
 };
@@ -284,15 +292,58 @@ static int check_new(const struct profile_opts *o) {
     if (!m->gpus) return cli_bad(&profile_cli, "missing --gpus LIST for the nccl backend (e.g. --gpus 0-7)");
     if (m->box || o->isolate || m->ninject)
       return cli_bad(&profile_cli, "--box, --isolate and --inject are for --backend sim");
+    if (m->same_gpu && m->single)
+      return cli_bad(&profile_cli, "--same-gpu-ranks needs a process per rank (each its own NCCL_HOSTID), not "
+                     "--process-model single");
   } else if (!strcmp(o->backend, "sim")) {
-    if (m->nccl_lib || m->plugin || m->cudart_lib || m->single || m->in_place || m->nccl_mem)
-      return cli_bad(&profile_cli, "--nccl-lib, --cudart-lib, --plugin, --process-model, --in-place and --buffers "
-                     "are for --backend nccl");
+    if (m->nccl_lib || m->plugin || m->cudart_lib || m->single || m->in_place || m->nccl_mem || m->same_gpu ||
+        o->engine)
+      return cli_bad(&profile_cli, "--nccl-lib, --cudart-lib, --plugin, --process-model, --in-place, --buffers, "
+                     "--same-gpu-ranks and --engine are for --backend nccl");
     if (!m->box) return cli_bad(&profile_cli, "missing --box NAME|FILE for the sim backend");
     if (m->gpus) return cli_bad(&profile_cli, "--gpus is for --backend nccl");
     if (m->ninject && !o->isolate) return cli_bad(&profile_cli, "--inject needs --isolate (faults happen in workers)");
   } else {
     return cli_bad(&profile_cli, "unknown backend '%s' (nccl or sim)", o->backend);
+  }
+  return 0;
+}
+
+/* --nccl-lib auto (or none given): the NCCL the engine loads when a Python
+ * environment with torch (or VLLM_NCCL_SO_PATH) names one, else the
+ * loader's. Says which NCCL will be measured and which the engine loads,
+ * and refuses (without --force) to measure another minor version than the
+ * engine's: the plugin would refuse the profile at the job's first init.
+ * The resolved path is what the resume record and the worker get.
+ * Returns 0 or 1. */
+static int pick_nccl(struct profile_opts *o) {
+  static struct cli_nccl eng, meas;
+  int dev[PT_GPU_MAX];
+  /* A bad --gpus is the backend's to report, alone. */
+  if (pt_nccl_parse_gpus(o->m.gpus, dev, PT_GPU_MAX, 1) < 0) return 0;
+  int have_eng = cli_engine_nccl(&eng);
+  if (!o->m.nccl_lib || !strcmp(o->m.nccl_lib, "auto")) o->m.nccl_lib = have_eng ? eng.path : NULL;
+  int have_meas = cli_nccl_at(o->m.nccl_lib, &meas);
+  if (!o->quiet) {
+    if (have_meas)
+      fprintf(stderr, "pcie-tune profile: measuring NCCL %d.%d.%d from %s\n", meas.major, meas.minor,
+              meas.patch, meas.path);
+    if (have_eng)
+      fprintf(stderr, "pcie-tune profile: the engine loads NCCL %d.%d.%d from %s (%s)\n", eng.major,
+              eng.minor, eng.patch, eng.path, eng.from);
+    else
+      fprintf(stderr, "pcie-tune profile: no Python environment with torch found (python3 on PATH) and "
+                      "no VLLM_NCCL_SO_PATH: make sure the job loads this NCCL, or give --nccl-lib the "
+                      "libnccl.so.2 it loads\n");
+  }
+  if (have_eng && have_meas && (eng.major != meas.major || eng.minor != meas.minor) && !o->force) {
+    fprintf(stderr,
+            "pcie-tune profile: would measure NCCL %d.%d.%d (%s), but the engine loads NCCL %d.%d.%d "
+            "(%s, %s): the plugin refuses a profile of another minor version at the job's first "
+            "init. Give --nccl-lib %s (or leave --nccl-lib out), or --force to measure anyway\n",
+            meas.major, meas.minor, meas.patch, meas.path, eng.major, eng.minor, eng.patch, eng.path,
+            eng.from, eng.path);
+    return 1;
   }
   return 0;
 }
@@ -330,6 +381,7 @@ int profile_options(int argc, char **argv, struct profile_opts *o) {
     snprintf(o->name_buf, sizeof o->name_buf, "nccl-gpus-%s", o->m.gpus);
     o->name = o->name_buf;
   }
+  if (!strcmp(o->backend, "nccl") && pick_nccl(o)) return 1;
   if (profile_record(o))
     return cli_bad(&profile_cli, "the options do not fit in the %zu-byte resume record; shorten --box, --name or "
                    "--inject", sizeof o->record);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cmds.h"
+#include "host_verdict.h"
 #include "json.h"
 #include "nccl/common.h"
 #include "prov_text.h"
@@ -148,6 +149,8 @@ static const char *why_nccl(const struct pt_interval *iv, const struct pt_series
   if (iv->kind == PT_IV_OUTSIDE) return "NCCL: outside the measured sizes";
   if (iv->kind == PT_IV_MODES_DIFFER)
     return "NCCL: graph and eager measurements disagree (regBuff differs per rank)";
+  if (iv->kind == PT_IV_NO_DEFAULT)
+    return "NCCL: its default was not measured here, so no candidate is shown faster (import its default run)";
   if (iv->kind != PT_IV_NO_GAIN) return "NCCL: nothing usable measured here";
   /* The measured segment the range starts in: the last measured size at
    * or below it and the next one. */
@@ -173,7 +176,7 @@ static const char *why_nccl(const struct pt_interval *iv, const struct pt_series
 
 /* The measured figures of a row [lo, hi] with first choice c, at the
  * measured sizes inside it: latency and NCCL's at the first, the speed-up's
- * range over all. Returns how many there are; with none the outputs are
+ * range over all and the row's two ends. Returns how many there are; with none the outputs are
  * left as they were (the table's interpolated figures). */
 static size_t row_figures(const struct pt_series *s, uint64_t lo, uint64_t hi, const struct pt_choice *c,
                           double *lat, double *def, double *smin, double *smax) {
@@ -191,6 +194,19 @@ static size_t row_figures(const struct pt_series *s, uint64_t lo, uint64_t hi, c
     *smin = fmin(*smin, sp);
     *smax = fmax(*smax, sp);
     n++;
+  }
+  /* A row wider than its measured sizes rests on the lines to the measured
+   * sizes beyond it too: its speed-up at its own ends (interpolated, as the
+   * plugin decided it) belongs in the range, or a row measured at one size
+   * shows that size's gain over all of it (issue 26: 1.42x printed for
+   * 24393 B-256 KiB, where the truth runs from 1.69x down to 1.00x). */
+  for (int e = 0; n && e < 2; e++) {
+    uint64_t x = e ? hi : lo;
+    if (x < s->sizes[0] || x > s->sizes[s->nsizes - 1]) continue;
+    double q = pt_interp_latency(s, cd->points, x), d = pt_interp_latency(s, s->nccl_default, x);
+    if (q <= 0 || d <= 0) continue;
+    *smin = fmin(*smin, d / q);
+    *smax = fmax(*smax, d / q);
   }
   return n;
 }
@@ -299,8 +315,9 @@ static void print_heading(const struct pt_profile *p, const struct pt_table *t, 
            "measured noise)\n",
            100 * pt_profile_margin(p));
   else if (s)
-    printf("warning: no nccl_default in this series: candidates are ranked without knowing "
-           "where NCCL's own choice is faster\n");
+    printf("warning: no nccl_default in this series: a candidate is chosen only where NCCL's "
+           "default was measured too, so NCCL decides every measured size (import its default "
+           "run)%s\n", p->nrules ? "; hand rules still apply where they say" : "");
   printf("figures are measured at the sizes inside a row; ~ marks a row with none, whose figures are\n"
          "interpolated between measured sizes (simulate --box gives the truth there)\n");
   printf("%14s %14s  %-24s %6s %11s %11s %13s  %s\n", "from", "to", "choice", "runs", "latency",
@@ -352,7 +369,8 @@ static size_t print_row(const struct pt_profile *p, const struct pt_table *t, co
   char r[40];
   if (pins) snprintf(r, sizeof r, "= NCCL's");
   else if (smax >= 1.0 && smin >= 1.0 && smax - smin < 0.005) snprintf(r, sizeof r, "%s%.2fx", mark, smin);
-  else if (smax >= 1.0 && smin >= 1.0) snprintf(r, sizeof r, "%s%.2f-%.2fx", mark, smin, smax);
+  else if (smax >= 1.0 && (smin >= 1.0 || !iv->c[0].from_rule))
+    snprintf(r, sizeof r, "%s%.2f-%.2fx", mark, smin, smax);
   else snprintf(r, sizeof r, "%s", iv->c[0].from_rule && smin < 1.0 ? "rule" : "-");
   printf(" %13s", r);
   snprintf(why, sizeof why, "%s%s",
@@ -400,6 +418,7 @@ static const char *kind_name(const struct pt_interval *iv) {
   return iv->kind == PT_IV_OUTSIDE ? "nccl_outside_range"
          : iv->kind == PT_IV_NO_GAIN ? "nccl_no_gain"
          : iv->kind == PT_IV_MODES_DIFFER ? "nccl_modes_differ"
+         : iv->kind == PT_IV_NO_DEFAULT ? "nccl_no_default"
                                      : "nccl_no_data";
 }
 
@@ -482,7 +501,7 @@ int cmd_show(int argc, char **argv) {
   struct pt_profile p;
   struct pt_table t;
   struct pt_error_rec e;
-  char buf[1200];
+  char buf[3000];
   int built = 0;
   memset(&p, 0, sizeof p);
   if (pt_profile_load(&p, path, &e)) {
@@ -520,12 +539,23 @@ int cmd_show(int argc, char **argv) {
    * carries the chart alone. */
   if (!quiet && (!svg || strcmp(svg, "-"))) {
     if (json) print_json(&p, &t, set, coll, mode);
-    else print_text(&p, &t, set, coll, mode, bytes, nranks ? nranks : p.match_nranks,
-                    nnodes ? nnodes : p.match_nnodes);
+    else {
+      print_text(&p, &t, set, coll, mode, bytes, nranks ? nranks : p.match_nranks,
+                 nnodes ? nnodes : p.match_nnodes);
+      cli_host_verdict(&p, (size_t)nnodes, buf, sizeof buf);
+      printf("%s\n", buf);
+    }
   }
   if (svg) {
     char title[300];
-    snprintf(title, sizeof title, "%s: %s, %s mode", p.name, pt_coll_name(coll), pt_mode_name(mode));
+    /* The mode whose data is drawn: an eager-only import serves graph
+     * calls from its eager series, and the title says so. */
+    int drawn = p.series[coll][mode] || !p.series[coll][!mode] ? mode : !mode;
+    if (drawn == mode)
+      snprintf(title, sizeof title, "%s: %s, %s mode", p.name, pt_coll_name(coll), pt_mode_name(mode));
+    else
+      snprintf(title, sizeof title, "%s: %s, %s mode (its data also serves %s calls)", p.name,
+               pt_coll_name(coll), pt_mode_name(drawn), pt_mode_name(mode));
     struct pt_error_rec we;
     if (pt_svg_write(svg, title, s, set, force, &we)) {
       pt_error_format(&we, buf, sizeof buf);

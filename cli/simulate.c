@@ -194,7 +194,7 @@ static double us_of(const struct pt_sim_choice *c) { return c->us > 0 ? c->us : 
  * Returns 0, or 2 after saying why a value cannot be applied. */
 static int job_env(struct pt_box *box, const char *boxname) {
   static const char *const names[] = {"NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_P2P_LEVEL", "NCCL_PROTO",
-                                      "NCCL_ALGO"};
+                                      "NCCL_ALGO", "NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE"};
   struct pt_error_rec e;
   int any = 0;
   for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
@@ -211,11 +211,19 @@ static int job_env(struct pt_box *box, const char *boxname) {
       fprintf(stderr, "pcie-tune simulate: %s=%s: expected a channel count 1..64\n", names[i], v);
       return 2;
     }
+    if (i >= 5 && *end) {
+      fprintf(stderr, "pcie-tune simulate: %s=%s: expected an integer (1 disables)\n", names[i], v);
+      return 2;
+    }
     if (i == 0) box->hw.min_nchannels = (int)n;
     else if (i == 1) box->hw.max_nchannels = (int)n;
     else if (i == 2) snprintf(box->hw.p2p_level, sizeof box->hw.p2p_level, "%s", v);
     else if (i == 3) snprintf(box->hw.proto, sizeof box->hw.proto, "%s", v);
-    else snprintf(box->hw.algo, sizeof box->hw.algo, "%s", v);
+    else if (i == 4) snprintf(box->hw.algo, sizeof box->hw.algo, "%s", v);
+    /* NCCL reads both as integers: 1 disables, any other value leaves the
+     * transport on (paths.cc ncclGetLevel, shm.cc shmCanConnect). */
+    else if (i == 5) box->hw.p2p_disable = n == 1;
+    else box->hw.shm_disable = n == 1;
     any = 1;
   }
   if (any && pt_box_derive(box, &e)) {

@@ -312,6 +312,10 @@ static void legend(FILE *f, const struct drawn *d) {
 #undef ITEM
 }
 
+/* A speed-up label ("1.42×" at font-size 9): about 28 px wide, 10 px high. */
+#define LABEL_W 30.0
+#define LABEL_H 11.0
+
 /* The latency axis: every usable latency of the series, in decades. */
 static void y_range(const struct pt_series *s, struct yaxis *y) {
   for (size_t c = 0; s && c <= s->ncand; c++) {
@@ -419,15 +423,22 @@ static void speedup_panel(FILE *f, const struct xaxis *x, const struct pt_series
    * its figure; the dashed line between them is interpolated (the truth
    * there can differ by far: simulate --box tells). */
   polyline_samples(f, sm->xs, sm->ysp, "stroke=\"#000\" stroke-width=\"1.5\" stroke-dasharray=\"5 3\"");
+  /* A figure is written only clear of the last one written: outside the
+   * widened band the measured sizes lie a few pixels apart and their
+   * labels ran into one another. The dot is always drawn. */
+  double last_x = -1e9, last_y = -1e9;
   for (size_t i = 0; s && i < s->nsizes; i++) {
     double chosen, nccl, n = (double)s->sizes[i];
     at_size(s, set, n, &chosen, &nccl);
     if (chosen <= 0 || nccl <= 0) continue;
     double v = nccl / chosen, yy = B2 - (B2 - T2) * (v - s0) / (s1 - s0);
     fprintf(f, "<circle class=\"measured-speedup\" cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"#000\"/>\n", px(x, n), yy);
-    if (v >= 1.005)
+    if (v >= 1.005 && (px(x, n) - last_x >= LABEL_W || fabs(yy - last_y) >= LABEL_H)) {
       fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"middle\">%.2f\u00d7</text>\n", px(x, n),
               yy - 6, v);
+      last_x = px(x, n);
+      last_y = yy;
+    }
     d->measured = 1;
   }
   fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#444\"/>\n", L, T2, R - L,

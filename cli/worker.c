@@ -104,10 +104,10 @@ static int open_backend(const struct wopts *o, struct pt_backend *b, char **prov
   }
   const struct cli_measure *m = &o->m;
   struct pt_gpu_opts g = {.plugin = m->plugin, .nccl_lib = m->nccl_lib, .cudart_lib = m->cudart_lib,
-                          .scratch = o->scratch, .single = m->single, .in_place = m->in_place,
+                          .scratch = o->scratch, .single = m->single, .same_gpu = m->same_gpu, .in_place = m->in_place,
                           .nccl_mem = m->nccl_mem, .warmup_ms = (unsigned)m->warmup_ms, .beat_fd = out,
                           .ops = (unsigned)m->ops, .warmup = (unsigned)m->warmup};
-  if ((g.ngpus = pt_nccl_parse_gpus(m->gpus, g.gpus, PT_GPU_MAX)) < 0) {
+  if ((g.ngpus = pt_nccl_parse_gpus(m->gpus, g.gpus, PT_GPU_MAX, m->same_gpu)) < 0) {
     snprintf(e->file, sizeof e->file, "--gpus");
     e->line = 0;
     snprintf(e->msg, sizeof e->msg, "bad list '%s' (e.g. 0-7 or 0,2,4,6; each GPU once)", m->gpus);

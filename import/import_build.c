@@ -210,6 +210,19 @@ static int emit_series(struct build *b, struct pt_profile *p, int m) {
                 "no setting measured in %s mode besides NCCL's default (give logs with --setting or "
                 "NCCL_ALGO/NCCL_PROTO/NCCL_MAX_NCHANNELS)",
                 pt_mode_name(m));
+  int has_default = 0;
+  for (size_t i = 0; i < b->nslots; i++) has_default |= b->slots[i].mode == m && b->slots[i].is_default;
+  /* A candidate is chosen only where NCCL's default was measured too
+   * (tuner/table.c): without one the profile decides nothing, and the most
+   * likely cause is a forgotten log, so it is refused unless kept as data. */
+  if (!has_default && !b->o->without_default)
+    return fail(b, b->in[b->first].log.name, 0,
+                "no log of NCCL's default run in %s mode: a candidate is chosen only where NCCL's "
+                "own choice was measured too, so this profile would decide nothing. Add the same "
+                "nccl-tests command run without NCCL_ALGO, NCCL_PROTO, NCCL_*_NCHANNELS or "
+                "--setting (with NCCL_DEBUG=INFO%s), or give --without-default to keep these "
+                "logs as data (the plugin then leaves their sizes to NCCL)",
+                pt_mode_name(m), m == PT_MODE_GRAPH ? " and the same -G N" : "");
   struct pt_series *s = pt_series_new(b->sizes[m], b->nsizes[m]);
   if (!s) return oom(b);
   p->series[b->coll][m] = s;
@@ -244,6 +257,56 @@ static void version_of(const struct nt_log *log, char *buf, size_t len) {
     if (c >= 20900) snprintf(buf, len, "%ld.%ld.%ld", c / 10000, c / 100 % 100, c % 100);
     else if (c > 0) snprintf(buf, len, "%ld.%ld.%ld", c / 1000, c / 100 % 10, c % 100);
   }
+}
+
+/* A GPU of the box, added once; NULL when the box is full. */
+static struct pt_fp_gpu *box_gpu(struct pt_box_fp *fp, const char *bus) {
+  for (int j = 0; j < fp->ngpus; j++)
+    if (!strcmp(fp->gpu[j].bus_id, bus)) return &fp->gpu[j];
+  if (fp->ngpus == PT_FP_MAX_GPUS) return NULL;
+  struct pt_fp_gpu *g = &fp->gpu[fp->ngpus++];
+  snprintf(g->bus_id, PT_FP_ID_LEN, "%s", bus);
+  g->numa = PT_FP_NUMA_UNKNOWN;
+  return g;
+}
+
+/* provenance.box from what the logs give (docs/cli-import.md, "The box"):
+ * each rank's device line ("#  Rank 0 ... on HOST device 0 [0000:01:00]
+ * NVIDIA GeForce RTX 5090"): its bus id as nccl-tests printed it, the GPU
+ * name and the host name; NCCL's Init lines ("busId 1000") give full ids,
+ * which replace the partial ones they match. Only the communicator's GPUs
+ * (host_gpus false); no model, link or tree: the logs do not say. Returns
+ * -1 when out of memory. */
+static int emit_box(struct build *b, struct pt_profile *p) {
+  struct pt_box_fp fp;
+  memset(&fp, 0, sizeof fp);
+  for (size_t i = 0; i < b->n; i++)
+    for (size_t r = 0; r < b->in[i].log.nruns; r++)
+      for (size_t k = 0; k < b->in[i].log.runs[r].ndev; k++) {
+        const struct nt_device *d = &b->in[i].log.runs[r].dev[k];
+        struct pt_fp_gpu *g = d->bus[0] ? box_gpu(&fp, d->bus) : NULL;
+        if (!g) continue;
+        if (!g->name[0]) snprintf(g->name, sizeof g->name, "%s", d->gpu);
+        if (!g->host[0]) snprintf(g->host, sizeof g->host, "%s", d->host);
+      }
+  for (size_t i = 0; i < b->n; i++)
+    for (int k = 0; k < b->in[i].log.nbus; k++) {
+      const char *full = b->in[i].log.bus[k];
+      int j = 0;
+      while (j < fp.ngpus && !pt_fp_bus_id_matches(fp.gpu[j].bus_id, full)) j++;
+      if (j < fp.ngpus) snprintf(fp.gpu[j].bus_id, PT_FP_ID_LEN, "%s", full);
+      else box_gpu(&fp, full);
+    }
+  if (!fp.ngpus) return 0;
+  pt_fp_sort(&fp);
+  /* Two partial ids upgraded to one full id: keep one. */
+  int w = 0;
+  for (int j = 0; j < fp.ngpus; j++)
+    if (!w || strcmp(fp.gpu[w - 1].bus_id, fp.gpu[j].bus_id)) fp.gpu[w++] = fp.gpu[j];
+  fp.ngpus = w;
+  if (!(p->prov.box = malloc(sizeof *p->prov.box))) return -1;
+  *p->prov.box = fp;
+  return 0;
 }
 
 static int emit_provenance(struct build *b, struct pt_profile *p) {
@@ -284,19 +347,19 @@ static int emit_provenance(struct build *b, struct pt_profile *p) {
                             i + 1 < b->n ? ";" : "");
   }
   p->prov.note = note;
-  /* provenance.box: the communicator's GPUs NCCL named (no model, link or
-   * tree: its INFO lines do not say), the union over the logs. */
-  for (size_t i = 0; i < b->n; i++)
-    for (int k = 0; k < b->in[i].log.nbus; k++) {
-      if (!p->prov.box && !(p->prov.box = calloc(1, sizeof *p->prov.box))) return oom(b);
-      struct pt_box_fp *fp = p->prov.box;
-      int seen = 0;
-      for (int j = 0; j < fp->ngpus; j++) seen |= !strcmp(fp->gpu[j].bus_id, b->in[i].log.bus[k]);
-      if (seen || fp->ngpus == PT_FP_MAX_GPUS) continue;
-      snprintf(fp->gpu[fp->ngpus].bus_id, PT_FP_ID_LEN, "%s", b->in[i].log.bus[k]);
-      fp->gpu[fp->ngpus++].numa = PT_FP_NUMA_UNKNOWN;
-    }
-  if (p->prov.box) pt_fp_sort(p->prov.box);
+  if (emit_box(b, p)) return oom(b);
+  if (b->o->box) {
+    /* --box-here: this host's box, after checking that the logs' GPUs are
+     * on it (an import on another machine would record the wrong box). */
+    char diff[800];
+    if (p->prov.box && (pt_fp_compare(p->prov.box, b->o->box, diff, sizeof diff) & PT_FP_DIFF_BOX))
+      return fail(b, b->in[b->first].log.name, 0,
+                  "--box-here: the logs did not run on this host's GPUs (%s); import them on the "
+                  "box that ran nccl-tests, or leave --box-here out to record the box the logs give",
+                  diff);
+    if (!p->prov.box && !(p->prov.box = malloc(sizeof *p->prov.box))) return oom(b);
+    *p->prov.box = *b->o->box;
+  }
   p->prov.tool = pt_strdup("pcie-tune import");
   p->prov.backend = pt_strdup("nccl-tests");
   p->prov.nccl_version = pt_strdup(ver[0] ? ver : "unknown");

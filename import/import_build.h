@@ -28,6 +28,13 @@ struct imp_input {
 
 struct imp_options {
   int in_place;     /* take in-place times instead of out-of-place */
+  /* 1: a mode without NCCL's default run is written anyway (as data: the
+   * plugin leaves its sizes to NCCL); 0: refused, naming the run to add. */
+  int without_default;
+  /* NULL: provenance.box from what the logs give (device lines, NCCL's
+   * Init lines); else this box (import --box-here: the host's, read with
+   * the plugin's own sysfs reader), copied. */
+  const struct pt_box_fp *box;
   const char *name; /* profile name (copied) */
   const char *date; /* provenance date, "YYYY-MM-DD" (copied) */
   /* Optional, one per log: set to the channel count of each log left out

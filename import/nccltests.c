@@ -6,6 +6,7 @@
  */
 #include "nccltests.h"
 
+#include <ctype.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -345,6 +346,12 @@ static int parse_device(struct ctx *c, struct lx_span s, int line) {
   i += 2;
   if (!(i < n && tok[i].n >= 2 && tok[i].s[0] == '[' && tok[i].s[tok[i].n - 1] == ']'))
     return fail(c, line, "device line lacks the '[bus id]'");
+  /* nccl-tests prints [%04x:%02x:%02x] (domain, bus, device), older
+   * versions [0x%02x] (the bus number); another form is kept out of the box. */
+  if (tok[i].n - 2 < sizeof d.bus) {
+    for (size_t k = 0; k + 2 < tok[i].n; k++) d.bus[k] = (char)tolower((unsigned char)tok[i].s[k + 1]);
+    if (!pt_fp_bus_id_given_ok(d.bus)) d.bus[0] = 0;
+  }
   i++;
   if (i == n) return fail(c, line, "device line lacks the GPU name");
   const char *end = s.s + s.n;

@@ -57,6 +57,9 @@ struct nt_device {
   int rank;
   char host[64];
   char gpu[96];
+  /* The bus id between the brackets, lower case, when it has a form
+   * pt_fp_bus_id_given_ok accepts ("0000:01:00", older "0x1a"); else "". */
+  char bus[PT_FP_ID_LEN];
   int line;
 };
 

@@ -29,7 +29,7 @@ static int parse_uint(const char **p, int *out) {
   return 0;
 }
 
-int pt_nccl_parse_gpus(const char *s, int *out, int max) {
+int pt_nccl_parse_gpus(const char *s, int *out, int max, int repeat) {
   int n = 0;
   if (!s || !*s) return -1;
   for (const char *p = s;;) {
@@ -41,7 +41,7 @@ int pt_nccl_parse_gpus(const char *s, int *out, int max) {
       if (parse_uint(&p, &hi) || hi < lo) return -1;
     }
     for (int d = lo; d <= hi; d++) {
-      for (int k = 0; k < n; k++)
+      for (int k = 0; k < n && !repeat; k++)
         if (out[k] == d) return -1;
       if (n == max) return -1;
       out[n++] = d;
@@ -73,7 +73,15 @@ int pt_backend_nccl_open(struct pt_backend *b, const struct pt_nccl_opts *o,
   memset(b, 0, sizeof *b);
   snprintf(err->file, sizeof err->file, "nccl backend"); /* printed after "pcie-tune profile: " */
   err->line = 0;
-  if (pt_nccl_parse_gpus(o->gpus, gpus, PT_GPU_MAX) < 0) {
+  int n = pt_nccl_parse_gpus(o->gpus, gpus, PT_GPU_MAX, o->same_gpu);
+  if (n < 0 && pt_nccl_parse_gpus(o->gpus, gpus, PT_GPU_MAX, 1) > 0) {
+    snprintf(err->msg, sizeof err->msg,
+             "--gpus '%s' lists a GPU twice; NCCL refuses two ranks on one GPU of one host. To run "
+             "them as two nodes over sockets (a one-GPU machine testing the forcing path) add "
+             "--same-gpu-ranks", o->gpus);
+    return PT_EINVAL;
+  }
+  if (n < 0) {
     snprintf(err->msg, sizeof err->msg, "bad --gpus '%s' (e.g. 0-7 or 0,2,4,6; each GPU once, at most %d)",
              o->gpus ? o->gpus : "", PT_GPU_MAX);
     return PT_EINVAL;

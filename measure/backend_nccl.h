@@ -14,6 +14,8 @@
 
 struct pt_nccl_opts {
   const char *gpus; /* "0-7", "0,2,4,6": CUDA device ordinals, checked here */
+  int same_gpu;     /* --same-gpu-ranks: gpus may repeat (measure/gpu_nccl.c gives each rank
+                       its own NCCL_HOSTID); args carry the option to the worker */
   /* The worker's options, NULL-terminated ("--gpus", "0-7", "--ops", "20",
    * ...): profile builds them from its option table (cli/measure_opts.h);
    * the worker's own defaults hold for any left out. */
@@ -36,8 +38,9 @@ struct pt_nccl_opts {
 void pt_nccl_opts_default(struct pt_nccl_opts *o);
 
 /* Parses a GPU list ("0-7", "0,2-3") into out[0..max). Returns how many,
- * or -1 for syntax errors, duplicates, more than max, or ordinals above 1023. */
-int pt_nccl_parse_gpus(const char *s, int *out, int max);
+ * or -1 for syntax errors, duplicates (unless repeat), more than max, or
+ * ordinals above 1023. */
+int pt_nccl_parse_gpus(const char *s, int *out, int max, int repeat);
 
 /* 1 when this binary can measure GPUs (built with CUDA and NCCL). */
 int pt_backend_nccl_built(void);

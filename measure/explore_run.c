@@ -91,7 +91,8 @@ void pt_explore_advice(FILE *f, const struct pt_explore_run *r, const struct pt_
   double base = res->dflt[0];
   if (w)
     fprintf(f, "of the %.2fx, %s=%lld alone gives %.2fx and the plugin %.2fx on top\n"
-               "run the job with (the plugin refuses the profile otherwise):\nexport %s=%lld\n",
+               "run the job with it (the profile was measured so; without it the plugin warns at init and\n"
+               "still decides, but the job runs NCCL's default and loses that share):\nexport %s=%lld\n",
             base / res->total[w], r->var->name, res->value[w], base / res->dflt[w], res->dflt[w] / res->total[w],
             r->var->name, res->value[w]);
   else

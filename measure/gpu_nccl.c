@@ -33,7 +33,7 @@ extern char **environ;
 
 struct gpu {
   struct pt_gpu_api api;
-  int n, dev[PT_GPU_MAX], single, beat_fd, poisoned, own_scratch;
+  int n, dev[PT_GPU_MAX], single, same_gpu, beat_fd, poisoned, own_scratch;
   unsigned ops, warmup;
   double warmup_ms;
   int fd[PT_GPU_MAX];
@@ -89,6 +89,19 @@ static void close_others(int keep) {
   for (int i = 0; i < n; i++) close(fds[i]);
 }
 
+/* --same-gpu-ranks, in rank r's process before NCCL starts: a host hash
+ * of its own (NCCL reads NCCL_HOSTID into it, src/misc/utils.cc
+ * getHostHash), so NCCL sees one rank per node and asks the tuner, where
+ * two ranks on one GPU of one host are refused ("Duplicate GPU detected",
+ * src/init.cc); the nodes then talk over sockets on the loopback interface
+ * (NCCL_IB_DISABLE=1, NCCL_SOCKET_IFNAME=lo). */
+static int same_gpu_env(int r) {
+  char id[64];
+  snprintf(id, sizeof id, "pcie-tune-same-gpu-rank-%d", r);
+  return setenv("NCCL_HOSTID", id, 1) || setenv("NCCL_IB_DISABLE", "1", 1) ||
+         setenv("NCCL_SOCKET_IFNAME", "lo", 1);
+}
+
 static int start_rank(struct gpu *g, int r, struct pt_error_rec *err) {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
@@ -112,6 +125,7 @@ static int start_rank(struct gpu *g, int r, struct pt_error_rec *err) {
     if (pid == 0) {
       prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the coordinator */
       close_others(sv[1]);
+      if (g->same_gpu && same_gpu_env(r)) _exit(1);
       _exit(pt_rank_serve(sv[1], &g->cfg[r]));
     }
     g->pid[r] = pid;
@@ -480,6 +494,8 @@ int pt_gpu_open(struct pt_backend *b, const struct pt_gpu_opts *o, char **prov, 
   *prov = NULL;
   if (o->ngpus < 1 || o->ngpus > PT_GPU_MAX || o->ops < 1 || o->ops > 1000 || o->warmup > 1000)
     return gerr(err, PT_EINVAL, "bad options (%d GPUs, %u ops, %u warm-up)", o->ngpus, o->ops, o->warmup);
+  if (o->same_gpu && o->single)
+    return gerr(err, PT_EINVAL, "--same-gpu-ranks needs a process per rank, not a single process");
   struct gpu *g = calloc(1, sizeof *g);
   if (!g) return gerr(err, PT_ENOMEM, "out of memory");
   g->n = o->ngpus;
@@ -487,6 +503,7 @@ int pt_gpu_open(struct pt_backend *b, const struct pt_gpu_opts *o, char **prov, 
   g->warmup = o->warmup;
   g->warmup_ms = o->warmup_ms;
   g->single = o->single;
+  g->same_gpu = o->same_gpu;
   g->beat_fd = o->beat_fd;
   memcpy(g->dev, o->gpus, sizeof(int) * (size_t)o->ngpus);
   rc = PT_ENOMEM;
@@ -520,7 +537,7 @@ int pt_gpu_open(struct pt_backend *b, const struct pt_gpu_opts *o, char **prov, 
   for (int r = 0; r < g->n && (size_t)k < sizeof g->info.target; r++)
     k += snprintf(g->info.target + k, sizeof g->info.target - (size_t)k, "%s%d", r ? "," : " ", g->dev[r]);
   g->info.nranks = g->n;
-  g->info.nnodes = 1;
+  g->info.nnodes = g->same_gpu ? g->n : 1; /* a node per rank to NCCL */
   /* NCCL clamps a tuner's channel count to the communicator's: candidates
    * above it would measure, and later run, clamped. */
   g->info.max_channels = max_channels_env();

@@ -29,7 +29,7 @@
 #define PT_GPU_MAX 64
 
 struct pt_gpu_opts {
-  int gpus[PT_GPU_MAX]; /* CUDA device ordinals, distinct */
+  int gpus[PT_GPU_MAX]; /* CUDA device ordinals, distinct unless same_gpu */
   int ngpus;
   const char *plugin;     /* the tuner .so; NULL = found next to pcie-tune */
   const char *nccl_lib;   /* NULL = libnccl.so.2 */
@@ -37,6 +37,9 @@ struct pt_gpu_opts {
   const char *scratch;    /* an existing directory for logs and the empty profile
                              directory, removed by whoever made it; NULL = own */
   int single;             /* 1: one process, a thread per GPU */
+  int same_gpu;           /* 1: gpus may repeat: each rank process gets its own NCCL_HOSTID
+                             (a node of its own to NCCL), NCCL_IB_DISABLE=1 and
+                             NCCL_SOCKET_IFNAME=lo, so NCCL runs them over sockets */
   int in_place;           /* 1: all-reduce in place (default out of place) */
   int nccl_mem;           /* 1: buffers from ncclMemAlloc (default cudaMalloc) */
   int beat_fd;            /* where heartbeat frames go (the worker's protocol); -1 none */

@@ -254,6 +254,19 @@ static int parse_hw(struct ctx *c, const config_setting_t *g, struct pt_box *b) 
   int rc, inherited = c->inherited;
   char v[16] = "";
   if (!config_setting_is_group(g)) return fail(c, g, PT_EINVAL, "'hardware' must be a group { ... }");
+  /* Over a based_on box with hardware, a group of only 'env' and 'p2p'
+   * changes those on the inherited hardware (the same box run with other
+   * NCCL variables); any device key replaces the hardware as a whole. */
+  int only_env = inherited && b->has_hw;
+  for (int i = 0; only_env && i < config_setting_length(g); i++) {
+    const char *n = config_setting_name(config_setting_get_elem(g, (unsigned)i));
+    only_env = n && (!strcmp(n, "env") || !strcmp(n, "p2p"));
+  }
+  if (only_env) {
+    if ((rc = only_keys(c, g, keys)) || (rc = get_bool(c, g, "p2p", &hw->p2p))) return rc;
+    if ((s = config_setting_get_member(g, "env")) && (rc = parse_env(c, s, hw))) return rc;
+    goto check;
+  }
   memset(hw, 0, sizeof *hw);
   c->inherited = 0; /* every hardware key but switches and env is required */
   if ((rc = only_keys(c, g, keys)) || (rc = get_int(c, g, "cpus", 1, PT_HW_MAX_CPUS, &hw->ncpus)) ||
@@ -298,6 +311,7 @@ static int parse_hw(struct ctx *c, const config_setting_t *g, struct pt_box *b) 
   }
   if ((rc = get_bool(c, g, "p2p", &hw->p2p))) goto out;
   if ((s = config_setting_get_member(g, "env")) && (rc = parse_env(c, s, hw))) goto out;
+check:;
   char msg[400];
   if (pt_hw_check(hw, msg, sizeof msg)) {
     rc = fail(c, g, PT_EINVAL, "hardware: %s", msg);

@@ -93,8 +93,8 @@ END_TEST
   "version = 1;\nname = \"x\";\nprovenance = { tool = \"t\"; backend = \"b\"; nccl_version = " \
   "\"v\"; date = \"d\"; mode = \"graph\"; " extra " };\n"
 
-/* A partial sweep is reported with how much is measured, and fails; a
- * profile without nccl_default is usable but warned about. */
+/* A partial sweep is reported with how much is measured, and fails; so
+ * does a profile without nccl_default (it decides nothing). */
 START_TEST(partial_and_defaultless_profiles) {
   char *dir = pt_test_tmpdir(), *out, *err, *args = NULL;
   char *part = pt_test_write(
@@ -112,15 +112,19 @@ START_TEST(partial_and_defaultless_profiles) {
                                     "and NCCL's default at 1 of 2 sizes measured; finish it with pcie-tune "
                                     "profile --resume"));
   free(out), free(err), free(args);
+  /* Issue 26 §1: it decides nothing (the plugin leaves it to NCCL), so it fails. */
   ck_assert(asprintf(&args, "check %s", nodef) > 0);
-  ck_assert_int_eq(run(args, &out, &err), 0);
-  ck_assert_ptr_nonnull(strstr(err, "no nccl_default, so the plugin cannot tell where it helps"));
-  ck_assert_ptr_nonnull(strstr(out, "nodef.cfg: ok"));
+  ck_assert_int_eq(run(args, &out, &err), 1);
+  ck_assert_msg(strstr(err, "nodef.cfg: NCCL's default was not measured for allreduce graph: a "
+                            "candidate is chosen only where NCCL's own choice was measured too, so "
+                            "the plugin leaves those sizes to NCCL. Measure NCCL's default"),
+                "%s", err);
+  ck_assert_ptr_null(strstr(out, "nodef.cfg: ok"));
   free(out), free(err), free(args);
   ck_assert(asprintf(&args, "check --json %s %s", part, nodef) > 0);
   ck_assert_int_eq(run(args, &out, &err), 1);
   ck_assert_ptr_nonnull(strstr(out, "\"status\": \"partial\""));
-  ck_assert_ptr_nonnull(strstr(out, "\"status\": \"ok\""));
+  ck_assert_ptr_nonnull(strstr(out, "\"status\": \"no_default\""));
   ck_assert_ptr_nonnull(strstr(out, "\"nccl_default\": false"));
   free(out), free(err), free(args);
   free(part);

@@ -93,6 +93,10 @@ START_TEST(sim_picks_the_count_the_box_rewards) {
   snprintf(line, sizeof line, "\nexport NCCL_MIN_NCHANNELS=%d\n", want);
   ck_assert_msg(strstr(out, line), "stdout lacks '%s':\n%s", line + 1, out);
   ck_assert_msg(strstr(out, "NCCL's default") && strstr(out, "<- chosen"), "no summary table:\n%s", out);
+  /* Issue 26 §7: it says what the plugin does without the variable (warns,
+   * still decides), not that it refuses the profile. */
+  ck_assert_msg(!strstr(out, "refuses") && strstr(out, "without it the plugin warns at init and\nstill decides"),
+                "%s", out);
   /* Credit where it is due (issue 18 §5): the variable alone, without the
    * plugin, has its own row, and the plugin is credited only with the rest. */
   char row[800];
@@ -136,6 +140,14 @@ START_TEST(sim_picks_the_count_the_box_rewards) {
   ck_assert_msg(tot && strstr(tot, "\"speedup\": "), "%s", out);
   double sp = atof(strstr(tot, "\"speedup\": ") + strlen("\"speedup\": "));
   ck_assert_msg(fabs(sp - share) < 0.1 * share, "simulate %.3fx, explore's plugin share %.3fx", sp, share);
+  free(out);
+  free(err);
+  /* Without the variable the plugin warns and still decides (the words
+   * explore uses for it). */
+  rc = run(&out, &err, "simulate p.cfg --box gen5-8x-dual-misdetect --json");
+  ck_assert_msg(rc == 0, "simulate: exit %d: %s", rc, err);
+  ck_assert_msg(strstr(out, "NCCL_MIN_NCHANNELS is unset here") && strstr(out, "the profile still decides"),
+                "%s", out);
   free(out);
   free(err);
   /* show tells the user the variable the profile needs. */

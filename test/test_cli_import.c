@@ -234,14 +234,50 @@ START_TEST(no_info_unknown) {
   pt_profile_release(&p);
   free(so);
   free(se);
-  /* No default log at all: unknown too, with the other reason. */
-  snprintf(args, sizeof args, "--force --out '%s' synth/ar8-eager-ring-ll-4.txt", out);
+  /* No default log at all, kept as data: unknown too, with the other reason. */
+  snprintf(args, sizeof args, "--force --without-default --out '%s' synth/ar8-eager-ring-ll-4.txt", out);
   rc = import(args, &so, &se);
   ck_assert_msg(rc == 0, "status %d: %s", rc, se);
   ck_assert_msg(strstr(so, "communicator channels unknown: no log of NCCL's default run") != NULL,
                 "stdout: %s", so);
   free(so);
   free(se);
+  free(out);
+}
+END_TEST
+
+/* Issue 26 §1: the forced run alone (the most likely mistake) is refused,
+ * naming the run to add, and nothing is written; kept as data with
+ * --without-default, check fails it and show marks its sizes NCCL's. The
+ * plugin side is test_tuner_never_slower (never_slower_without_nccl_default). */
+START_TEST(forced_log_alone_refused) {
+  char *out = outpath("forced.cfg"), args[2048], *so = NULL, *se = NULL;
+  snprintf(args, sizeof args, "--out '%s' synth/ar8-eager-ring-ll-4.txt", out);
+  ck_assert_int_eq(import(args, &so, &se), 1);
+  ck_assert_msg(strstr(se, "synth/ar8-eager-ring-ll-4.txt: no log of NCCL's default run in eager mode") &&
+                    strstr(se, "run without NCCL_ALGO, NCCL_PROTO, NCCL_*_NCHANNELS or --setting") &&
+                    strstr(se, "--without-default"),
+                "%s", se);
+  ck_assert_int_ne(access(out, F_OK), 0);
+  free(so);
+  free(se);
+  snprintf(args, sizeof args, "--without-default --out '%s' synth/ar8-eager-ring-ll-4.txt", out);
+  ck_assert_msg(import(args, &so, &se) == 0, "%s", se);
+  free(so);
+  free(se);
+  char *cmd = NULL;
+  ck_assert(asprintf(&cmd, "check '%s'", out) > 0);
+  ck_assert_int_eq(pt_test_cli_run(tmp, 60, &so, &se, "%s", cmd), 1);
+  ck_assert_msg(strstr(se, "NCCL's default was not measured for allreduce eager: a candidate is chosen "
+                           "only where NCCL's own choice was measured too"),
+                "%s", se);
+  free(so), free(se), free(cmd);
+  ck_assert(asprintf(&cmd, "show '%s'", out) > 0);
+  ck_assert_int_eq(pt_test_cli_run(tmp, 60, &so, &se, "%s", cmd), 0);
+  ck_assert_msg(strstr(so, "1 KiB          4 MiB  (NCCL decides)") &&
+                    strstr(so, "NCCL: its default was not measured here") && !strstr(so, "ring/ll/4 "),
+                "%s", so);
+  free(so), free(se), free(cmd);
   free(out);
 }
 END_TEST
@@ -506,6 +542,7 @@ int main(void) {
   tcase_add_test(tc, info_logs_communicator);
   tcase_add_test(tc, info_setting_above);
   tcase_add_test(tc, no_info_unknown);
+  tcase_add_test(tc, forced_log_alone_refused);
   tcase_add_test(tc, existing_out_kept);
   tcase_add_test(tc, bad_inputs);
   tcase_add_test(tc, bad_written_logs);

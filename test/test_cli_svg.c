@@ -4,6 +4,7 @@
  * adaptive sweep draws whole lines, and the legend lists only what is drawn.
  * When rsvg-convert is installed, the chart must also render. */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +101,80 @@ START_TEST(adaptive_sweep_chart) {
 }
 END_TEST
 
+/* Issue 26 §7: an eager-only import drawn for graph calls (show's default
+ * mode) says it draws the eager data; the speed-up figures at small sizes,
+ * a few pixels apart outside the widened band, never overlap. */
+START_TEST(eager_import_title_and_labels) {
+  char *out, *err, *cmd = NULL;
+  ck_assert(asprintf(&cmd, "import --out e.cfg '%s/test/data/nccltests/synth/ar8-eager-default.txt' "
+                           "'%s/test/data/nccltests/synth/ar8-eager-ring-ll-4.txt'",
+                     pt_test_srcdir(), pt_test_srcdir()) > 0);
+  ck_assert_msg(run(&out, &err, cmd) == 0, "%s", err);
+  free(out), free(err), free(cmd);
+  ck_assert_int_eq(run(&out, &err, "show e.cfg --svg e.svg --quiet"), 0);
+  free(out), free(err);
+  char *svg = slurp("e.svg");
+  ck_assert_msg(strstr(svg, "allreduce, eager mode (its data also serves graph calls)") &&
+                    !strstr(svg, ", graph mode<"),
+                "%.400s", svg);
+  free(svg);
+  /* Every size from 8 B: dozens of measured sizes below the band. */
+  ck_assert_int_eq(run(&out, &err,
+                       "profile --backend sim --box gen4-4x-shm --sizes 8:64M --out s.cfg --quiet"),
+                   0);
+  free(out), free(err);
+  ck_assert_int_eq(run(&out, &err, "show s.cfg --svg s.svg --quiet"), 0);
+  free(out), free(err);
+  svg = slurp("s.svg");
+  double lx[256], ly[256];
+  int n = 0;
+  static const char tag[] = "<text x=\"";
+  for (const char *t = strstr(svg, tag); t && n < 256; t = strstr(t + 1, tag)) {
+    double x, y;
+    char tail[64];
+    if (sscanf(t, "<text x=\"%lf\" y=\"%lf\" font-size=\"9\" text-anchor=\"middle\">%63[^<]", &x, &y, tail) == 3 &&
+        strstr(tail, "\u00d7")) {
+      lx[n] = x;
+      ly[n++] = y;
+    }
+  }
+  ck_assert_int_gt(n, 1);
+  for (int i = 0; i < n; i++)
+    for (int j = i + 1; j < n; j++)
+      ck_assert_msg(fabs(lx[i] - lx[j]) >= 28 || fabs(ly[i] - ly[j]) >= 10,
+                    "speed-up labels %d (%.1f, %.1f) and %d (%.1f, %.1f) overlap", i, lx[i], ly[i], j, lx[j],
+                    ly[j]);
+  free(svg);
+}
+END_TEST
+
+/* Issue 26 §7: a row wider than its one measured size shows the speed-up's
+ * range over the row (its measured size and its two ends), not that size's
+ * figure alone: ring/ll/4 wins 27555 B..232260 B, measured at 64 KiB only
+ * (1.43x there), its gain falling towards the crossovers. */
+START_TEST(a_wide_row_shows_its_range) {
+  char *out, *err;
+  free(pt_test_write(dir, "w.cfg",
+                     "version = 1;\nname = \"wide\";\nprovenance = { tool = \"t\"; backend = \"b\"; nccl_version = "
+                     "\"2.28.9\"; date = \"d\"; mode = \"eager\"; };\n"
+                     "allreduce = { eager = { sizes = [ 16384L, 65536L, 262144L ];\n"
+                     "  nccl_default = ( 10.0, 20.0, 40.0 );\n"
+                     "  candidates = ( { algo = \"ring\"; proto = \"ll\"; channels = 4; latency = ( 12.0, 14.0, 40.5 ); },\n"
+                     "    { algo = \"ring\"; proto = \"simple\"; channels = 4; latency = ( 10.0, 20.0, 40.0 ); } ); }; };\n"));
+  ck_assert_int_eq(run(&out, &err, "show w.cfg"), 0);
+  const char *row = strstr(out, "ring/ll/4");
+  ck_assert_msg(row != NULL, "%s", out);
+  double lo = 0, hi = 0;
+  const char *x = strstr(row, "-1.43x");
+  ck_assert_msg(x != NULL, "no range ending at the measured 1.43x:\n%s", out);
+  while (x > row && x[-1] != ' ') x--;
+  ck_assert_int_eq(sscanf(x, "%lf-%lfx", &lo, &hi), 2);
+  ck_assert_msg(lo >= 1.0 && lo < 1.2, "the row's low end %.2f:\n%s", lo, out);
+  free(out);
+  free(err);
+}
+END_TEST
+
 /* check accepts a profile of rules only and the plugin uses it, so show
  * --svg must draw it too (it used to dereference the missing series). */
 START_TEST(rules_only_profile) {
@@ -130,6 +205,8 @@ int main(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, adaptive_sweep_chart);
   tcase_add_test(tc, rules_only_profile);
+  tcase_add_test(tc, eager_import_title_and_labels);
+  tcase_add_test(tc, a_wide_row_shows_its_range);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }

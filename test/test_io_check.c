@@ -21,7 +21,7 @@ static const char *named(const char *name, const char *match) {
            "version = 1;\nname = \"%s\";\nmatch = { %s };\n"
            "provenance = { tool = \"t\"; backend = \"sim\"; nccl_version = \"x\"; date = \"d\"; "
            "mode = \"graph\"; };\n"
-           "allreduce = { graph = { sizes = [ 1024L ]; candidates = ( { algo = \"ring\"; "
+           "allreduce = { graph = { sizes = [ 1024L ]; nccl_default = ( 6.0 ); candidates = ( { algo = \"ring\"; "
            "proto = \"ll\"; channels = 1; latency = ( 5.0 ); } ); }; };\n",
            name, match);
   return buf;

@@ -482,6 +482,44 @@ START_TEST(user_nccl_env_and_ll128_are_explained) {
 }
 END_TEST
 
+/* Issue 26 §4: --engine applies in the workers what the engine sets
+ * (vLLM: NCCL_CUMEM_ENABLE=0; SGLang: also NCCL_NVLS_ENABLE=0), records it
+ * in nccl_env and in the resume record; a variable the user set is kept,
+ * as the engines keep it. */
+START_TEST(engine_settings_are_applied_and_recorded) {
+  static const char *const runs[][3] = {
+      {"", "vllm", "0"}, {"NCCL_CUMEM_ENABLE=1", "vllm", "1"}, {"", "sglang", "0"}, {"", "none", NULL}};
+  for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+    char *err = NULL, env[256], out[32];
+    snprintf(env, sizeof env, "PTDOUBLE_BOX=consumer-2x %s", runs[i][0]);
+    snprintf(out, sizeof out, "e%zu.cfg", i);
+    int rc = profile(&err, env,
+                     "--gpus 0-1 --ops 1 --sizes 4K:8K --algos ring --protos simple --channels 1 --reps 2 "
+                     "--engine %s --out %s", runs[i][1], out);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+    free(err);
+    struct pt_profile *p = load(out);
+    const char *v = pt_profile_env(p, "NCCL_CUMEM_ENABLE");
+    ck_assert_int_eq(p->env_recorded, 1);
+    if (runs[i][2]) ck_assert_msg(v && !strcmp(v, runs[i][2]), "--engine %s: NCCL_CUMEM_ENABLE %s", runs[i][1], v ? v : "unset");
+    else ck_assert_ptr_null(v);
+    v = pt_profile_env(p, "NCCL_NVLS_ENABLE");
+    if (!strcmp(runs[i][1], "sglang")) ck_assert_msg(v && !strcmp(v, "0"), "NCCL_NVLS_ENABLE %s", v ? v : "unset");
+    else ck_assert_ptr_null(v);
+    pt_test_free_profile(p);
+    char *text = slurp(out);
+    char want[32];
+    snprintf(want, sizeof want, "--engine %s", runs[i][1]);
+    ck_assert_msg(strstr(text, want), "the resume record lacks %s:\n%s", want, text);
+    free(text);
+  }
+  char *err = NULL;
+  ck_assert_int_eq(profile(&err, "", "--gpus 0-1 --engine tgi --out x.cfg"), 2);
+  ck_assert_msg(strstr(err, "bad --engine 'tgi' (none, vllm or sglang)"), "%s", err);
+  free(err);
+}
+END_TEST
+
 /* --process-model single: a candidate NCCL has disabled (LL128 on PCIe)
  * is unsupported on every rank, not a hang of the ranks that went on. */
 START_TEST(single_process_disabled_is_unsupported) {
@@ -595,6 +633,7 @@ int main(void) {
   tcase_add_test(tc, in_place_with_nccl_buffers);
   tcase_add_test(tc, warm_up_by_time_is_one_count_for_all_ranks);
   tcase_add_test(tc, user_nccl_env_and_ll128_are_explained);
+  tcase_add_test(tc, engine_settings_are_applied_and_recorded);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }

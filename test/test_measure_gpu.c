@@ -102,14 +102,14 @@ END_TEST
 
 START_TEST(gpu_lists) {
   int g[64];
-  ck_assert_int_eq(pt_nccl_parse_gpus("0-7", g, 64), 8);
+  ck_assert_int_eq(pt_nccl_parse_gpus("0-7", g, 64, 0), 8);
   ck_assert_int_eq(g[7], 7);
-  ck_assert_int_eq(pt_nccl_parse_gpus("3", g, 64), 1);
-  ck_assert_int_eq(pt_nccl_parse_gpus("0,2-3,6", g, 64), 4);
+  ck_assert_int_eq(pt_nccl_parse_gpus("3", g, 64, 0), 1);
+  ck_assert_int_eq(pt_nccl_parse_gpus("0,2-3,6", g, 64, 0), 4);
   ck_assert_int_eq(g[3], 6);
   const char *bad[] = {"", "1-0", "0,0", "0-3,2", "a", "0,", ",0", "-1", "0-", "0-70", "2000", "1 ,2", NULL};
-  for (size_t i = 0; bad[i]; i++) ck_assert_msg(pt_nccl_parse_gpus(bad[i], g, 64) < 0, "'%s' accepted", bad[i]);
-  ck_assert_int_lt(pt_nccl_parse_gpus(NULL, g, 64), 0);
+  for (size_t i = 0; bad[i]; i++) ck_assert_msg(pt_nccl_parse_gpus(bad[i], g, 64, 0) < 0, "'%s' accepted", bad[i]);
+  ck_assert_int_lt(pt_nccl_parse_gpus(NULL, g, 64, 0), 0);
 }
 END_TEST
 

@@ -156,6 +156,60 @@ START_TEST(shm_truth_carries_its_caveat) {
 }
 END_TEST
 
+/* The "total" line of simulate's output, run with one variable set. */
+static char *sim_total(const char *prof, const char *var) {
+  char *cmd = NULL, *out, *err;
+  ck_assert(asprintf(&cmd, "%s '%s' simulate '%s' --box gen5-8x-p2p", var, pt_test_cli(), prof) > 0);
+  ck_assert_msg(pt_test_run(cmd, &out, &err) == 0, "%s: %s", cmd, err);
+  char *t = strstr(out, "\ntotal");
+  ck_assert_msg(t != NULL, "%s", out);
+  char *line = strndup(t + 1, strcspn(t + 1, "\n"));
+  free(cmd), free(out), free(err);
+  return line;
+}
+
+/* Issue 26 §7: NCCL_P2P_DISABLE=1 is NCCL_P2P_LEVEL=LOC (paths.cc
+ * ncclGetLevel reads it first) in the job's environment too: simulate used
+ * to ignore it and print the P2P box's total. */
+START_TEST(simulate_applies_p2p_disable) {
+  char prof[1024];
+  snprintf(prof, sizeof prof, "%s/profiles/example-8x-pcie.cfg", pt_test_srcdir());
+  char *plain = sim_total(prof, "env"), *loc = sim_total(prof, "NCCL_P2P_LEVEL=LOC"),
+       *dis = sim_total(prof, "NCCL_P2P_DISABLE=1"), *zero = sim_total(prof, "NCCL_P2P_DISABLE=0");
+  ck_assert_str_ne(plain, loc);
+  ck_assert_str_eq(dis, loc);
+  ck_assert_str_eq(zero, plain);
+  free(plain), free(loc), free(dis), free(zero);
+}
+END_TEST
+
+/* Issue 26 §7: based_on a built-in box, a hardware group holding only env
+ * runs that box with those variables (it failed with "missing 'cpus'"); one
+ * with any device key still replaces the hardware as a whole. */
+START_TEST(based_on_with_hardware_env) {
+  char *dir = pt_test_tmpdir(), *out, *err, p[1100], q[1100];
+  free(pt_test_write(dir, "env.cfg",
+                     "based_on = \"gen5-8x-p2p\";\nname = \"p2p-off\";\n"
+                     "hardware = { env = { NCCL_P2P_DISABLE = 1; }; };\n"));
+  free(pt_test_write(dir, "half.cfg",
+                     "based_on = \"gen5-8x-p2p\";\nname = \"half\";\n"
+                     "hardware = { cpu_vendor = \"amd\"; env = { NCCL_P2P_DISABLE = 1; }; };\n"));
+  snprintf(p, sizeof p, "%s/env.cfg", dir);
+  snprintf(q, sizeof q, "%s/half.cfg", dir);
+  ck_assert_int_eq(run(&out, &err, "box %s%s", "gen5-8x-p2p", ""), 0);
+  char *base = out;
+  free(err);
+  ck_assert_msg(run(&out, &err, "box %s%s", p, "") == 0, "%s", err);
+  ck_assert_msg(strstr(out, "p2p-off") && strcmp(out, base), "%s", out);
+  free(out), free(err), free(base);
+  ck_assert_int_ne(run(&out, &err, "box %s%s", q, ""), 0);
+  ck_assert_msg(strstr(err, "half.cfg:") && strstr(err, "missing 'cpus'"), "%s", err);
+  free(out), free(err);
+  pt_test_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("sim_cli_box");
   TCase *tc = tcase_create("core");
@@ -165,6 +219,8 @@ int main(void) {
   tcase_add_test(tc, typed_view_is_labelled);
   tcase_add_test(tc, box_file_nccl_version_picks_the_view);
   tcase_add_test(tc, shm_truth_carries_its_caveat);
+  tcase_add_test(tc, simulate_applies_p2p_disable);
+  tcase_add_test(tc, based_on_with_hardware_env);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }

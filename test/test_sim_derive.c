@@ -264,7 +264,7 @@ START_TEST(nccl_2_31_view_runs_the_tuners_count_as_a_cap) {
       "version = 1;\nname = \"v\";\n"
       "provenance = { tool = \"t\"; backend = \"sim\"; nccl_version = \"2.31.0\"; date = "
       "\"2026-12-01\"; mode = \"both\"; };\ncommunicator = { channels = 4; };\n"
-      "allreduce = { eager = { sizes = [ 16384L, 1048576L ]; candidates = (\n"
+      "allreduce = { eager = { sizes = [ 16384L, 1048576L ]; nccl_default = ( 1e6, 1e6 ); candidates = (\n"
       "  { algo = \"ring\"; proto = \"simple\"; channels = 4; latency = ( 10.0, 100.0 ); } ); }; };\n";
   char *dir = pt_test_tmpdir();
   char *path = pt_test_write(dir, "v.cfg", text);

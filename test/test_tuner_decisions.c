@@ -303,8 +303,14 @@ START_TEST(every_init_warn_carries_the_commid) {
 }
 END_TEST
 
-START_TEST(no_default_still_decides) {
+/* Issue 26 §1: without NCCL's default nothing shows a candidate is faster
+ * than what NCCL runs, so the plugin leaves the sizes to NCCL (it used to
+ * rank the candidates as if NCCL were slower); with the default, it acts. */
+START_TEST(no_default_leaves_it_to_nccl) {
   use_profile(HEAD("") "allreduce = { eager = { sizes = [ 1024L, 2048L ];\n"
+              "  candidates = ( { algo = \"ring\"; proto = \"ll\"; channels = 2; latency = ( 1.0, 2.0 ); } ); }; };\n");
+  ck_assert(!acts_at(1500));
+  use_profile(HEAD("") "allreduce = { eager = { sizes = [ 1024L, 2048L ]; nccl_default = ( 3.0, 6.0 );\n"
               "  candidates = ( { algo = \"ring\"; proto = \"ll\"; channels = 2; latency = ( 1.0, 2.0 ); } ); }; };\n");
   ck_assert(acts_at(1500));
 }
@@ -315,10 +321,10 @@ static const char *eight_channels(const char *comm) {
   static char buf[2048];
   snprintf(buf, sizeof buf,
            HEAD("") "%s\n"
-           "allreduce = { eager = { sizes = [ 1024L, 1048576L ];\n"
+           "allreduce = { eager = { sizes = [ 1024L, 1048576L ]; nccl_default = ( 100.0, 1000.0 );\n"
            "  candidates = ( { algo = \"ring\"; proto = \"simple\"; channels = 8; latency = ( 1.0, 10.0 ); },\n"
            "                 { algo = \"ring\"; proto = \"ll\"; channels = 4; latency = ( 2.0, 20.0 ); } ); }; };\n"
-           "allgather = { eager = { sizes = [ 1024L, 1048576L ];\n"
+           "allgather = { eager = { sizes = [ 1024L, 1048576L ]; nccl_default = ( 100.0, 1000.0 );\n"
            "  candidates = ( { algo = \"ring\"; proto = \"simple\"; channels = 8; latency = ( 1.0, 10.0 ); },\n"
            "                 { algo = \"ring\"; proto = \"ll\"; channels = 0; latency = ( 1.5, 15.0 ); } ); }; };\n"
            "rules = ( { collective = \"broadcast\"; min_bytes = 0L; max_bytes = 1048576L; algo = \"ring\";"
@@ -408,7 +414,7 @@ END_TEST
 /* §3: NCCL 2.30 multiplies every Ring entry by 1024 for fp8 reductions
  * beyond 8 ranks (enqueue.cc updateCollCostTable) so that it picks Tree. */
 START_TEST(fp8_ring_steering_is_respected) {
-  use_profile(HEAD("") "allreduce = { eager = { sizes = [ 1024L, 1048576L ];\n"
+  use_profile(HEAD("") "allreduce = { eager = { sizes = [ 1024L, 1048576L ]; nccl_default = ( 100.0, 1000.0 );\n"
               "  candidates = ( { algo = \"ring\"; proto = \"ll\"; channels = 2; latency = ( 1.0, 10.0 ); },\n"
               "                 { algo = \"tree\"; proto = \"simple\"; channels = 2; latency = ( 3.0, 30.0 ); } ); }; };\n");
   struct ph_plugin pl;
@@ -516,13 +522,13 @@ END_TEST
 /* getChunkSize returns a chunk only for the decision NCCL runs. */
 START_TEST(chunk_only_for_the_decided_candidate) {
   use_profile(HEAD("") "communicator = { channels = 8; };\nallreduce = {\n"
-              " graph = { sizes = [ 1024L, 1048576L ]; candidates = (\n"
+              " graph = { sizes = [ 1024L, 1048576L ]; nccl_default = ( 100.0, 1000.0 ); candidates = (\n"
               "  { algo = \"ring\"; proto = \"simple\"; channels = 4; latency = ( 1.0, 10.0 ); },\n"
               "  { algo = \"ring\"; proto = \"simple\"; channels = 2; chunk = 65536L; latency = ( 2.0, 20.0 ); } ); };\n"
-              " eager = { sizes = [ 1024L, 1048576L ]; candidates = (\n"
+              " eager = { sizes = [ 1024L, 1048576L ]; nccl_default = ( 100.0, 1000.0 ); candidates = (\n"
               "  { algo = \"ring\"; proto = \"simple\"; channels = 4; chunk = 262144L; latency = ( 1.0, 10.0 ); } ); };\n"
               "};\n"
-              "reduce = { eager = { sizes = [ 1024L, 1048576L ]; candidates = (\n"
+              "reduce = { eager = { sizes = [ 1024L, 1048576L ]; nccl_default = ( 100.0, 1000.0 ); candidates = (\n"
               "  { algo = \"ring\"; proto = \"simple\"; channels = 4; chunk = 262144L; latency = ( 1.0, 10.0 ); },\n"
               "  { algo = \"ring\"; proto = \"ll\"; channels = 2; chunk = 4096L; latency = ( 2.0, 20.0 ); } ); }; };\n");
   struct ph_plugin pl;
@@ -559,7 +565,7 @@ static void v2_answer(const char *algo_env, const char *proto_env, int coll, int
 }
 
 START_TEST(v2_reads_nccl_algo_and_proto_like_nccl) {
-  use_profile(HEAD("") "allreduce = { eager = { sizes = [ 1024L, 1048576L ]; candidates = (\n"
+  use_profile(HEAD("") "allreduce = { eager = { sizes = [ 1024L, 1048576L ]; nccl_default = ( 100.0, 1000.0 ); candidates = (\n"
               "  { algo = \"ring\"; proto = \"ll\"; channels = 2; latency = ( 1.0, 10.0 ); },\n"
               "  { algo = \"tree\"; proto = \"simple\"; channels = 2; latency = ( 2.0, 20.0 ); },\n"
               "  { algo = \"ring\"; proto = \"simple\"; channels = 2; latency = ( 3.0, 30.0 ); },\n"
@@ -636,7 +642,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, a_gain_of_exactly_the_margin_goes_to_nccl);
   tcase_add_test(tc, never_slower_than_what_nccl_may_run);
   tcase_add_test(tc, partial_sweep_is_refused_with_one_warn);
-  tcase_add_test(tc, no_default_still_decides);
+  tcase_add_test(tc, no_default_leaves_it_to_nccl);
   tcase_add_test(tc, channels_never_exceed_the_communicator);
   tcase_add_test(tc, environment_differences_only_warn);
   tcase_add_test(tc, fp8_ring_steering_is_respected);

@@ -44,10 +44,17 @@ static void put_point(FILE *f, const struct pt_box *b, int mode, int algo, int p
   else fprintf(f, "%.6f", us * exp(NOISE_SIGMA * gauss(seed)));
 }
 
-/* A random profile of all-reduce in mode on box b; swept = 1 records the
- * communicator's channel count as a sweep does, 0 leaves it unknown as an
- * nccl-tests import without INFO lines does. */
-static char *random_profile(const struct pt_box *b, int mode, int swept, unsigned *seed) {
+/* What random_profile records: RP_SWEPT the communicator's channel count as
+ * a sweep does (without it, unknown as an nccl-tests import without INFO
+ * lines leaves it); RP_NO_DEFAULT no nccl_default at all (forced logs
+ * imported without the default run, kept as data); RP_DEFAULT_GAPS NCCL's
+ * default missing ("-") at about a third of the sizes. */
+#define RP_SWEPT 1
+#define RP_NO_DEFAULT 2
+#define RP_DEFAULT_GAPS 4
+
+static char *random_profile(const struct pt_box *b, int mode, int flags, unsigned *seed) {
+  int swept = flags & RP_SWEPT;
   uint64_t sizes[32];
   size_t ns = 0;
   for (uint64_t s = (uint64_t)1 << (3 + rand_r(seed) % 10); s <= ((uint64_t)1 << 28) && ns < 24;
@@ -64,11 +71,17 @@ static char *random_profile(const struct pt_box *b, int mode, int swept, unsigne
   if (swept) fprintf(f, "communicator = { channels = %d; };\n", b->nccl.comm_channels);
   fprintf(f, "allreduce = { %s = {\n  sizes = [ ", pt_mode_name(mode));
   for (size_t i = 0; i < ns; i++) fprintf(f, "%s%lluL", i ? ", " : "", (unsigned long long)sizes[i]);
-  fputs(" ];\n  nccl_default = ( ", f);
-  for (size_t i = 0; i < ns; i++)
-    fprintf(f, "%s%.6f", i ? ", " : "",
-            pt_box_default_us(b, PT_ALLREDUCE, mode, sizes[i]) * exp(NOISE_SIGMA * gauss(seed)));
-  fputs(" );\n  candidates = (\n", f);
+  fputs(" ];\n", f);
+  if (!(flags & RP_NO_DEFAULT)) {
+    fputs("  nccl_default = ( ", f);
+    for (size_t i = 0; i < ns; i++) {
+      double us = pt_box_default_us(b, PT_ALLREDUCE, mode, sizes[i]) * exp(NOISE_SIGMA * gauss(seed));
+      if ((flags & RP_DEFAULT_GAPS) && rand_r(seed) % 3 == 0) fprintf(f, "%s\"-\"", i ? ", " : "");
+      else fprintf(f, "%s%.6f", i ? ", " : "", us);
+    }
+    fputs(" );\n", f);
+  }
+  fputs("  candidates = (\n", f);
   int ncand = 0, maxch = b->nccl.comm_channels < 8 ? b->nccl.comm_channels : 8;
   while (!ncand) {
     for (int a = 0; a < 2; a++)
@@ -104,7 +117,7 @@ START_TEST(never_slower_than_nccl_on_any_box) {
     for (int mode = 0; mode < PT_NMODES; mode++)
       for (int r = 0; r < PROFILES_PER_BOX; r++) {
         int swept = r % 2 == 0;
-        char *text = random_profile(b, mode, swept, &seed);
+        char *text = random_profile(b, mode, swept ? RP_SWEPT : 0, &seed);
         char *path = pt_test_write(dir, "random.cfg", text);
         setenv("PCIE_TUNER_PROFILE", path, 1);
         struct ph_plugin pl;
@@ -172,6 +185,70 @@ START_TEST(never_slower_than_nccl_on_any_box) {
 }
 END_TEST
 
+/* Issue 26 §1: the never-slower promise holds for every way into a profile,
+ * also one whose NCCL default was never measured (forced nccl-tests logs
+ * imported alone, kept with --without-default) or has gaps: a candidate is
+ * chosen only at sizes where NCCL's default was measured too. Before, a
+ * series without nccl_default ranked its candidates as if NCCL were slower
+ * and forced them everywhere. */
+START_TEST(never_slower_without_nccl_default) {
+  char *dir = pt_test_tmpdir();
+  unsigned seed = getenv("PT_SEED") ? (unsigned)atoi(getenv("PT_SEED")) : 2026;
+  size_t judged = 0, acted = 0, acted_gaps = 0;
+  double worst = 0;
+  for (size_t bi = 0; bi < pt_box_builtin_count(); bi++) {
+    const struct pt_box *b = pt_box_builtin_at(bi);
+    for (int r = 0; r < 2 * PT_NMODES; r++) {
+      int mode = r % PT_NMODES, flags = r / PT_NMODES ? RP_DEFAULT_GAPS : RP_NO_DEFAULT;
+      char *text = random_profile(b, mode, flags | (r % 2 ? RP_SWEPT : 0), &seed);
+      char *path = pt_test_write(dir, "nodefault.cfg", text);
+      setenv("PCIE_TUNER_PROFILE", path, 1);
+      struct ph_plugin pl;
+      struct ph_comm comm;
+      char err[512];
+      ck_assert_msg(ph_plugin_open(&pl, pt_test_so(), 0, err, sizeof err) == 0, "%s", err);
+      ck_assert_int_eq(ph_comm_init(&comm, &pl, (size_t)b->nranks, 1, 1), ncclSuccess);
+      for (int k = 8; k <= 4 * 30; k++) {
+        uint64_t n = (uint64_t)llround(pow(2.0, k / 4.0));
+        struct pt_sim_eval ev;
+        pt_sim_eval(&comm, b, PT_ALLREDUCE, mode, n, &ev);
+        ck_assert_int_eq(ev.plugin_rc, 0);
+        if (ev.nccl.us < 0) continue;
+        if (pt_box_fault_state(b, PT_ALLREDUCE, ev.nccl.algo, ev.nccl.proto, n) != PT_PT_OK) continue;
+        int act = ev.tuned.algo != ev.nccl.algo || ev.tuned.proto != ev.nccl.proto ||
+                  ev.tuned.channels != ev.nccl.channels;
+        judged++;
+        if (flags & RP_NO_DEFAULT) {
+          acted += act;
+          ck_assert_msg(!act, "%s %s: no nccl_default, yet the plugin forced %d/%d/%d at %llu B "
+                        "(NCCL %d/%d/%d)\n%s",
+                        b->name, pt_mode_name(mode), ev.tuned.algo, ev.tuned.proto,
+                        ev.tuned.channels, (unsigned long long)n, ev.nccl.algo, ev.nccl.proto,
+                        ev.nccl.channels, text);
+        }
+        acted_gaps += act && (flags & RP_DEFAULT_GAPS);
+        double ratio = ev.tuned.us / ev.nccl.us;
+        if (ratio > worst) worst = ratio;
+        ck_assert_msg(ratio <= 1 + TOLERANCE, "%s %s: %llu B tuned %.2f us vs NCCL %.2f us (x%.3f)\n%s",
+                      b->name, pt_mode_name(mode), (unsigned long long)n, ev.tuned.us, ev.nccl.us,
+                      ratio, text);
+      }
+      ph_log_clear();
+      ck_assert_int_eq(ph_comm_finalize(&comm), ncclSuccess);
+      ph_plugin_close(&pl);
+      free(path);
+      free(text);
+    }
+  }
+  printf("never-slower without a default: %zu sizes judged, worst tuned/NCCL %.4f; acted %zu "
+         "times with gaps in the default\n", judged, worst, acted_gaps);
+  ck_assert_uint_eq(acted, 0);
+  ck_assert_uint_gt(acted_gaps, 0); /* the gappy profiles still decide where measured */
+  pt_test_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 /* The profile text with provenance.box set to box b's fingerprint, through
  * the real writer, as `pcie-tune profile --backend sim` records it. */
 static char *with_box(const char *text, const struct pt_box *b, const char *more) {
@@ -214,7 +291,7 @@ START_TEST(profiles_from_other_boxes_are_never_slower) {
       ck_assert_int_eq(pt_box_fingerprint(b, &fb), 0);
       int same_hw = !pt_fp_compare(&fa, &fb, diff, sizeof diff);
       int mode = (int)(pairs % PT_NMODES);
-      char *raw = random_profile(a, mode, 1, &seed), *text = with_box(raw, a, "");
+      char *raw = random_profile(a, mode, RP_SWEPT, &seed), *text = with_box(raw, a, "");
       char *path = pt_test_write(dir, "foreign.cfg", text);
       setenv("PCIE_TUNER_PROFILE", path, 1);
       ck_assert_msg(ph_box_present(b, sysroot, sizeof sysroot, err, sizeof err) == 0, "%s", err);
@@ -269,7 +346,7 @@ START_TEST(ranks_with_different_environments_decide_alike) {
   for (size_t bi = 0; bi < pt_box_builtin_count(); bi++) {
     const struct pt_box *b = pt_box_builtin_at(bi);
     int mode = (int)(bi % PT_NMODES);
-    char *raw = random_profile(b, mode, 1, &seed), *text = with_box(raw, b, "nccl_env = { };\n");
+    char *raw = random_profile(b, mode, RP_SWEPT, &seed), *text = with_box(raw, b, "nccl_env = { };\n");
     char *path = pt_test_write(dir, "env.cfg", text);
     setenv("PCIE_TUNER_PROFILE", path, 1);
     ck_assert_msg(ph_box_present(b, sysroot, sizeof sysroot, err, sizeof err) == 0, "%s", err);
@@ -385,6 +462,7 @@ static Suite *suite(void) {
   TCase *tc = tcase_create("property");
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, never_slower_than_nccl_on_any_box);
+  tcase_add_test(tc, never_slower_without_nccl_default);
   tcase_add_test(tc, profiles_from_other_boxes_are_never_slower);
   tcase_add_test(tc, ranks_with_different_environments_decide_alike);
   tcase_add_test(tc, a_profile_without_ll128_on_the_ll128_box);

@@ -30,11 +30,11 @@ static const char *modes_profile =
     HEAD("nranks = 8;")
     "communicator = { channels = 8; };\n"
     "allreduce = {\n"
-    " graph = { sizes = [ 1024L, 1048576L ]; candidates = (\n"
+    " graph = { sizes = [ 1024L, 1048576L ]; nccl_default = ( 1000000.0, 1000000.0 ); candidates = (\n"
     "  { algo = \"ring\"; proto = \"ll128\"; channels = 8; latency = ( 5.0, 50.0 ); },\n"
     "  { algo = \"ring\"; proto = \"ll\"; channels = 4; latency = ( 10.0, 100.0 ); },\n"
     "  { algo = \"tree\"; proto = \"simple\"; channels = 3; latency = ( 30.0, 300.0 ); } ); };\n"
-    " eager = { sizes = [ 1024L, 1048576L ]; candidates = (\n"
+    " eager = { sizes = [ 1024L, 1048576L ]; nccl_default = ( 1000000.0, 1000000.0 ); candidates = (\n"
     "  { algo = \"ring\"; proto = \"ll128\"; channels = 8; latency = ( 5.0, 50.0 ); },\n"
     "  { algo = \"ring\"; proto = \"ll\"; channels = 4; latency = ( 10.0, 100.0 ); },\n"
     "  { algo = \"ring\"; proto = \"simple\"; channels = 2; latency = ( 20.0, 200.0 ); } ); };\n"
@@ -353,7 +353,7 @@ END_TEST
 
 START_TEST(chunk_size_from_profile) {
   use_profile("c.cfg",
-              HEAD("") "allreduce = { graph = { sizes = [ 1024L, 1048576L ]; candidates = (\n"
+              HEAD("") "allreduce = { graph = { sizes = [ 1024L, 1048576L ]; nccl_default = ( 1000000.0, 1000000.0 ); candidates = (\n"
               "  { algo = \"ring\"; proto = \"simple\"; channels = 2; chunk = 70000L; latency = ( 5.0, 50.0 ); } ); }; };\n");
   struct ph_plugin pl;
   struct ph_comm c;
@@ -427,7 +427,7 @@ static void expect_passive(const char *needle, int level) {
 }
 
 START_TEST(invalid_profile_warns_once_and_stays_passive) {
-  use_profile("bad.cfg", HEAD("") "allreduce = { graph = { sizes = [ 1024L ]; candidates = (\n"
+  use_profile("bad.cfg", HEAD("") "allreduce = { graph = { sizes = [ 1024L ]; nccl_default = ( 1000000.0 ); candidates = (\n"
                                   "  { algo = \"ring\"; proto = \"ll\"; channels = 99; latency = ( 5.0 ); } ); }; };\n");
   expect_passive("bad.cfg:6: channels must be in 0..64, not 99", NCCL_LOG_WARN);
   struct ph_log_entry e;
@@ -506,7 +506,7 @@ static const char *named(const char *name, const char *match) {
   snprintf(buf, sizeof buf,
            "version = 1;\nname = \"%s\";\nmatch = { %s };\n"
            "provenance = { tool = \"t\"; backend = \"sim\"; nccl_version = \"x\"; date = \"d\"; mode = \"graph\"; };\n"
-           "allreduce = { graph = { sizes = [ 1024L ]; candidates = ( { algo = \"ring\"; proto = \"ll\";"
+           "allreduce = { graph = { sizes = [ 1024L ]; nccl_default = ( 1000000.0 ); candidates = ( { algo = \"ring\"; proto = \"ll\";"
            " channels = 1; latency = ( 5.0 ); } ); }; };\n",
            name, match);
   return buf;

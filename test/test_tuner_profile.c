@@ -65,6 +65,8 @@ struct bad_case {
 static const struct bad_case bad[] = {
     {"version = 2;\nname = \"x\";\n", 1, "unsupported profile version 2"},
     {"name = \"x\";\n", 0, "missing 'version'"},
+    {"", 0, "the file is empty (no settings)"},
+    {"# only a comment\n\n", 0, "the file is empty (no settings)"},
     {HEAD "bogus = 1;\n", 4, "unknown key 'bogus' in the profile"},
     {"version = 1;\nname = 5;\n", 2, "name must be a string"},
     {"version = 1;\nname = \"x\";\n", 0, "missing 'provenance'"},

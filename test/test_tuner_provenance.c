@@ -324,6 +324,84 @@ START_TEST(several_nodes_host_only_warns) {
 }
 END_TEST
 
+/* Issue 26 §2: a box as nccl-tests logs give it (each rank's bus id as
+ * printed, GPU name, host name; no model, link or tree), made from box
+ * `on`'s GPUs: form 0 "0x41" (older nccl-tests: the bus number), form 1
+ * "0000:41:00" (domain:bus:device). */
+static void use_log_box(const char *on, int form) {
+  struct pt_box_fp fp;
+  char *text = NULL, *out = NULL;
+  struct pt_profile p;
+  struct pt_error_rec e;
+  ck_assert_int_eq(pt_box_fingerprint(box(on), &fp), 0);
+  for (int i = 0; i < fp.ngpus; i++) {
+    struct pt_fp_gpu g = {.numa = PT_FP_NUMA_UNKNOWN};
+    if (form) snprintf(g.bus_id, sizeof g.bus_id, "%.10s", fp.gpu[i].bus_id);
+    else snprintf(g.bus_id, sizeof g.bus_id, "0x%.2s", fp.gpu[i].bus_id + 5);
+    snprintf(g.name, sizeof g.name, "NVIDIA RTX PRO 6000 Blackwell Server Edition");
+    snprintf(g.host, sizeof g.host, "container-%d", i);
+    fp.gpu[i] = g;
+  }
+  fp.host_gpus = 0;
+  fp.driver[0] = 0;
+  ck_assert(asprintf(&text,
+                     "version = 1;\nname = \"logs\";\nmatch = { nranks = 8; };\n"
+                     "provenance = { tool = \"pcie-tune import\"; backend = \"nccl-tests\"; "
+                     "nccl_version = \"2.30.7\"; date = \"2026-12-01\"; mode = \"eager\"; };\n"
+                     "allreduce = { eager = { sizes = [ 1024L, 1048576L ];\n"
+                     "  nccl_default = ( 20.0, 200.0 );\n"
+                     "  candidates = ( { algo = \"ring\"; proto = \"ll\"; channels = 2; "
+                     "latency = ( 10.0, 100.0 ); } ); }; };\n") > 0);
+  ck_assert_msg(pt_profile_load_string(&p, text, "logs.cfg", &e) == 0, "%s", e.msg);
+  ck_assert_ptr_nonnull(p.prov.box = malloc(sizeof *p.prov.box));
+  *p.prov.box = fp;
+  ck_assert_int_eq(pt_profile_render(&p, &out), 0);
+  char *path = pt_test_write(dir, "logs.cfg", out);
+  setenv("PCIE_TUNER_PROFILE", path, 1);
+  free(path);
+  free(out);
+  free(text);
+  pt_profile_release(&p);
+}
+
+START_TEST(box_from_nccl_tests_logs_compared_on_what_it_holds) {
+  for (int form = 0; form < 2; form++) {
+    use_log_box("gen5-8x-dual-misdetect", form);
+    run_on("gen5-8x-dual-misdetect");
+    ph_log_clear();
+    ck_assert_msg(tunes(0, 8, 1, ph_logger), "form %d refused", form);
+    ck_assert_uint_eq(ph_log_find(NCCL_LOG_WARN, NULL), 0);
+    ck_assert(info_has(form ? "box compared on: bus ids (as nccl-tests gave them: domain:bus:device)"
+                            : "box compared on: bus ids (as nccl-tests gave them: bus number only)"));
+    ck_assert(info_has("; not recorded: the host's other GPUs, PCI model, PCIe link, NUMA node, PCIe tree"
+                       "; recorded, not compared: GPU names (sysfs has none), host names"));
+    /* Another box's GPUs sit elsewhere: refused, naming the ids. */
+    run_on("gen5-8x-p2p");
+    ph_log_clear();
+    ck_assert(!tunes(0, 8, 1, ph_logger));
+    ck_assert_uint_eq(ph_log_find(NCCL_LOG_WARN, "measured on another box: 8 measured GPUs are not on this host"),
+                      1);
+  }
+}
+END_TEST
+
+/* Issue 26 §4: a profile measured with vLLM's NCCL_CUMEM_ENABLE=0 warns in
+ * a job whose value differs (unset: cuMem on), as for other NCCL_*
+ * variables, and still decides; the same value is silent. */
+START_TEST(cumem_enable_differs_warns) {
+  use_profile("gen5-8x-p2p", "2.30.7", "nranks = 8;", "nccl_env = { NCCL_CUMEM_ENABLE = \"0\"; };\n");
+  run_on("gen5-8x-p2p");
+  unsetenv("NCCL_CUMEM_ENABLE");
+  ck_assert(tunes(0, 8, 1, ph_logger));
+  ck_assert_uint_eq(ph_log_find(NCCL_LOG_WARN, "NCCL_CUMEM_ENABLE is unset here but was '0' when measured"), 1);
+  ph_log_clear();
+  setenv("NCCL_CUMEM_ENABLE", "0", 1);
+  ck_assert(tunes(0, 8, 1, ph_logger));
+  ck_assert_uint_eq(ph_log_find(NCCL_LOG_WARN, NULL), 0);
+  unsetenv("NCCL_CUMEM_ENABLE");
+}
+END_TEST
+
 START_TEST(profile_without_box_is_refused) {
   run_on("gen5-8x-p2p");
   pt_test_use_example_profile();
@@ -613,6 +691,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, foreign_profile_accepted_on_purpose);
   tcase_add_test(tc, several_nodes_host_only_warns);
   tcase_add_test(tc, profile_without_box_is_refused);
+  tcase_add_test(tc, cumem_enable_differs_warns);
+  tcase_add_test(tc, box_from_nccl_tests_logs_compared_on_what_it_holds);
   tcase_add_test(tc, communicator_gpus_must_be_on_the_host);
   tcase_add_test(tc, host_is_read_once_per_process);
   tcase_add_test(tc, overlong_sysfs_root_is_refused);

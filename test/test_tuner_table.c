@@ -43,7 +43,7 @@ static const struct pt_choice *top(int coll, int mode, uint64_t n) {
 /* A: 10us@1000 -> 100us@100000; B: 20us@1000 -> 50us@100000. In log-log the
  * lines cross halfway, at sqrt(1000*100000) = 10000 bytes. */
 static const char *crossing =
-    HEAD "allreduce = { graph = { sizes = [ 1000L, 100000L ];\n"
+    HEAD "allreduce = { graph = { sizes = [ 1000L, 100000L ]; nccl_default = ( 1000000.0, 1000000.0 );\n"
     "  candidates = ( { algo = \"ring\"; proto = \"ll\"; channels = 4; latency = ( 10.0, 100.0 ); },\n"
     "                 { algo = \"ring\"; proto = \"simple\"; channels = 2; latency = ( 20.0, 50.0 ); } );\n"
     "}; };\n";
@@ -99,7 +99,7 @@ END_TEST
 /* C is best but only measured at the first two sizes: it wins between them
  * and is not considered where its next point is missing. */
 START_TEST(missing_points_bound_a_candidate) {
-  load(HEAD "allreduce = { eager = { sizes = [ 1000L, 10000L, 100000L ];\n"
+  load(HEAD "allreduce = { eager = { sizes = [ 1000L, 10000L, 100000L ]; nccl_default = ( 1000000.0, 1000000.0, 1000000.0 );\n"
             "  candidates = (\n"
             "    { algo = \"ring\"; proto = \"simple\"; channels = 2; latency = ( 50.0, 60.0, 70.0 ); },\n"
             "    { algo = \"tree\"; proto = \"ll\"; channels = 4; latency = ( 5.0, 6.0, \"-\" ); } );\n"
@@ -121,7 +121,7 @@ START_TEST(wrong_crash_hang_are_never_chosen) {
   for (int i = 0; i < 3; i++) {
     char text[2048];
     snprintf(text, sizeof text,
-             HEAD "allreduce = { graph = { sizes = [ 1000L, 10000L, 100000L ];\n"
+             HEAD "allreduce = { graph = { sizes = [ 1000L, 10000L, 100000L ]; nccl_default = ( 1000000.0, 1000000.0, 1000000.0 );\n"
                   "  candidates = (\n"
                   "    { algo = \"ring\"; proto = \"ll128\"; channels = 4; latency = ( 1.0, 1.0, \"%s\" ); },\n"
                   "    { algo = \"ring\"; proto = \"simple\"; channels = 2; latency = ( 50.0, 60.0, 70.0 ); } );\n"
@@ -139,7 +139,7 @@ START_TEST(wrong_crash_hang_are_never_chosen) {
 END_TEST
 
 START_TEST(rules_override_inside_their_range) {
-  load(HEAD "allreduce = { graph = { sizes = [ 1000L, 100000L ];\n"
+  load(HEAD "allreduce = { graph = { sizes = [ 1000L, 100000L ]; nccl_default = ( 1000000.0, 1000000.0 );\n"
             "  candidates = ( { algo = \"ring\"; proto = \"ll\"; channels = 4; latency = ( 10.0, 100.0 ); } );\n"
             "}; };\n"
             "rules = ( { collective = \"allreduce\"; min_bytes = 2000L; max_bytes = 3000L; algo = \"tree\";"
@@ -182,7 +182,9 @@ START_TEST(bucketed_lookup_matches_a_linear_scan) {
   unsigned seed = 7;
   fputs(HEAD "allreduce = { graph = { sizes = [ ", f);
   for (int i = 0; i < 200; i++) fprintf(f, "%s%lluL", i ? ", " : "", 8ULL + (unsigned long long)i * i * i * 40);
-  fputs(" ];\n candidates = (\n", f);
+  fputs(" ];\n nccl_default = ( ", f);
+  for (int i = 0; i < 200; i++) fprintf(f, "%s1000000.0", i ? ", " : "");
+  fputs(" );\n candidates = (\n", f);
   for (int c = 0; c < 6; c++) {
     fprintf(f, "%s{ algo = \"ring\"; proto = \"ll\"; channels = %d; latency = ( ", c ? "," : "", c + 1);
     for (int i = 0; i < 200; i++) fprintf(f, "%s%.3f", i ? ", " : "", 10.0 + i + (rand_r(&seed) % 1000) / 50.0);
@@ -284,7 +286,7 @@ START_TEST(unseen_best_on_every_table_shape) {
 END_TEST
 
 START_TEST(chunk_rounds_to_the_grain) {
-  load(HEAD "allreduce = { graph = { sizes = [ 1000L, 1000000L ];\n"
+  load(HEAD "allreduce = { graph = { sizes = [ 1000L, 1000000L ]; nccl_default = ( 1000000.0, 1000000.0 );\n"
             "  candidates = ( { algo = \"ring\"; proto = \"simple\"; channels = 4; chunk = 131000L; latency = ( 10.0, 100.0 ); },\n"
             "                 { algo = \"ring\"; proto = \"ll128\"; channels = 4; chunk = 100L; latency = ( 11.0, 110.0 ); },\n"
             "                 { algo = \"ring\"; proto = \"ll\"; channels = 4; latency = ( 12.0, 120.0 ); } );\n"

@@ -65,10 +65,10 @@ static int call(struct ph_comm *c, int coll, size_t n, int pipe, int reg, float 
 START_TEST(ranks_with_different_reg_buff_decide_alike) {
   use_profile(HEAD("communicator = { channels = 4; };\n")
               "allreduce = {\n"
-              " graph = { sizes = [ 1024L, 65536L, 1048576L ]; candidates = (\n"
+              " graph = { sizes = [ 1024L, 65536L, 1048576L ]; nccl_default = ( 1000000.0, 1000000.0, 1000000.0 ); candidates = (\n"
               "  { algo = \"tree\"; proto = \"ll\"; channels = 2; latency = ( 8.0, 20.0, 400.0 ); },\n"
               "  { algo = \"ring\"; proto = \"ll\"; channels = 4; latency = ( 9.0, 21.0, 300.0 ); } ); };\n"
-              " eager = { sizes = [ 1024L, 65536L, 1048576L ]; candidates = (\n"
+              " eager = { sizes = [ 1024L, 65536L, 1048576L ]; nccl_default = ( 1000000.0, 1000000.0, 1000000.0 ); candidates = (\n"
               "  { algo = \"ring\"; proto = \"ll\"; channels = 4; latency = ( 9.0, 21.0, 300.0 ); },\n"
               "  { algo = \"tree\"; proto = \"ll\"; channels = 2; latency = ( 10.0, 26.0, 500.0 ); } ); };\n"
               "};\n");
@@ -101,9 +101,9 @@ END_TEST
 START_TEST(agreeing_modes_still_decide) {
   use_profile(HEAD("communicator = { channels = 4; };\n")
               "allreduce = {\n"
-              " graph = { sizes = [ 1024L, 1048576L ]; candidates = (\n"
+              " graph = { sizes = [ 1024L, 1048576L ]; nccl_default = ( 1000000.0, 1000000.0 ); candidates = (\n"
               "  { algo = \"ring\"; proto = \"ll\"; channels = 4; latency = ( 9.0, 300.0 ); } ); };\n"
-              " eager = { sizes = [ 1024L, 1048576L ]; candidates = (\n"
+              " eager = { sizes = [ 1024L, 1048576L ]; nccl_default = ( 1000000.0, 1000000.0 ); candidates = (\n"
               "  { algo = \"ring\"; proto = \"ll\"; channels = 4; latency = ( 12.0, 330.0 ); } ); };\n"
               "};\n");
   struct ph_plugin pl;
@@ -125,12 +125,12 @@ END_TEST
  * takes the all-gather count unclamped: the plugin must never write one.
  * Before, it returned 4. */
 START_TEST(all_gather_never_gets_a_channel_count) {
-  static const char *ar = "allreduce = { eager = { sizes = [ 1024L, 1048576L ]; candidates = (\n"
+  static const char *ar = "allreduce = { eager = { sizes = [ 1024L, 1048576L ]; nccl_default = ( 1000000.0, 1000000.0 ); candidates = (\n"
                           "  { algo = \"ring\"; proto = \"ll\"; channels = 4; latency = ( 1.0, 10.0 ); } ); }; };\n";
   char text[2048];
   snprintf(text, sizeof text, "%s%s",
            HEAD("communicator = { channels = 4; };\n")
-           "allgather = { eager = { sizes = [ 1024L, 1048576L ]; candidates = (\n"
+           "allgather = { eager = { sizes = [ 1024L, 1048576L ]; nccl_default = ( 1000000.0, 1000000.0 ); candidates = (\n"
            "  { algo = \"ring\"; proto = \"ll\"; channels = 4; latency = ( 1.0, 10.0 ); } ); }; };\n",
            ar);
   use_profile(text);
@@ -156,7 +156,7 @@ START_TEST(all_gather_never_gets_a_channel_count) {
    * is, with NCCL's count. */
   snprintf(text, sizeof text, "%s%s",
            HEAD("communicator = { channels = 4; };\n")
-           "allgather = { eager = { sizes = [ 1024L, 1048576L ]; candidates = (\n"
+           "allgather = { eager = { sizes = [ 1024L, 1048576L ]; nccl_default = ( 1000000.0, 1000000.0 ); candidates = (\n"
            "  { algo = \"ring\"; proto = \"ll\"; channels = 4; latency = ( 1.0, 10.0 ); },\n"
            "  { algo = \"ring\"; proto = \"simple\"; channels = 0; latency = ( 2.0, 12.0 ); } ); }; };\n",
            ar);
@@ -176,7 +176,7 @@ END_TEST
  * nothing there; only a rule with a numPipeOps range decides. */
 START_TEST(grouped_calls_are_left_to_nccl_unless_a_rule_says) {
   use_profile(HEAD("communicator = { channels = 4; };\n")
-              "allreduce = { eager = { sizes = [ 1024L, 1048576L ]; candidates = (\n"
+              "allreduce = { eager = { sizes = [ 1024L, 1048576L ]; nccl_default = ( 1000000.0, 1000000.0 ); candidates = (\n"
               "  { algo = \"ring\"; proto = \"ll\"; channels = 4; latency = ( 1.0, 10.0 ); } ); }; };\n"
               "rules = ( { collective = \"allreduce\"; min_bytes = 4096L; max_bytes = 8192L; "
               "algo = \"tree\"; proto = \"simple\"; channels = 2; min_pipe_ops = 4; },\n"
@@ -211,6 +211,7 @@ START_TEST(chunk_is_the_running_decisions) {
   use_profile(HEAD("communicator = { channels = 4; };\n")
               "allreduce = { eager = { sizes = [ 65536L, 131072L, 262144L, 524288L, 1048576L, "
               "2097152L, 4194304L, 8388608L, 16777216L ];\n"
+              " nccl_default = ( 1e6, 1e6, 1e6, 1e6, 1e6, 1e6, 1e6, 1e6, 1e6 );\n"
               " candidates = (\n"
               "  { algo = \"ring\"; proto = \"simple\"; channels = 2; chunk = 65536L;\n"
               "    latency = ( 10.0, 14.0, 22.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0 ); },\n"
@@ -280,7 +281,7 @@ END_TEST
  * negative, and never touches an IGNORE entry, whatever the table holds. */
 START_TEST(ignore_entries_are_never_touched) {
   use_profile(HEAD("communicator = { channels = 4; };\n")
-              "allreduce = { eager = { sizes = [ 1024L, 1048576L ]; candidates = (\n"
+              "allreduce = { eager = { sizes = [ 1024L, 1048576L ]; nccl_default = ( 1000000.0, 1000000.0 ); candidates = (\n"
               "  { algo = \"tree\"; proto = \"ll\"; channels = 4; latency = ( 1.0, 10.0 ); },\n"
               "  { algo = \"ring\"; proto = \"simple\"; channels = 2; latency = ( 2.0, 20.0 ); },\n"
               "  { algo = \"ring\"; proto = \"ll\"; channels = 2; latency = ( 3.0, 30.0 ); } ); }; };\n");
@@ -321,7 +322,7 @@ static const char *v231 =
     "version = 1;\nname = \"v\";\n"
     "provenance = { tool = \"t\"; backend = \"sim\"; nccl_version = \"%s\"; date = "
     "\"2026-12-01\"; mode = \"both\"; };\ncommunicator = { channels = 4; };\n"
-    "allreduce = { eager = { sizes = [ 16384L, 1048576L ]; candidates = (\n"
+    "allreduce = { eager = { sizes = [ 16384L, 1048576L ]; nccl_default = ( 1000000.0, 1000000.0 ); candidates = (\n"
     "  { algo = \"ring\"; proto = \"simple\"; channels = 4; latency = ( 10.0, 100.0 ); } ); }; };\n";
 
 START_TEST(nccl_2_31_runs_fewer_channels_at_small_sizes) {

@@ -260,6 +260,7 @@ static const char *why_none(const struct pt_ctx *ctx, int coll, const struct pt_
   if (!iv->n)
     return iv->kind == PT_IV_OUTSIDE   ? "outside the measured sizes"
            : iv->kind == PT_IV_NO_GAIN ? "NCCL's default is as fast"
+           : iv->kind == PT_IV_NO_DEFAULT ? "NCCL's default was not measured here"
                                        : "nothing measured here";
   const struct pt_ivset *set = pt_hot_set(ctx->table, coll);
   unsigned unseen = set ? set->hot[iv - set->iv].unseen : 0;

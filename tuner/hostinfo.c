@@ -182,9 +182,37 @@ static void add_diff(char *msg, size_t len, int *ndiff, const char *fmt, ...) {
   va_end(ap);
 }
 
+int pt_fp_bus_id_given_ok(const char *s) {
+  size_t n = strlen(s);
+  if (pt_fp_bus_id_ok(s)) return 1;
+  /* nccl-tests' [%04x:%02x:%02x]: domain, bus, device; no function. */
+  if (n == 10) {
+    char full[16];
+    snprintf(full, sizeof full, "%s.0", s);
+    return pt_fp_bus_id_ok(full);
+  }
+  /* Older nccl-tests' [0x%02x]: the bus number alone. */
+  if (n < 3 || n > 4 || s[0] != '0' || s[1] != 'x') return 0;
+  for (size_t i = 2; i < n; i++)
+    if (!(isdigit((unsigned char)s[i]) || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
+  return 1;
+}
+
+/* Whether a bus id as recorded (full, or as nccl-tests gave it) names the
+ * GPU at the full sysfs id `full`: equal, the same domain:bus:device, or
+ * the same bus number. */
+int pt_fp_bus_id_matches(const char *given, const char *full) {
+  if (!strcmp(given, full)) return 1;
+  if (strlen(given) == 10) return !strncmp(given, full, 10) && full[10] == '.';
+  if (given[0] == '0' && given[1] == 'x' && strlen(full) >= 7)
+    return strtol(given + 2, NULL, 16) == strtol(full + 5, NULL, 16);
+  return 0;
+}
+
 static const struct pt_fp_gpu *find_gpu(const struct pt_box_fp *fp, const char *bus_id) {
   for (int i = 0; i < fp->ngpus; i++)
-    if (!strcmp(fp->gpu[i].bus_id, bus_id)) return &fp->gpu[i];
+    if (pt_fp_bus_id_matches(fp->gpu[i].bus_id, bus_id) || pt_fp_bus_id_matches(bus_id, fp->gpu[i].bus_id))
+      return &fp->gpu[i];
   return NULL;
 }
 
@@ -204,6 +232,38 @@ static void append_escaped(char *buf, size_t len, const char *s) {
     memcpy(buf + n, e, strlen(e) + 1);
     n += strlen(e);
   }
+}
+
+void pt_fp_fields(const struct pt_box_fp *fp, char *buf, size_t len) {
+  int full = 1, devfn = 0, busonly = 0, model = 0, link = 0, numa = 0, path = 0, name = 0, host = 0;
+  for (int i = 0; i < fp->ngpus; i++) {
+    const struct pt_fp_gpu *g = &fp->gpu[i];
+    full &= pt_fp_bus_id_ok(g->bus_id);
+    devfn |= strlen(g->bus_id) == 10;
+    busonly |= g->bus_id[0] == '0' && g->bus_id[1] == 'x';
+    model |= g->model[0] != 0;
+    link |= g->link_gen || g->link_width;
+    numa |= g->numa != PT_FP_NUMA_UNKNOWN;
+    path |= g->npath > 0;
+    name |= g->name[0] != 0;
+    host |= g->host[0] != 0;
+  }
+  snprintf(buf, len, "box compared on: bus ids%s%s%s%s%s%s", full ? "" : " (as nccl-tests gave them:",
+           full ? "" : devfn && busonly ? " domain:bus:device or bus number only)"
+                       : devfn ? " domain:bus:device)" : " bus number only)",
+           fp->host_gpus ? ", GPU count" : "", model ? ", PCI model" : "",
+           link ? ", PCIe link" : "", numa ? ", NUMA node" : "");
+  if (path) snprintf(buf + strlen(buf), len > strlen(buf) ? len - strlen(buf) : 0, ", PCIe tree");
+  if (!model || !link || !numa || !path || !fp->host_gpus)
+    snprintf(buf + strlen(buf), len > strlen(buf) ? len - strlen(buf) : 0, "; not recorded:%s%s%s%s%s",
+             fp->host_gpus ? "" : " the host's other GPUs,", model ? "" : " PCI model,",
+             link ? "" : " PCIe link,", numa ? "" : " NUMA node,", path ? "" : " PCIe tree,");
+  size_t n = strlen(buf);
+  if (n && buf[n - 1] == ',') buf[n - 1] = 0;
+  if (name || host)
+    snprintf(buf + strlen(buf), len > strlen(buf) ? len - strlen(buf) : 0,
+             "; recorded, not compared: %s%s%s", name ? "GPU names (sysfs has none)" : "",
+             name && host ? ", " : "", host ? "host names (a container's differs from its box's)" : "");
 }
 
 static void path_str(const struct pt_fp_gpu *g, char *buf, size_t len) {
@@ -299,8 +359,9 @@ void pt_fp_summary(const struct pt_box_fp *fp, char *buf, size_t len) {
   for (int i = 0; i < fp->ngpus; i++) {
     const struct pt_fp_gpu *g = &fp->gpu[i];
     if (g->model[0] || g->name[0]) {
-      snprintf(t, sizeof t, "%s%s%s%s", g->model, g->name[0] ? " (" : "", g->name,
-               g->name[0] ? ")" : "");
+      if (!g->model[0]) snprintf(t, sizeof t, "%s", g->name);
+      else snprintf(t, sizeof t, "%s%s%s%s", g->model, g->name[0] ? " (" : "", g->name,
+                    g->name[0] ? ")" : "");
       add_distinct(models, sizeof models, t);
     }
     if (g->link_gen || g->link_width) {
@@ -327,7 +388,10 @@ void pt_fp_summary(const struct pt_box_fp *fp, char *buf, size_t len) {
   if (nroot) ADD(", %d root complex%s and %d bridge port%s above them", nroot,
                  nroot == 1 ? "" : "es", nbridge, nbridge == 1 ? "" : "s");
   if (fp->driver[0]) ADD(", driver %s", fp->driver);
+  int partial = 0;
+  for (int i = 0; i < fp->ngpus; i++) partial |= !pt_fp_bus_id_ok(fp->gpu[i].bus_id);
   if (fp->ngpus && !models[0] && !links[0] && !nroot) ADD(" (bus ids only)");
+  else if (partial) ADD(" (bus ids as nccl-tests gave them)");
 #undef ADD
 }
 

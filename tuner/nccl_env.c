@@ -91,6 +91,12 @@ static const char *const channel_vars[] = {
 /* Variables that change which algorithms/protocols NCCL enables or which
  * calls arrive with regBuff (graph data): decisions may differ. */
 static const char *const proto_vars[] = {"NCCL_PROTO", "NCCL_ALGO", "NCCL_GRAPH_REGISTER", NULL};
+/* Variables that change how peers' buffers are allocated and mapped, and
+ * so what each protocol costs: NCCL_CUMEM_ENABLE=0 (vLLM's and SGLang's
+ * default, cli/engine.c) makes NCCL's buffers cudaMalloc'ed and mapped with
+ * legacy CUDA IPC, and turns runtime connect off (src/allocator.cc,
+ * src/init.cc); NCCL_NVLS_ENABLE (SGLang sets it) enables NVLS. */
+static const char *const transport_vars[] = {"NCCL_CUMEM_ENABLE", "NCCL_NVLS_ENABLE", NULL};
 
 static int differs(const char *a, const char *b) {
   return (a == NULL) != (b == NULL) || (a && strcmp(a, b));
@@ -119,6 +125,12 @@ int pt_env_compare(const struct pt_profile *p, char *msg, size_t len) {
     if (!differs(was, now)) continue;
     describe(msg, len, *v, was, now);
     r |= PT_ENV_PROTOCOLS;
+  }
+  for (const char *const *v = transport_vars; *v; v++) {
+    const char *was = pt_profile_env(p, *v), *now = getenv(*v);
+    if (!differs(was, now)) continue;
+    describe(msg, len, *v, was, now);
+    r |= PT_ENV_TRANSPORT;
   }
   return r;
 }

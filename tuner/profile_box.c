@@ -50,7 +50,7 @@ static int get_int(const config_setting_t *g, const char *key, int lo, int hi, i
 
 static int load_gpu(const config_setting_t *s, struct pt_fp_gpu *g, const char *file,
                     struct pt_error_rec *e) {
-  static const char *const keys[] = {"bus_id", "model", "name", "link_gen", "link_width",
+  static const char *const keys[] = {"bus_id", "model", "name", "host", "link_gen", "link_width",
                                      "numa", "path", NULL};
   int rc;
   if (!config_setting_is_group(s))
@@ -68,13 +68,15 @@ static int load_gpu(const config_setting_t *s, struct pt_fp_gpu *g, const char *
   if ((rc = get_str(s, "bus_id", g->bus_id, sizeof g->bus_id, file, e)) ||
       (rc = get_str(s, "model", g->model, sizeof g->model, file, e)) ||
       (rc = get_str(s, "name", g->name, sizeof g->name, file, e)) ||
+      (rc = get_str(s, "host", g->host, sizeof g->host, file, e)) ||
       (rc = get_int(s, "link_gen", 1, 7, &g->link_gen, file, e)) ||
       (rc = get_int(s, "link_width", 1, 32, &g->link_width, file, e)) ||
       (rc = get_int(s, "numa", -1, 1023, &g->numa, file, e)))
     return rc;
-  if (!pt_fp_bus_id_ok(g->bus_id))
+  if (!pt_fp_bus_id_given_ok(g->bus_id))
     return fail(e, file, config_setting_get_member(s, "bus_id"),
-                "provenance.box: bus_id '%s' is not in sysfs form dddd:bb:dd.f (lower-case hex)",
+                "provenance.box: bus_id '%s' is not in sysfs form dddd:bb:dd.f, nor as nccl-tests "
+                "gives it (dddd:bb:dd, or 0xbb: the bus number alone; lower-case hex)",
                 g->bus_id);
   const config_setting_t *p = config_setting_get_member(s, "path");
   if (!p) return 0;
@@ -140,7 +142,7 @@ int pt__check_box(const struct pt_box_fp *fp, const char *file, struct pt_error_
   if (fp->ngpus < 1 || fp->ngpus > PT_FP_MAX_GPUS)
     return pt_error_set(e, PT_EINVAL, file, 0, "provenance.box needs 1..%d GPUs", PT_FP_MAX_GPUS);
   for (int i = 0; i < fp->ngpus; i++)
-    if (!pt_fp_bus_id_ok(fp->gpu[i].bus_id) || fp->gpu[i].npath < 0 ||
+    if (!pt_fp_bus_id_given_ok(fp->gpu[i].bus_id) || fp->gpu[i].npath < 0 ||
         fp->gpu[i].npath > PT_FP_MAX_PATH)
       return pt_error_set(e, PT_EINVAL, file, 0, "provenance.box: GPU %d has a bad bus_id or path",
                           i);
@@ -171,6 +173,7 @@ void pt__render_box(FILE *f, const struct pt_box_fp *fp) {
     put_str(f, "bus_id", g->bus_id);
     if (g->model[0]) put_str(f, "model", g->model);
     if (g->name[0]) put_str(f, "name", g->name);
+    if (g->host[0]) put_str(f, "host", g->host);
     if (g->link_gen) fprintf(f, " link_gen = %d;", g->link_gen);
     if (g->link_width) fprintf(f, " link_width = %d;", g->link_width);
     if (g->numa != PT_FP_NUMA_UNKNOWN) fprintf(f, " numa = %d;", g->numa);

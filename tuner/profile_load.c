@@ -394,6 +394,11 @@ static int load_root(struct loader *L, const config_setting_t *root, struct pt_p
                                      "allgather", "reducescatter", "broadcast", "reduce", "rules",
                                      "communicator", "nccl_env", "margin", NULL};
   int rc;
+  /* Empty, blank or only comments (a truncated copy, a file created but
+   * never written): say so, not which key comes first. */
+  if (config_setting_length(root) == 0)
+    return fail(L, NULL, "the file is empty (no settings); a profile starts with version = %d "
+                         "(docs/profile-format.md)", PT_PROFILE_VERSION);
   if ((rc = only_keys(L, root, "the profile", keys))) return rc;
   if ((rc = load_header(L, root, p))) return rc;
   const config_setting_t *x;

@@ -153,10 +153,17 @@ int pt_profile_partial(const struct pt_profile *p, char *msg, size_t len) {
   return 1;
 }
 
+int pt_series_lacks_default(const struct pt_series *s) {
+  if (!s || !s->ncand) return 0;
+  for (size_t i = 0; s->nccl_default && i < s->nsizes; i++)
+    if (s->nccl_default[i].state == PT_PT_OK) return 0;
+  return 1;
+}
+
 int pt_profile_lacks_default(const struct pt_profile *p) {
   for (int c = 0; c < PT_NCOLL; c++)
     for (int m = 0; m < PT_NMODES; m++)
-      if (p->series[c][m] && p->series[c][m]->ncand && !p->series[c][m]->nccl_default) return 1;
+      if (pt_series_lacks_default(p->series[c][m])) return 1;
   return 0;
 }
 

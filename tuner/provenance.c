@@ -118,6 +118,14 @@ int pt_prov_check(const struct pt_profile *p, size_t nnodes, const void *nccl_fn
       check_box(p, nnodes, must, warn, len);
     check_nccl(p, &v, must, len);
   }
+  /* A box from logs holds some fields only: the init line says which were
+   * compared and which were not recorded (issue 26 §2). */
+  if (pt_profile_measured(p) && p->prov.box && (!p->prov.box->host_gpus || !p->prov.box->gpu[0].npath)) {
+    char fields[600];
+    size_t n = strlen(note);
+    pt_fp_fields(p->prov.box, fields, sizeof fields);
+    snprintf(note + n, note_len - n, ", %s", fields);
+  }
   if ((must[0] || warn[0]) && accept_foreign) {
     /* Accepted on purpose: the init line says so and why, no WARN. */
     size_t n = strlen(note);

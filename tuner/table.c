@@ -216,12 +216,16 @@ static void rank_at(const struct seg *g, double x, struct pt_interval *out) {
   out->n = 0;
   out->kind = PT_IV_MEASURED;
   /* Where NCCL's own choice fails, nothing is left to it. */
-  if (s->nccl_default && (g->broken[g->a] || g->broken[g->b])) out->kind = PT_IV_NCCL_FAILS;
-  else if (s->nccl_default) {
-    if (!default_ok(g)) {
-      out->kind = PT_IV_NO_DATA; /* no default to compare with: leave it to NCCL */
-      return;
-    }
+  if (s->nccl_default && (g->broken[g->a] || g->broken[g->b])) {
+    out->kind = PT_IV_NCCL_FAILS;
+  } else if (!default_ok(g)) {
+    /* NCCL's default not measured here (no default run imported, or a gap
+     * in it): without it nothing shows a candidate is faster than what NCCL
+     * runs, and a forced choice can be 2x slower (issue 26: a forced
+     * ring/LL/4 log alone decided 1-4 MiB, where NCCL runs ring/Simple). */
+    out->kind = PT_IV_NO_DEFAULT;
+    return;
+  } else {
     default_at(g, x, &dlo, &dhi);
   }
   for (size_t k = 0; k < s->ncand; k++) {

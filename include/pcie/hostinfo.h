@@ -27,6 +27,8 @@ struct pt_fp_gpu {
   char bus_id[PT_FP_ID_LEN]; /* canonical sysfs form dddd:bb:dd.f, lower case */
   char model[PT_FP_ID_LEN];  /* PCI "vendor:device", e.g. "10de:2330"; "" = not recorded */
   char name[PT_FP_NAME_LEN]; /* what CUDA calls it, "" = not recorded; never compared */
+  char host[64];             /* host name the rank ran on (nccl-tests' device line), "" = not
+                                recorded; never compared (a container's differs from its box's) */
   int link_gen;              /* PCIe generation the link runs at, 0 = not recorded */
   int link_width;            /* lanes, 0 = not recorded */
   int numa;                  /* sysfs numa_node (-1: none), or PT_FP_NUMA_UNKNOWN */
@@ -46,6 +48,19 @@ struct pt_box_fp {
 
 /* 1 when s is a canonical bus id ("0000:17:00.0", hex lower case). */
 int pt_fp_bus_id_ok(const char *s);
+/* 1 when s is a bus id as a profile may record it: canonical, or as
+ * nccl-tests' device lines give it ("0000:17:00" without the function,
+ * older versions "0x17", the bus number alone; hex lower case). A partial
+ * id matches the host's GPU with that domain:bus:device, or that bus. */
+int pt_fp_bus_id_given_ok(const char *s);
+/* 1 when the bus id as recorded (given: full or partial) names the GPU at
+ * the canonical id full. */
+int pt_fp_bus_id_matches(const char *given, const char *full);
+/* What pt_fp_compare compares for a profile's box and what the box does
+ * not record ("box compared on: bus ids (...); not recorded: PCI model,
+ * ...; recorded, not compared: GPU names, host names"), for the plugin's
+ * init line and the CLI. */
+void pt_fp_fields(const struct pt_box_fp *fp, char *buf, size_t len);
 /* NCCL's int64 busId (as its INFO lines print it, "%lx": 17000) to the
  * canonical form; -1 when it does not fit one. */
 int pt_fp_bus_id_from_nccl(const char *hex, char *out, size_t len);

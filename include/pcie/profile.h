@@ -199,8 +199,12 @@ double pt_profile_margin(const struct pt_profile *p);
  * "complete", or NCCL's default is missing at a measured size (a complete
  * sweep measures it everywhere). msg gets how much is measured. */
 int pt_profile_partial(const struct pt_profile *p, char *msg, size_t len);
-/* 1 when some series has candidates but no nccl_default: the plugin then
- * ranks candidates without knowing where NCCL's own choice is better. */
+/* 1 when series s has candidates but NCCL's default measured at no size
+ * (no nccl_default, or one without a measured time): a candidate is chosen
+ * only where the default was measured too (tuner/table.c), so the plugin
+ * leaves every size of it to NCCL. */
+int pt_series_lacks_default(const struct pt_series *s);
+/* 1 when some series of p lacks its default (above). */
 int pt_profile_lacks_default(const struct pt_profile *p);
 /* 1 when the profile holds measurements (any series), not only rules: it
  * then needs provenance.box to be used (docs/decisions.md). */

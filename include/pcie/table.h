@@ -33,13 +33,15 @@ struct pt_choice {
 
 /* Why an interval has the ranked list it has (for show and the trace). */
 enum pt_iv_kind {
-  PT_IV_MEASURED = 0, /* candidates beat NCCL's default by the margin (or no default) */
+  PT_IV_MEASURED = 0, /* candidates beat NCCL's default by the margin */
   PT_IV_NO_GAIN,      /* measured, and no candidate beats NCCL's default by the margin */
   PT_IV_OUTSIDE,      /* outside the measured size range */
   PT_IV_NO_DATA,      /* inside the range, but nothing usable was measured there */
   PT_IV_NCCL_FAILS,   /* NCCL's own choice fails here: every working candidate is ranked */
   PT_IV_MODES_DIFFER, /* graph and eager rank differently: only their common prefix (maybe
                          nothing) is kept, since regBuff differs between ranks */
+  PT_IV_NO_DEFAULT,   /* candidates measured, NCCL's default not: a measured choice is
+                         made only where NCCL's own was measured too, so NCCL decides */
 };
 
 struct pt_interval {

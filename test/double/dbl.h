@@ -115,6 +115,12 @@ struct dbl_shm;
  * failure or when the peers do not arrive within timeout_s. */
 struct dbl_shm *dbl_shm_join(const pt_nccl_uid *id, int nranks, int rank, double timeout_s);
 void dbl_shm_leave(struct dbl_shm *s);
+/* Each rank's CUDA device and host hash, exchanged as NCCL's bootstrap
+ * AllGather does (a barrier): returns how many distinct hosts the ranks are
+ * on (NCCL's nNodes) and sets *dup to another rank on the same host and
+ * device, or -1. NCCL refuses such a communicator (src/init.cc,
+ * initTransportsRank: "Duplicate GPU detected"). */
+int dbl_shm_peers(struct dbl_shm *s, int dev, unsigned long long host, int *dup);
 /* The all-reduce proper: sums every rank's send into recv (exact, rank
  * order), and agrees on the arrival time: returns max over ranks of
  * arrive_us. */

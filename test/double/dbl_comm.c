@@ -25,6 +25,8 @@ struct hdr {
   atomic_uint gen;
   atomic_int count;
   double arrive[DBL_MAX_DEV];
+  int dev[DBL_MAX_DEV];                  /* each rank's CUDA device (dbl_shm_peers) */
+  unsigned long long host[DBL_MAX_DEV];  /* and host hash */
 };
 
 struct dbl_shm {
@@ -98,6 +100,21 @@ fail:
   if (fd >= 0) close(fd);
   dbl_shm_leave(s);
   return NULL;
+}
+
+int dbl_shm_peers(struct dbl_shm *s, int dev, unsigned long long host, int *dup) {
+  int nhosts = 0;
+  s->h->dev[s->rank] = dev;
+  s->h->host[s->rank] = host;
+  barrier(s);
+  *dup = -1;
+  for (int r = 0; r < s->n; r++) {
+    int first = 1;
+    for (int q = 0; q < r; q++) first &= s->h->host[q] != s->h->host[r];
+    nhosts += first;
+    if (r != s->rank && *dup < 0 && s->h->host[r] == host && s->h->dev[r] == dev) *dup = r;
+  }
+  return nhosts;
 }
 
 void dbl_shm_leave(struct dbl_shm *s) {

@@ -178,12 +178,31 @@ DBL_API ncclResult_t ncclCommInitRank(struct pt_nccl_comm_s **out, int nranks, p
     free(c);
     return fail(ncclSystemError, "rank %d: the other ranks did not join within 60 s", rank);
   }
+  /* NCCL's host hash: NCCL_HOSTID when set, else the host name
+   * (src/misc/utils.cc, getHostHash); ranks with different hashes are on
+   * different nodes to NCCL, ranks with the same hash and device are an
+   * error. */
+  char hn[256] = "";
+  const char *hostid = getenv("NCCL_HOSTID");
+  if (!hostid || !*hostid) {
+    gethostname(hn, sizeof hn - 1);
+    hostid = hn;
+  }
+  unsigned long long hh = 1469598103934665603ULL;
+  for (const char *q = hostid; *q; q++) hh = (hh ^ (unsigned char)*q) * 1099511628211ULL;
+  int dup, nnodes = dbl_shm_peers(c->shm, c->dev, hh, &dup);
+  if (dup >= 0) {
+    dbl_shm_leave(c->shm);
+    free(c);
+    return fail(ncclInvalidUsage, "Duplicate GPU detected : rank %d and rank %d both on CUDA device %x", rank < dup ? rank : dup,
+                rank < dup ? dup : rank, 0x10 + dbl_cur_dev());
+  }
   pthread_mutex_lock(&mu);
   tuner_load(c->dev);
-  ncclNvlDomainInfo_v5_t nvl = {1, nranks, nranks};
+  ncclNvlDomainInfo_v5_t nvl = {nnodes, nranks, nranks / nnodes};
   ncclTunerConstants_v5_t k;
   memset(&k, 0, sizeof k);
-  if (tuner && tuner->init(&c->tctx, c->id, (size_t)nranks, 1, tuner_log, &nvl, &k) != ncclSuccess)
+  if (tuner && tuner->init(&c->tctx, c->id, (size_t)nranks, (size_t)nnodes, tuner_log, &nvl, &k) != ncclSuccess)
     c->tctx = NULL;
   pthread_mutex_unlock(&mu);
   init_log(c, e);

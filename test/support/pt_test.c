@@ -146,6 +146,12 @@ int pt_test_main(Suite *s) {
    * documented variable. test_tuner_provenance.c and the provenance cases
    * of the CLI suites unset it to test the check itself. */
   setenv("PCIE_TUNER_ACCEPT_FOREIGN", "1", 0);
+  /* profile --nccl-lib auto asks this machine's Python for torch's NCCL and
+   * refuses another minor version than the double's: the suites measure
+   * the doubles, so no engine NCCL is looked up unless a test asks for one
+   * (test_cli_nccl_pick). */
+  setenv("PCIE_TUNE_PYTHON", "", 1);
+  unsetenv("VLLM_NCCL_SO_PATH");
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);
