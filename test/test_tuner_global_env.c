@@ -12,17 +12,18 @@
 #include "pcie/host.h"
 #include "support/pt_test.h"
 
-/* ring/LL wins below ~100 KB, ring/Simple above. */
+/* ring/LL wins below ~100 KB, ring/Simple above; both beat NCCL's measured
+ * default, without which the plugin leaves every size to NCCL. */
 static const char *profile =
     "version = 1;\nname = \"p\";\nmatch = { nranks = 8; };\n"
     "provenance = { tool = \"t\"; backend = \"sim\"; nccl_version = \"2.28.9\"; date = "
     "\"2026-11-30\"; mode = \"both\"; };\n"
     "communicator = { channels = 8; };\n"
     "allreduce = {\n"
-    " graph = { sizes = [ 1024L, 1048576L ]; candidates = (\n"
+    " graph = { sizes = [ 1024L, 1048576L ]; nccl_default = ( 20.0, 200.0 ); candidates = (\n"
     "  { algo = \"ring\"; proto = \"ll\"; channels = 4; latency = ( 10.0, 1000.0 ); },\n"
     "  { algo = \"ring\"; proto = \"simple\"; channels = 4; latency = ( 30.0, 100.0 ); } ); };\n"
-    " eager = { sizes = [ 1024L, 1048576L ]; candidates = (\n"
+    " eager = { sizes = [ 1024L, 1048576L ]; nccl_default = ( 20.0, 200.0 ); candidates = (\n"
     "  { algo = \"ring\"; proto = \"ll\"; channels = 4; latency = ( 10.0, 1000.0 ); },\n"
     "  { algo = \"ring\"; proto = \"simple\"; channels = 4; latency = ( 30.0, 100.0 ); } ); };\n"
     "};\n";
