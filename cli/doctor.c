@@ -384,7 +384,7 @@ static int judge_logs(int n, const char **logs, int quiet, int strict) {
     rc = EXIT_NOINPUT;
   } else if (rc == EXIT_WORKING) {
     struct dr_workload w;
-    int want = workload_out || step_profile;
+    int want = workload_out || step_profile || json;
     if (want && dr_workload_build(&d, &w)) {
       fprintf(stderr, "pcie-tune doctor: out of memory\n");
       rc = EXIT_NOINPUT;
@@ -393,6 +393,10 @@ static int judge_logs(int n, const char **logs, int quiet, int strict) {
     } else {
       rc = judge(&d, quiet, strict);
       if (step_profile && !json && !quiet && dr_workload_profile(&w, step_profile)) rc = EXIT_NOINPUT;
+    }
+    if (want && json && rc != EXIT_NOINPUT) {
+      json->workload = w; /* freed with the document */
+      w.items = NULL;
     }
     if (want) free(w.items);
   }

@@ -270,6 +270,7 @@ struct dr_json {
   int logs_rc, worst_job; /* -1: no logs given */
   const struct dr_host *host;
   struct dr_findings host_fs;
+  struct dr_workload workload; /* the job's collectives (COLL lines); n 0: none */
   int host_rc, rc; /* host_rc -1: no --host */
   int oom;
 };

@@ -173,7 +173,16 @@ void dr_json_print(const struct dr_json *js) {
   printf("], \"host\": ");
   if (js->host) host(js);
   else printf("null");
-  printf(", \"workload\": null}\n");
+  printf(", \"workload\": [");
+  for (size_t i = 0; i < js->workload.n; i++) {
+    const struct dr_wl_item *it = &js->workload.items[i];
+    printf("%s{", i ? ", " : "");
+    str("comm_id", it->comm, 1);
+    str("step", it->step, 0);
+    str("collective", it->coll, 0);
+    printf(", \"bytes\": %llu, \"count\": %lu}", it->bytes, it->count);
+  }
+  printf("]}\n");
 }
 
 void dr_json_free(struct dr_json *js) {
@@ -183,4 +192,5 @@ void dr_json_free(struct dr_json *js) {
   }
   free(js->jobs);
   free(js->host_fs.f);
+  free(js->workload.items);
 }

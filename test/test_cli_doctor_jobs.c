@@ -394,6 +394,7 @@ START_TEST(json_document_for_two_runs) {
   ck_assert_int_eq((int)jnum(doc, "jobs.1.communicators.0.ranks_in_log"), 8);
   ck_assert_str_eq(jstr(doc, "jobs.1.communicators.0.profile.hash"), "9f2c4e1a07b3d865");
   ck_assert_int_eq(pt_json_at(doc, "host")->type, PT_JSON_NULL);
+  ck_assert_uint_eq(pt_json_at(doc, "workload")->n, 0); /* no COLL lines */
   ck_assert_ptr_null(strstr(out, "verdict: WORKING")); /* no text in the document */
   pt_json_free(doc);
   free(out);

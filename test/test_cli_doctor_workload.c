@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "support/pt_json.h"
 #include "support/pt_test.h"
 
 static void has(const char *text, const char *needle) {
@@ -111,6 +112,27 @@ START_TEST(per_step_times_with_a_profile) {
 }
 END_TEST
 
+/* --json carries the same workload, read by a parser. */
+START_TEST(workload_in_json) {
+  char *dir = pt_test_tmpdir(), *out, *err, msg[128];
+  int rc = doctor(dir, "--json", &out, &err);
+  ck_assert_msg(rc == 0, "exit %d:\n%s%s", rc, out, err);
+  struct pt_json *doc = pt_json_parse(out, msg, sizeof msg);
+  ck_assert_msg(doc != NULL, "%s in:\n%s", msg, out);
+  ck_assert_uint_eq(pt_json_at(doc, "workload")->n, 8);
+  ck_assert_str_eq(pt_json_at(doc, "workload.0.step")->str, "2e6b1f0a9c4d7783.s1");
+  ck_assert_str_eq(pt_json_at(doc, "workload.0.collective")->str, "allreduce");
+  ck_assert_int_eq((long long)pt_json_at(doc, "workload.0.bytes")->num, 2097152);
+  ck_assert_int_eq((int)pt_json_at(doc, "workload.0.count")->num, 4);
+  ck_assert_int_eq((long long)pt_json_at(doc, "workload.7.bytes")->num, 4000);
+  pt_json_free(doc);
+  free(out);
+  free(err);
+  pt_test_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 START_TEST(without_coll_lines) {
   char *dir = pt_test_tmpdir(), *out, *err;
   int rc = pt_test_cli_run(dir, 30, &out, &err,
@@ -136,6 +158,7 @@ int main(void) {
   tcase_add_test(tc, steps_of_a_capture);
   tcase_add_test(tc, without_coll_lines);
   tcase_add_test(tc, per_step_times_with_a_profile);
+  tcase_add_test(tc, workload_in_json);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }
