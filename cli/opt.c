@@ -152,7 +152,7 @@ static int defaults(struct cli_state *st, void *opts) {
 }
 
 /* One option at argv[*i]; CLI_OK, CLI_HELP or CLI_BAD. */
-static int option(const struct cli_cmd *c, int argc, char **argv, int *i, void *opts, struct cli_state *st) {
+static int option(int argc, char **argv, int *i, void *opts, struct cli_state *st) {
   const char *a = argv[*i], *eq, *v = NULL;
   char why[300];
   if (!strcmp(a, "-h") || !strcmp(a, "--help")) return CLI_HELP;
@@ -178,7 +178,6 @@ static int option(const struct cli_cmd *c, int argc, char **argv, int *i, void *
   if (bad) return say(st, "bad --%s '%s' (%s)", r->name, v ? v : "", why);
   st->given[st->ngiven].row = k;
   st->given[st->ngiven++].value = v;
-  (void)c;
   return CLI_OK;
 }
 
@@ -192,7 +191,7 @@ static int parse(const struct cli_cmd *c, int argc, char **argv, void *opts, str
     if (!dashdash && !strcmp(a, "--")) {
       dashdash = 1;
     } else if (!dashdash && a[0] == '-' && a[1]) {
-      if ((rc = option(c, argc, argv, &i, opts, st))) return rc;
+      if ((rc = option(argc, argv, &i, opts, st))) return rc;
     } else if (!c->positional) {
       return say(st, "unexpected argument '%s'", a);
     } else if (c->positional(opts, a, why, sizeof why)) {

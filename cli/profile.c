@@ -1,21 +1,17 @@
 /*
- * pcie-tune profile: parses options, opens a measurement backend, runs the
- * sweep engine (measure/sweep.c) and writes the profile atomically. Ctrl-C (or
- * --budget) stops between measurements and leaves a partial profile that
- * --resume continues. Owns option handling only; what to measure is the
- * engine's business and how to measure the backend's.
+ * pcie-tune profile: opens a measurement backend, runs the sweep engine
+ * (measure/sweep.c) and writes the profile atomically; --explore hands its
+ * runs to measure/explore.h. Ctrl-C (or --budget) stops between
+ * measurements and leaves a partial profile that --resume continues. The
+ * options are cli/profile_opts.c's; what to measure is the engine's
+ * business and how to measure the backend's.
  */
-#include <ctype.h>
-#include <errno.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
-#include "measure/backend_isolated_faults.h"
 #include "measure/backend_nccl.h"
 #include "measure/backends.h"
 #include "engine.h"
