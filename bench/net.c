@@ -14,6 +14,8 @@
  *   BENCH_NET_REPS       interleaved runs (default 5)
  *   BENCH_NET_MODES      comma list of p2p, ring, rtt (default all)
  *   BENCH_NET_LINKS      comma list of lo, veth, capped (default all)
+ *   BENCH_NET_RTT_SIZES  round-trip sizes in bytes, comma list (default
+ *                        8 B - 64 KiB, 11 sizes)
  *   BENCH_NET_MS         unshaped windows: bytes that take this long at
  *                        1 GB/s (default 1000)
  *   BENCH_NET_CAP_MBIT   the capped link's per-connection rate (default 1000)
@@ -677,6 +679,16 @@ int main(int argc, char **argv)
   int reps = (int)env_long("BENCH_NET_REPS", quick ? 1 : 5, 1, MAX_REPS);
   int cap = (int)env_long("BENCH_NET_CAP_MBIT", 1000, 10, 100000);
   double secs = (double)env_long("BENCH_NET_MS", 1000, 10, 600000) / 1000;
+  /* BENCH_NET_RTT_SIZES: the round trips' sizes in bytes, a comma list */
+  size_t mine[16], nmine = 0;
+  for (const char *p = getenv("BENCH_NET_RTT_SIZES"); p && *p && nmine < 16;) {
+    char *end;
+    unsigned long v = strtoul(p, &end, 10);
+    if (end == p || v > (size_t)stepsize || (*end && *end != ','))
+      die("bad BENCH_NET_RTT_SIZES: expected byte counts up to %zu, comma-separated", stepsize);
+    mine[nmine++] = v;
+    p = *end ? end + 1 : end;
+  }
   const char *tuned = getenv("BENCH_NET_TUNED");
   if (tuned && (sscanf(tuned, "%d,%d", &tuned_threads, &tuned_socks) != 2 ||
                 tuned_threads < 1 || tuned_socks < 1))
@@ -773,6 +785,10 @@ int main(int argc, char **argv)
     if (listed("BENCH_NET_MODES", "rtt")) {
       const size_t *sizes = quick ? quick_rtt : rtt_sizes;
       size_t nsizes = quick ? 3 : sizeof(rtt_sizes) / sizeof(rtt_sizes[0]);
+      if (nmine) {
+        sizes = mine;
+        nsizes = nmine;
+      }
       for (size_t k = 0; k < nsizes; k++) {
         char label[32], what[48];
         struct job j = {.l = l, .ns = &ns, .kind = RTT, .size = sizes[k]};
