@@ -16,6 +16,7 @@
 #include <strings.h>
 
 #include "doctor.h"
+#include "pcie/hostinfo.h"
 #include "pcie/files.h"
 
 #define DR_NBUS 64
@@ -28,9 +29,11 @@ static void plain_version(const char *v, char *buf, size_t len) {
   buf[n] = 0;
 }
 
+/* A profile's bus id may be partial, as nccl-tests gave it ("0000:41:00",
+ * "0x41"): it names the job's GPU at that precision (tuner/hostinfo.c). */
 static int has_bus(char (*list)[32], int n, const char *bus) {
   for (int i = 0; i < n; i++)
-    if (!strcasecmp(list[i], bus)) return 1;
+    if (!strcasecmp(list[i], bus) || pt_fp_bus_id_matches(list[i], bus)) return 1;
   return 0;
 }
 

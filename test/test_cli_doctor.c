@@ -481,6 +481,14 @@ START_TEST(provenance_against_the_job) {
   prov_case("  nccl_version = \\\"2.28.9\\\";\\n" BOX("0000:18:00.0"), 0,
             "1 of this communicator's 8 GPUs are not on the measured box: 0000:17:00.0 (the "
             "profile lists 0000:18:00.0 0000:2a:00.0");
+  /* Issue 26 §2: bus ids as nccl-tests gave them name the job's GPUs at
+   * their precision. */
+  prov_case("  nccl_version = \\\"2.28.9\\\";\\n" BOX("0x17"), 0,
+            "NCCL 2.28.9 as measured; the 8 GPUs of this communicator are on the measured box");
+  prov_case("  nccl_version = \\\"2.28.9\\\";\\n" BOX("0000:17:00"), 0,
+            "NCCL 2.28.9 as measured; the 8 GPUs of this communicator are on the measured box");
+  prov_case("  nccl_version = \\\"2.28.9\\\";\\n" BOX("0x18"), 0,
+            "1 of this communicator's 8 GPUs are not on the measured box: 0000:17:00.0");
   /* A profile from before the box key: compared on what it has. */
   prov_case("  nccl_version = \\\"2.28.9\\\";", 0, "NCCL 2.28.9 as measured; no box recorded");
 }

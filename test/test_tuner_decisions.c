@@ -310,6 +310,12 @@ START_TEST(no_default_leaves_it_to_nccl) {
   use_profile(HEAD("") "allreduce = { eager = { sizes = [ 1024L, 2048L ];\n"
               "  candidates = ( { algo = \"ring\"; proto = \"ll\"; channels = 2; latency = ( 1.0, 2.0 ); } ); }; };\n");
   ck_assert(!acts_at(1500));
+  /* A rule a user wrote stays a rule: it needs no measurement. */
+  use_profile(HEAD("") "allreduce = { eager = { sizes = [ 1024L, 2048L ];\n"
+              "  candidates = ( { algo = \"ring\"; proto = \"ll\"; channels = 2; latency = ( 1.0, 2.0 ); } ); }; };\n"
+              "rules = ( { collective = \"allreduce\"; min_bytes = 1L; max_bytes = 4096L; algo = \"ring\"; "
+              "proto = \"simple\"; } );\n");
+  ck_assert(acts_at(1500));
   use_profile(HEAD("") "allreduce = { eager = { sizes = [ 1024L, 2048L ]; nccl_default = ( 3.0, 6.0 );\n"
               "  candidates = ( { algo = \"ring\"; proto = \"ll\"; channels = 2; latency = ( 1.0, 2.0 ); } ); }; };\n");
   ck_assert(acts_at(1500));
