@@ -19,6 +19,7 @@
 #include "measure/backend_nccl.h"
 #include "measure/backends.h"
 #include "measure/explore.h"
+#include "measure/explore_var.h"
 #include "cmds.h"
 #include "measure/isolate.h"
 #include "nccl/common.h"
@@ -73,6 +74,8 @@ static const char usage_text[] =
     "  --explore-channels LIST  sweep again with NCCL_MIN_NCHANNELS=k for each k of LIST,\n"
     "                         judge each on the workload (--workload, else the verify-step\n"
     "                         sizes) and keep the best; prints the export line (docs/cli.md)\n"
+    "  --explore VAR=LIST     the same for another NCCL setting: NCCL_MIN_NCHANNELS or\n"
+    "                         NCCL_BUFFSIZE (bytes, K/M/G suffixes; exported as bytes)\n"
     "  --name NAME            profile name; the box name\n"
     "  --budget N             stop after N repetitions, leaving a partial profile\n"
     "  --resume               continue the partial profile --out FILE\n"
@@ -105,7 +108,9 @@ struct opts {
   unsigned reps, screen_reps;
   unsigned long long seed, budget;
   int full, force, resume, quiet;
-  int explore[PT_MAX_CHANNELS]; /* --explore-channels, ascending */
+  /* --explore VAR=LIST (--explore-channels: NCCL_MIN_NCHANNELS), ascending */
+  const struct pt_explore_var *xvar;
+  long long explore[PT_MAX_CHANNELS];
   size_t nexplore;
 };
 
@@ -190,6 +195,41 @@ static int record_word(const char *opt, const char *v) {
 }
 
 /* Returns 0, or the exit status for a usage error / --help (-1 = help). */
+/* --explore VAR=LIST: the values ascending, duplicates dropped. */
+static int parse_explore(const char *v, struct opts *o) {
+  char name[64], why[256];
+  const char *eq = strchr(v, '=');
+  if (!eq || eq == v || (size_t)(eq - v) >= sizeof name || !eq[1])
+    return bad("bad --explore '%s' (VAR=LIST, e.g. NCCL_BUFFSIZE=1M,4M)", v);
+  memcpy(name, v, (size_t)(eq - v));
+  name[eq - v] = 0;
+  if (!(o->xvar = pt_explore_var_find(name)))
+    return bad("--explore %s: not an explorable setting (%s)", name, pt_explore_var_names());
+  char *list = strdup(eq + 1), *save = NULL;
+  if (!list) return bad("out of memory");
+  o->nexplore = 0;
+  for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    long long x;
+    size_t j = 0;
+    if (pt_explore_var_parse(o->xvar, t, &x, why, sizeof why)) {
+      free(list);
+      return bad("bad --explore: %s", why);
+    }
+    if (o->nexplore == PT_MAX_CHANNELS) {
+      free(list);
+      return bad("bad --explore: more than %d values", PT_MAX_CHANNELS);
+    }
+    while (j < o->nexplore && o->explore[j] < x) j++;
+    if (j < o->nexplore && o->explore[j] == x) continue;
+    memmove(&o->explore[j + 1], &o->explore[j], (o->nexplore - j) * sizeof o->explore[0]);
+    o->explore[j] = x;
+    o->nexplore++;
+  }
+  free(list);
+  if (!o->nexplore) return bad("bad --explore '%s': no value", v);
+  return 0;
+}
+
 static int parse(int argc, char **argv, struct opts *o) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -304,12 +344,16 @@ static int parse(int argc, char **argv, struct opts *o) {
       struct opts t;
       if (parse_channels(v, &t)) return bad("bad --explore-channels '%s' (comma list of 1..64)", v);
       o->nexplore = 0;
+      o->xvar = pt_explore_var_find("NCCL_MIN_NCHANNELS");
       for (int k = 1; k <= PT_MAX_CHANNELS; k++)
         for (size_t j = 0; j < t.nch; j++)
           if (t.channels[j] == k) {
             o->explore[o->nexplore++] = k;
             break;
           }
+    } else if (!strcmp(a, "--explore")) {
+      NEED_ARG
+      if (parse_explore(v, o)) return 2;
     } else if (!strcmp(a, "--reps")) {
       NEED_ARG
       if (parse_ull(v, 1, PT_SWEEP_MAX_REPS, &n)) return bad("bad --reps '%s' (1..64)", v);
@@ -433,10 +477,10 @@ static void print_error(const struct pt_error_rec *e) {
   fprintf(stderr, "pcie-tune profile: %s\n", buf);
 }
 
-/* Opens the backend the options name; min_ch > 0 derives a simulated box's
- * NCCL view with NCCL_MIN_NCHANNELS=min_ch (the nccl backend's workers get
- * it from the environment instead). Returns 0, or an exit status. */
-static int open_backend(const struct opts *o, int min_ch, struct pt_backend *be) {
+/* Opens the backend the options name; xv > 0 applies o->xvar = xv to a
+ * simulated box by the simulator's model of it (the nccl backend's workers
+ * get it from the environment instead). Returns 0, or an exit status. */
+static int open_backend(const struct opts *o, long long xv, struct pt_backend *be) {
   struct pt_error_rec e;
   int rc;
   if (!strcmp(o->backend, "nccl")) {
@@ -467,15 +511,10 @@ static int open_backend(const struct opts *o, int min_ch, struct pt_backend *be)
       print_error(&e);
       return 1;
     }
-    if (min_ch) {
-      /* sim/nccl_derive.c models NCCL_MIN_NCHANNELS on the box's hardware. */
-      box.hw.min_nchannels = min_ch;
-      if (!box.has_hw || pt_box_derive(&box, &e)) {
-        fprintf(stderr, "pcie-tune profile: box '%s': %s\n", o->box,
-                box.has_hw ? e.msg : "its NCCL view is typed by hand, so NCCL_MIN_NCHANNELS cannot change it; "
-                                     "--explore-channels needs a box derived from hardware (docs/sim.md)");
-        return 2;
-      }
+    char why[400];
+    if (xv && o->xvar->apply_box(&box, xv, why, sizeof why)) {
+      fprintf(stderr, "pcie-tune profile: box '%s': %s\n", o->box, why);
+      return 2;
     }
     if (!o->isolate) return pt_backend_sim_open(be, &box, o->seed) ? 1 : 0;
     /* The same worker harness as the GPU backend, over the simulator. */
@@ -510,10 +549,10 @@ struct run_state {
   struct pt_progress pg;
   double last_write;
   int warned, written;
-  /* --explore-channels: the profile is built into *keep, not written, and
-   * min_ch (0 = NCCL's own count) shaped the communicator. */
+  /* --explore: the profile is built into *keep, not written, and o->xvar
+   * = xv (0 = unset) shaped the run. */
   struct pt_profile *keep;
-  int min_ch;
+  long long xv;
 };
 
 static double now_s(void) {
@@ -547,10 +586,12 @@ static int save(const struct run_state *r, int complete, unsigned flags, struct 
   }
   /* A simulated box's view does not come from this process's environment
    * (sweepfile.c): record the variable its derivation was given. */
-  if (!rc && r->min_ch && !prof.env_recorded) {
+  if (!rc && r->xv && !prof.env_recorded) {
+    char v[32];
+    pt_explore_var_format(r->xv, v, sizeof v);
     prof.env_recorded = 1;
-    if (!(prof.env = calloc(1, sizeof *prof.env)) || !(prof.env[0].name = strdup("NCCL_MIN_NCHANNELS")) ||
-        asprintf(&prof.env[0].value, "%d", r->min_ch) < 0)
+    if (!(prof.env = calloc(1, sizeof *prof.env)) || !(prof.env[0].name = strdup(r->o->xvar->name)) ||
+        !(prof.env[0].value = strdup(v)))
       rc = PT_ENOMEM;
     if (prof.env) prof.nenv = 1;
   }
@@ -586,14 +627,14 @@ static void on_progress(void *arg, const struct pt_sweep_progress *p) {
 
 /* The sweep itself, once options are final. With keep, the finished
  * profile goes to *keep (the caller releases it) instead of --out, and
- * min_ch is as open_backend's. */
-static int run(struct opts *o, const char *args, int resume, int min_ch, struct pt_profile *keep) {
+ * xv is as open_backend's. */
+static int run(struct opts *o, const char *args, int resume, long long xv, struct pt_profile *keep) {
   struct pt_backend be = {0};
   struct pt_sweep sw = {0};
   struct pt_sweep_opts so;
   struct pt_cand_spec cands[2 * 3 * PT_MAX_CHANNELS];
   struct pt_error_rec e;
-  struct run_state r = {.o = o, .args = args, .sw = &sw, .be = &be, .keep = keep, .min_ch = min_ch};
+  struct run_state r = {.o = o, .args = args, .sw = &sw, .be = &be, .keep = keep, .xv = xv};
   int status, rc;
   /* Before the first worker starts (NCCL's init can take minutes): Ctrl-C
    * stops the profiler at any time, and its workers with it. */
@@ -602,7 +643,7 @@ static int run(struct opts *o, const char *args, int resume, int min_ch, struct 
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
-  if ((status = open_backend(o, min_ch, &be))) goto out;
+  if ((status = open_backend(o, xv, &be))) goto out;
   status = 1;
   be.info(be.self, &r.bi);
   pt_sweep_opts_default(&so);
@@ -690,10 +731,14 @@ static int run(struct opts *o, const char *args, int resume, int min_ch, struct 
     goto out;
   }
   if (keep) {
-    if (!o->quiet)
-      fprintf(stderr, "pcie-tune profile: measured with %s%.0d (%d communicator channels; %llu repetitions in "
-                      "%llu measurements)\n", min_ch ? "NCCL_MIN_NCHANNELS=" : "NCCL's own channel count",
-              min_ch, r.bi.comm_channels, (unsigned long long)sw.samples, (unsigned long long)sw.calls);
+    if (!o->quiet && xv)
+      fprintf(stderr, "pcie-tune profile: measured with %s=%lld (%d communicator channels; %llu repetitions in "
+                      "%llu measurements)\n", o->xvar->name, xv, r.bi.comm_channels, (unsigned long long)sw.samples,
+              (unsigned long long)sw.calls);
+    else if (!o->quiet)
+      fprintf(stderr, "pcie-tune profile: measured with %s (%d communicator channels; %llu repetitions in "
+                      "%llu measurements)\n", o->xvar->skip_to_comm_channels ? "NCCL's own channel count" :
+              "NCCL's default", r.bi.comm_channels, (unsigned long long)sw.samples, (unsigned long long)sw.calls);
     status = 0;
     goto out;
   }
@@ -730,19 +775,22 @@ static int add_item(void *ctx, const struct pt_workload_item *item, char *why, s
   return 0;
 }
 
-/* --explore-channels: the sweep with NCCL's own channel count, then with
- * NCCL_MIN_NCHANNELS=k for each k; each profile is judged on the workload
- * by the latency its table's measured choices give (measure/explore.h),
- * against NCCL's default of the first run. A higher count must gain more
- * than the margin; the winner is written to --out with its nccl_env. */
+/* --explore VAR=LIST (--explore-channels: NCCL_MIN_NCHANNELS): the sweep
+ * with the setting unset, then with VAR=v for each v; each profile is
+ * judged on the workload by the latency its table's measured choices give
+ * (measure/explore.h), against NCCL's default of the first run. A value
+ * must gain more than the margin; the winner is written to --out with its
+ * nccl_env. */
 static int explore(struct opts *o, const char *args) {
   static struct pt_explore_item items[MAX_EXPLORE_ITEMS];
   struct items l = {items, 0};
+  const struct pt_explore_var *xvar = o->xvar;
+  const char *var = xvar->name;
   struct pt_profile prof[1 + PT_MAX_CHANNELS];
-  int minv[1 + PT_MAX_CHANNELS];
+  long long xval[1 + PT_MAX_CHANNELS];
   double total[1 + PT_MAX_CHANNELS], dflt[1 + PT_MAX_CHANNELS], base = 0;
   struct pt_error_rec e;
-  char why[256];
+  char why[256], kv[32];
   size_t n = 0;
   int status = 1, nccl = !strcmp(o->backend, "nccl");
   int mode = (o->mode_mask & (1u << PT_MODE_GRAPH)) ? PT_MODE_GRAPH : PT_MODE_EAGER;
@@ -759,54 +807,58 @@ static int explore(struct opts *o, const char *args) {
   for (size_t i = 0; i < l.n; i++)
     if (!(o->coll_mask & (1u << items[i].coll)))
       return bad("the workload has %s, which --collectives does not measure", pt_coll_name(items[i].coll));
-  if (nccl && getenv("NCCL_MIN_NCHANNELS"))
-    fprintf(stderr, "pcie-tune profile: note: NCCL_MIN_NCHANNELS=%s is set; --explore-channels sets it per run "
-                    "and measures the first run without it\n", getenv("NCCL_MIN_NCHANNELS"));
+  if (nccl && getenv(var))
+    fprintf(stderr, "pcie-tune profile: note: %s=%s is set; --explore sets it per run "
+                    "and measures the first run without it\n", var, getenv(var));
   for (size_t i = 0; i <= o->nexplore; i++) {
-    int k = i ? o->explore[i - 1] : 0;
+    long long k = i ? o->explore[i - 1] : 0;
     /* NCCL_MIN_NCHANNELS only adds channels: at or below NCCL's own count
-     * the communicator, and so the sweep, would be the first one again. */
-    if (k && prof[0].comm_channels && k <= prof[0].comm_channels) {
-      fprintf(stderr, "pcie-tune profile: NCCL_MIN_NCHANNELS=%d skipped: NCCL already builds %d channels\n", k,
+     * the communicator, and so the sweep, would be the first one again;
+     * NCCL's default buffer size is the first run too. */
+    if (k && xvar->skip_to_comm_channels && prof[0].comm_channels && k <= prof[0].comm_channels) {
+      fprintf(stderr, "pcie-tune profile: %s=%lld skipped: NCCL already builds %d channels\n", var, k,
               prof[0].comm_channels);
       continue;
     }
-    /* The nccl backend's workers inherit this process's environment. */
-    if (nccl && k) {
-      char v[16];
-      snprintf(v, sizeof v, "%d", k);
-      setenv("NCCL_MIN_NCHANNELS", v, 1);
-    } else if (nccl) {
-      unsetenv("NCCL_MIN_NCHANNELS");
+    if (k && k == xvar->same_as_unset) {
+      fprintf(stderr, "pcie-tune profile: %s=%lld skipped: NCCL's default, the first run\n", var, k);
+      continue;
     }
+    /* The nccl backend's workers inherit this process's environment, as
+     * NCCL reads it: plain decimal. */
+    pt_explore_var_format(k, kv, sizeof kv);
+    if (nccl && k) setenv(var, kv, 1);
+    else if (nccl) unsetenv(var);
     if ((status = run(o, args, 0, k, &prof[n]))) goto out;
     status = 1;
-    minv[n] = k;
-    /* Each run's NCCL default too: what the variable alone does, without
+    xval[n] = k;
+    /* Each run's NCCL default too: what the setting alone does, without
      * the plugin, so the plugin is credited only with its own share. */
     if (pt_explore_total(&prof[n], mode, items, l.n, 1, &dflt[n], why, sizeof why) ||
         pt_explore_total(&prof[n], mode, items, l.n, 0, &total[n], why, sizeof why)) {
-      fprintf(stderr, "pcie-tune profile: cannot judge the run with %s%.0d on the workload: %s\n",
-              k ? "NCCL_MIN_NCHANNELS=" : "NCCL's own channel count", k, why);
+      if (k) fprintf(stderr, "pcie-tune profile: cannot judge the run with %s=%lld on the workload: %s\n", var, k, why);
+      else fprintf(stderr, "pcie-tune profile: cannot judge the run with %s unset on the workload: %s\n", var, why);
       goto out;
     }
     if (!n) base = dflt[0];
     n++;
   }
   size_t w = pt_explore_pick(total, n, pt_profile_margin(&prof[0]));
-  fprintf(sum, "channel exploration, %s mode, on %s (%zu line%s):\n", mode == PT_MODE_GRAPH ? "graph" : "eager",
+  fprintf(sum, "%s exploration, %s mode, on %s (%zu line%s):\n",
+          xvar->skip_to_comm_channels ? "channel" : var, mode == PT_MODE_GRAPH ? "graph" : "eager",
           o->workload ? o->workload : "the verify step (tokens 1,4,8,16,32,64,128 x 14336 B)", l.n,
           l.n == 1 ? "" : "s");
-  fprintf(sum, "  %-20s %8s %14s %10s %13s\n", "NCCL_MIN_NCHANNELS", "channels", "workload us", "vs default",
-          "plugin's share");
+  fprintf(sum, "  %-20s %8s %14s %10s %13s\n", var, "channels", "workload us", "vs default", "plugin's share");
   fprintf(sum, "  %-20s %8d %14.2f %9.3fx %13s  NCCL's default\n", "unset", prof[0].comm_channels, base, 1.0, "-");
   for (size_t i = 0; i < n; i++) {
-    char kv[16];
-    snprintf(kv, sizeof kv, "%d", minv[i]);
-    if (i)
+    pt_explore_var_format(xval[i], kv, sizeof kv);
+    if (i && xvar->skip_to_comm_channels)
       fprintf(sum, "  %-20s %8d %14.2f %9.3fx %13s  NCCL's default at %d channels, no plugin\n", kv,
               prof[i].comm_channels, dflt[i], base / dflt[i], "-", prof[i].comm_channels);
-    fprintf(sum, "  %-20s %8d %14.2f %9.3fx %12.3fx  tuned%s\n", minv[i] ? kv : "unset", prof[i].comm_channels,
+    else if (i)
+      fprintf(sum, "  %-20s %8d %14.2f %9.3fx %13s  NCCL's default with %s=%s, no plugin\n", kv,
+              prof[i].comm_channels, dflt[i], base / dflt[i], "-", var, kv);
+    fprintf(sum, "  %-20s %8d %14.2f %9.3fx %12.3fx  tuned%s\n", xval[i] ? kv : "unset", prof[i].comm_channels,
             total[i], base / total[i], dflt[i] / total[i], i == w ? "  <- chosen" : "");
   }
   if ((status = pt_profile_write(&prof[w], o->out, o->force ? PT_WRITE_FORCE : 0, &e))) {
@@ -814,13 +866,13 @@ static int explore(struct opts *o, const char *args) {
     status = 1;
     goto out;
   }
-  if (minv[w])
-    fprintf(sum, "of the %.2fx, NCCL_MIN_NCHANNELS=%d alone gives %.2fx and the plugin %.2fx on top\n"
-                 "run the job with (the plugin refuses the profile otherwise):\nexport NCCL_MIN_NCHANNELS=%d\n",
-            base / total[w], minv[w], base / dflt[w], dflt[w] / total[w], minv[w]);
+  pt_explore_var_format(xval[w], kv, sizeof kv);
+  if (xval[w])
+    fprintf(sum, "of the %.2fx, %s=%s alone gives %.2fx and the plugin %.2fx on top\n"
+                 "run the job with (%s):\nexport %s=%s\n",
+            base / total[w], var, kv, base / dflt[w], dflt[w] / total[w], xvar->otherwise, var, kv);
   else
-    fprintf(sum, "more channels gain no more than %.0f%%: keep NCCL's own count (leave NCCL_MIN_NCHANNELS unset)\n",
-            pt_profile_margin(&prof[0]) * 100);
+    fprintf(sum, xvar->keep_line, pt_profile_margin(&prof[0]) * 100), fputc('\n', sum);
   if (!o->quiet)
     fprintf(stderr, "pcie-tune profile: wrote %s\n", strcmp(o->out, "-") ? o->out : "the profile to standard output");
   status = 0;

@@ -161,6 +161,20 @@ static int job_env(struct pt_box *box, const char *boxname) {
                                       "NCCL_ALGO"};
   struct pt_error_rec e;
   int any = 0;
+  /* NCCL_BUFFSIZE changes the truth, not the view (sim/ring_chunks.c), on
+   * any box. NCCL reads it with strtoll and ignores what follows the
+   * digits (misc/param.cc ncclLoadParam): "1M" would be one byte. */
+  const char *bs = getenv("NCCL_BUFFSIZE");
+  if (bs && *bs) {
+    char *end;
+    long long n = strtoll(bs, &end, 0);
+    if (*end || n < 65536) {
+      fprintf(stderr, "pcie-tune simulate: NCCL_BUFFSIZE=%s: NCCL reads it as %lld bytes; give the size in bytes, "
+                      "at least 65536 (1 MiB: NCCL_BUFFSIZE=1048576)\n", bs, n);
+      return 2;
+    }
+    box->nccl_buffsize = (uint64_t)n;
+  }
   for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
     const char *v = getenv(names[i]);
     if (!v || !*v) continue;

@@ -89,6 +89,10 @@ static const char *const channel_vars[] = {
 /* Variables that change which algorithms/protocols NCCL enables or which
  * calls arrive with regBuff (graph data): decisions may differ. */
 static const char *const proto_vars[] = {"NCCL_PROTO", "NCCL_ALGO", "NCCL_GRAPH_REGISTER", NULL};
+/* Variables that change what each candidate costs, not what NCCL enables:
+ * the buffer sizes set the chunks and slices the device code runs
+ * (init.cc computeBuffSizes), so the measured ranking may not hold. */
+static const char *const timing_vars[] = {"NCCL_BUFFSIZE", "NCCL_LL_BUFFSIZE", "NCCL_LL128_BUFFSIZE", NULL};
 
 static int differs(const char *a, const char *b) {
   return (a == NULL) != (b == NULL) || (a && strcmp(a, b));
@@ -117,6 +121,12 @@ int pt_env_compare(const struct pt_profile *p, char *msg, size_t len) {
     if (!differs(was, now)) continue;
     describe(msg, len, *v, was, now);
     r |= PT_ENV_PROTOCOLS;
+  }
+  for (const char *const *v = timing_vars; *v; v++) {
+    const char *was = pt_profile_env(p, *v), *now = getenv(*v);
+    if (!differs(was, now)) continue;
+    describe(msg, len, *v, was, now);
+    r |= PT_ENV_TIMING;
   }
   return r;
 }

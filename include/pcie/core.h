@@ -87,7 +87,7 @@ void pt_core_finalize(struct pt_ctx *ctx); /* NULL-safe */
  * or -1 when NCCL would refuse the value (then nobody can tell what it runs). */
 int pt_nccl_enabled(const char *algo_env, const char *proto_env, struct pt_nccl_enable *out);
 
-enum { PT_ENV_CHANNELS = 1, PT_ENV_PROTOCOLS = 2 };
+enum { PT_ENV_CHANNELS = 1, PT_ENV_PROTOCOLS = 2, PT_ENV_TIMING = 4 };
 /* Compares the profile's nccl_env with this process's environment. Returns
  * 0, or PT_ENV_* bits for what the differences can change; msg names each
  * differing variable. 0 when the profile recorded no environment. */

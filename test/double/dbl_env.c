@@ -79,6 +79,20 @@ static void load(void) {
     env_ok = 0;
     return;
   }
+  /* NCCL_BUFFSIZE as NCCL reads it (misc/param.cc ncclLoadParam: strtoll
+   * base 0, whatever follows the digits ignored, so "1M" is 1 byte), in
+   * the box's truth (sim/ring_chunks.c). A buffer too small for a step
+   * fails here, where NCCL's steps would be empty. */
+  const char *bs = getenv("NCCL_BUFFSIZE");
+  if (bs && *bs) {
+    long long v = strtoll(bs, NULL, 0);
+    if (v < 65536) {
+      fprintf(stderr, "nccl double: NCCL_BUFFSIZE=%s reads as %lld bytes, too small for NCCL's steps\n", bs, v);
+      env_ok = 0;
+      return;
+    }
+    env.box.nccl_buffsize = (uint64_t)v;
+  }
   env.ndev = (int)num("PTDOUBLE_DEVICES", env.box.nranks);
   if (env.ndev > DBL_MAX_DEV) env.ndev = DBL_MAX_DEV;
   env.driver = (int)num("PTDOUBLE_DRIVER", 13000);
