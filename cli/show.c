@@ -245,6 +245,15 @@ static void print_text(const struct pt_profile *p, const struct pt_table *t,
   cli_prov_box(p, prov, sizeof prov);
   printf("measured on: %s\n", prov); /* the box the plugin requires at init */
   if (served_from(p, coll, mode)) printf("note: %s\n", served_from(p, coll, mode));
+  /* LL128 on PCIe only after its correctness screen (measure/screen.h). */
+  if (p->ll128_screen == PT_LL128_SCREENED)
+    printf("ll128: screened for torn lines before it was measured (provenance.extra.ll128_screen)\n");
+  else if (p->ll128_screen == PT_LL128_UNUSABLE)
+    printf("ll128: unusable on this box: it failed its correctness screen (provenance.extra.ll128_screen); "
+           "never chosen\n");
+  else if (!pt_profile_ll128_usable(p))
+    printf("ll128: this sweep recorded no correctness screen: its ll128 candidates are never chosen "
+           "(measure again with this pcie-tune)\n");
   if (pt_nccl_caps_channels(p->prov.nccl_version))
     printf("channels: NCCL %s takes a tuner's count as a cap under its size heuristic: \"runs\" "
            "is what it runs (Simple with c channels only from c x 32 KiB)\n",

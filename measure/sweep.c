@@ -265,7 +265,7 @@ static int measure(struct pt_sweep *s, struct pt_sweep_series *se, size_t idx,
   if (!buf) return PT_ENOMEM;
   p->samples = buf;
   struct pt_measure_req req = {se->coll, se->mode, se->grid[i], row == se->ncand, 0, 0, 0,
-                               first, n - first};
+                               first, n - first, 0};
   if (row < se->ncand) {
     req.algo = se->cands[row].algo;
     req.proto = se->cands[row].proto;

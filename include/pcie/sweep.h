@@ -39,6 +39,10 @@ struct pt_measure_req {
   int is_default;
   int algo, proto, channels;
   unsigned first_rep, reps;
+  /* 1: a correctness screen, not a measurement (measure/screen.h): reps
+   * replays whose inputs change every replay, every output of every rank
+   * checked; the samples need not be timed. */
+  unsigned screen;
 };
 
 struct pt_measure_res {

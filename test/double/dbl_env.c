@@ -39,7 +39,7 @@ static double num(const char *name, double dflt) {
 }
 
 /* "KIND:ALGO/PROTO/CH@MIN[-MAX]" with KIND hang, hangonce, crash, corrupt,
- * corrupt#N or slow=SECONDS; ALGO/PROTO/CH may be '*'. */
+ * corrupt#N, tear or slow=SECONDS; ALGO/PROTO/CH may be '*'. */
 static int parse_fault(char *t, struct fault *f) {
   char *colon = strchr(t, ':'), *at;
   if (!colon) return -1;
@@ -51,6 +51,7 @@ static int parse_fault(char *t, struct fault *f) {
   else if (!strcmp(t, "hangonce")) f->kind = DBL_F_HANG, f->once = 1;
   else if (!strcmp(t, "crash")) f->kind = DBL_F_CRASH;
   else if (!strcmp(t, "crashonce")) f->kind = DBL_F_CRASH, f->once = 1;
+  else if (!strcmp(t, "tear")) f->kind = DBL_F_TEAR;
   else if (!strncmp(t, "corrupt", 7)) {
     f->kind = DBL_F_CORRUPT;
     if (t[7] == '#') f->nth = (unsigned)atoi(t + 8);
