@@ -546,10 +546,7 @@ static int open_backend(const struct opts *o, long long xv, struct pt_backend *b
 static int screen_ll128(const struct opts *o, const struct pt_backend *be, struct pt_sweep_opts *so,
                         struct pt_cand_spec *cands, struct pt_screen *out) {
   struct pt_error_rec e;
-  int coll = (o->coll_mask & (1u << PT_ALLREDUCE)) ? PT_ALLREDUCE : __builtin_ctz(o->coll_mask);
-  int mode = (o->mode_mask & (1u << PT_MODE_GRAPH)) ? PT_MODE_GRAPH : PT_MODE_EAGER;
-  uint64_t lo = so->nsizes ? so->sizes[0] : so->min_bytes, hi = so->nsizes ? so->sizes[so->nsizes - 1] : so->max_bytes;
-  if (pt_screen_ll128(be, coll, mode, cands, so->ncand, lo, hi, out, &e)) {
+  if (pt_screen_sweep(be, so, cands, &so->ncand, out, &e)) {
     print_error(&e);
     return 1;
   }
@@ -559,11 +556,7 @@ static int screen_ll128(const struct opts *o, const struct pt_backend *be, struc
   if (out->state != PT_SCREEN_FAIL) return 0;
   fprintf(stderr, "pcie-tune profile: LL128 failed its correctness screen: %s; recorded as unusable on this box, "
                   "its candidates are not measured\n", out->reason);
-  size_t n = 0;
-  for (size_t i = 0; i < so->ncand; i++)
-    if (cands[i].proto != NCCL_PROTO_LL128) cands[n++] = cands[i];
-  so->ncand = n;
-  return n ? 0 : (fprintf(stderr, "pcie-tune profile: no candidate left without LL128\n"), 2);
+  return so->ncand ? 0 : (fprintf(stderr, "pcie-tune profile: no candidate left without LL128\n"), 2);
 }
 
 /* Everything one write of the profile needs, shared by checkpoints. */
@@ -595,16 +588,7 @@ static int save(const struct run_state *r, int complete, unsigned flags, struct 
   struct pt_profile prof = {0};
   const char *more = pt_isolate_provenance(r->be);
   int rc = pt_sweepfile_build(r->sw, &r->bi, r->o->name, r->args, complete, &prof);
-  char *screened = r->screen.state != PT_SCREEN_NONE ? pt_screen_render(&r->screen) : NULL;
-  if (!rc && screened) {
-    char *joined = NULL;
-    if (asprintf(&joined, "%s%s", prof.prov.extra ? prof.prov.extra : "", screened) < 0) rc = PT_ENOMEM;
-    else {
-      free(prof.prov.extra);
-      prof.prov.extra = joined;
-    }
-  }
-  free(screened);
+  if (!rc) rc = pt_screen_record(&r->screen, &prof);
   if (!rc && more && more[0]) {
     char *joined = NULL;
     if (asprintf(&joined, "%s%s", prof.prov.extra ? prof.prov.extra : "", more) < 0) rc = PT_ENOMEM;
@@ -633,9 +617,6 @@ static int save(const struct run_state *r, int complete, unsigned flags, struct 
       rc = PT_ENOMEM;
     if (prof.env) prof.nenv = 1;
   }
-  prof.ll128_screen = r->screen.state == PT_SCREEN_PASS   ? PT_LL128_SCREENED
-                     : r->screen.state == PT_SCREEN_FAIL ? PT_LL128_UNUSABLE
-                                                         : PT_LL128_UNSCREENED;
   if (!rc && r->keep) {
     *r->keep = prof;
     return 0;

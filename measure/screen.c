@@ -85,3 +85,33 @@ char *pt_screen_render(const struct pt_screen *s) {
     return NULL;
   return text;
 }
+
+int pt_screen_sweep(const struct pt_backend *b, const struct pt_sweep_opts *o, struct pt_cand_spec *cands,
+                    size_t *ncand, struct pt_screen *out, struct pt_error_rec *err) {
+  int coll = (o->coll_mask & (1u << PT_ALLREDUCE)) || !o->coll_mask ? PT_ALLREDUCE : __builtin_ctz(o->coll_mask);
+  int mode = (o->mode_mask & (1u << PT_MODE_GRAPH)) || !o->mode_mask ? PT_MODE_GRAPH : PT_MODE_EAGER;
+  uint64_t lo = o->nsizes ? o->sizes[0] : o->min_bytes, hi = o->nsizes ? o->sizes[o->nsizes - 1] : o->max_bytes;
+  int rc = pt_screen_ll128(b, coll, mode, cands, *ncand, lo, hi, out, err);
+  if (rc || out->state != PT_SCREEN_FAIL) return rc;
+  size_t n = 0;
+  for (size_t i = 0; i < *ncand; i++)
+    if (cands[i].proto != NCCL_PROTO_LL128) cands[n++] = cands[i];
+  *ncand = n;
+  return 0;
+}
+
+int pt_screen_record(const struct pt_screen *s, struct pt_profile *p) {
+  p->ll128_screen = s->state == PT_SCREEN_PASS   ? PT_LL128_SCREENED
+                    : s->state == PT_SCREEN_FAIL ? PT_LL128_UNUSABLE
+                                                 : PT_LL128_UNSCREENED;
+  if (s->state == PT_SCREEN_NONE) return 0;
+  char *text = pt_screen_render(s), *joined = NULL;
+  if (!text || asprintf(&joined, "%s%s", p->prov.extra ? p->prov.extra : "", text) < 0) {
+    free(text);
+    return PT_ENOMEM;
+  }
+  free(text);
+  free(p->prov.extra);
+  p->prov.extra = joined;
+  return 0;
+}

@@ -57,4 +57,15 @@ int pt_screen_ll128(const struct pt_backend *b, int coll, int mode, const struct
  * { ... };"), malloc'ed; NULL on allocation failure. */
 char *pt_screen_render(const struct pt_screen *s);
 
+/* What every sweep does before it runs (o: the sweep's options, its
+ * candidates in cands[0..*ncand)): screens LL128 on the first collective
+ * and mode it measures and, when the screen fails, drops every LL128
+ * candidate (*ncand shrinks). Returns as pt_screen_ll128. */
+int pt_screen_sweep(const struct pt_backend *b, const struct pt_sweep_opts *o, struct pt_cand_spec *cands,
+                    size_t *ncand, struct pt_screen *out, struct pt_error_rec *err);
+
+/* Records s in p: provenance.extra gets its settings, p->ll128_screen its
+ * result. Returns 0 or PT_ENOMEM. */
+int pt_screen_record(const struct pt_screen *s, struct pt_profile *p);
+
 #endif

@@ -141,6 +141,10 @@ static int untrusted(const struct pt_box *b, int coll, int algo, int proto) {
   for (size_t i = 0; i < b->nfaults; i++) {
     const struct pt_box_fault *f = &b->faults[i];
     if ((f->coll < 0 || f->coll == coll) && f->algo == algo && f->proto == proto) return 1;
+    /* A wrong LL128 result is the box's (torn 128-byte lines over its
+     * PCIe), not one algorithm's: LL128 is unusable there, as the
+     * profiler's correctness screen records (measure/screen.h). */
+    if (proto == NCCL_PROTO_LL128 && f->proto == NCCL_PROTO_LL128 && f->state == PT_PT_WRONG) return 1;
   }
   return 0;
 }

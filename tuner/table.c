@@ -713,6 +713,7 @@ int pt_table_build_for(struct pt_table *t, const struct pt_profile *p, size_t nr
   memset(t, 0, sizeof *t);
   t->comm_channels = p->comm_channels;
   t->chan_cap = p->comm_channels ? p->comm_channels : smallest_measured(p);
+  t->no_ll128 = p->ll128_screen == PT_LL128_UNUSABLE;
   for (int c = 0; c < PT_NCOLL; c++) {
     int rc = build_set(t, &t->storage[c], p, c, nranks, nnodes);
     if (rc) {
