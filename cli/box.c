@@ -9,12 +9,40 @@
 #include <string.h>
 
 #include "cmds.h"
+#include "opt.h"
 #include "nccl/common.h"
 #include "pcie/files.h"
 #include "pcie/nccl_topo.h"
 #include "pcie/sim_box.h"
 
-static const char usage[] =
+struct box_opts {
+  const char *topo, *out, *name, *based_on, *box;
+  int force, no_p2p;
+};
+
+static int one_box(void *opts, const char *arg, char *why, size_t len) {
+  struct box_opts *o = opts;
+  if (!o->box) o->box = arg;
+  else snprintf(why, len, "one box at a time ('%s')", arg);
+  return o->box == arg ? 0 : -1;
+}
+
+#define F(x) offsetof(struct box_opts, x)
+
+static const struct cli_opt box_rows[] = {
+    CLI_ROW("from-topo", 0, CLI_STR, "TOPO", F(topo), 0, 0, NULL, 0, 0, "NCCL topology XML to read"),
+    CLI_ROW("out", 0, CLI_STR, "FILE", F(out), 0, 0, NULL, 0, 0, "box file to write ('-' for stdout)"),
+    CLI_ROW("name", 0, CLI_STR, "NAME", F(name), 0, 0, NULL, 0, 0, "the box's name (default: TOPO's file name)"),
+    CLI_ROW("based-on", 0, CLI_STR, "BOX", F(based_on), 0, 0, NULL, 0, 0,
+            "built-in box whose noise to use (default: gen5-8x-p2p,\nor gen4-4x-shm with --no-p2p)"),
+    CLI_ROW("no-p2p", 0, CLI_FLAG, NULL, F(no_p2p), 0, 0, NULL, 0, 0,
+            "the driver does not allow GPU peer-to-peer (consumer cards)"),
+    CLI_ROW("force", 0, CLI_FLAG, NULL, F(force), 0, 0, NULL, 0, 0, "overwrite FILE"),
+    CLI_END_ROW,
+};
+
+const struct cli_cmd box_cli = {
+    "box",
     "usage: pcie-tune box NAME|FILE\n"
     "       pcie-tune box --from-topo TOPO.xml --out FILE [--name NAME] [--based-on BOX]\n"
     "                     [--no-p2p] [--force]\n"
@@ -26,15 +54,11 @@ static const char usage[] =
     "The second writes a box file whose hardware comes from an NCCL topology\n"
     "dump (run a job once with NCCL_TOPO_DUMP_FILE=TOPO.xml). The box's truth\n"
     "(how it really behaves) is the physical model computed from that hardware\n"
-    "with the parameters fitted on the published tables (docs/sim.md).\n"
-    "\n"
-    "  --from-topo TOPO   NCCL topology XML to read\n"
-    "  --out FILE         box file to write ('-' for stdout)\n"
-    "  --name NAME        the box's name (default: TOPO's file name)\n"
-    "  --based-on BOX     built-in box whose noise to use (default: gen5-8x-p2p,\n"
-    "                     or gen4-4x-shm with --no-p2p)\n"
-    "  --no-p2p           the driver does not allow GPU peer-to-peer (consumer cards)\n"
-    "  --force            overwrite FILE\n";
+    "with the parameters fitted on the published tables (docs/sim.md).\n",
+    NULL,
+    box_rows,
+    one_box,
+};
 
 static const char *const vendors[] = {"other", "intel", "amd"};
 static const char *const intel_gens[] = {"bdw", "skl", "srp", "erp"};
@@ -176,53 +200,19 @@ static void print_view(FILE *f, const struct pt_box *b) {
   }
 }
 
-static const char *arg_value(int argc, char **argv, int *i) {
-  const char *eq = strchr(argv[*i], '=');
-  if (eq) return eq + 1;
-  if (*i + 1 >= argc) return NULL;
-  return argv[++*i];
-}
-
 int cmd_box(int argc, char **argv) {
-  const char *topo = NULL, *out = NULL, *name = NULL, *based_on = NULL, *box = NULL;
-  int force = 0, no_p2p = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    const char **dst = !strncmp(a, "--from-topo", 11) ? &topo
-                       : !strncmp(a, "--out", 5)      ? &out
-                       : !strncmp(a, "--name", 6)     ? &name
-                       : !strncmp(a, "--based-on", 10) ? &based_on
-                                                       : NULL;
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      fputs(usage, stdout);
-      return 0;
-    } else if (!strcmp(a, "--force")) {
-      force = 1;
-    } else if (!strcmp(a, "--no-p2p")) {
-      no_p2p = 1;
-    } else if (dst) {
-      if (!(*dst = arg_value(argc, argv, &i))) {
-        fprintf(stderr, "pcie-tune box: %s needs a value\n\n%s", a, usage);
-        return 2;
-      }
-    } else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "pcie-tune box: unknown option '%s'\n\n%s", a, usage);
-      return 2;
-    } else if (!box) {
-      box = a;
-    } else {
-      fprintf(stderr, "pcie-tune box: one box at a time ('%s')\n\n%s", a, usage);
-      return 2;
-    }
-  }
+  struct box_opts o;
+  struct cli_state st;
+  memset(&o, 0, sizeof o);
+  int prc = cli_parse(&box_cli, argc, argv, &o, &st, 1);
+  if (prc) return prc == CLI_HELP ? 0 : prc;
+  const char *topo = o.topo, *out = o.out, *name = o.name, *based_on = o.based_on, *box = o.box;
+  int force = o.force, no_p2p = o.no_p2p;
   if (!topo) {
     struct pt_box b;
     struct pt_error_rec e;
     char line[1200];
-    if (!box) {
-      fputs(usage, stderr);
-      return 2;
-    }
+    if (!box) return cli_bad(&box_cli, "missing NAME|FILE (a box to show) or --from-topo TOPO.xml");
     if (pt_box_resolve(&b, box, &e)) {
       pt_error_format(&e, line, sizeof line);
       fprintf(stderr, "pcie-tune box: %s\n", line);
@@ -232,18 +222,13 @@ int cmd_box(int argc, char **argv) {
     return 0;
   }
   if (box || !out) {
-    fprintf(stderr, "pcie-tune box: --from-topo needs --out FILE and no box name\n\n%s", usage);
-    return 2;
+    return cli_bad(&box_cli, "--from-topo needs --out FILE and no box name");
   }
   struct pt_hw hw;
   struct pt_error_rec e;
   char err[600], base[sizeof ((struct pt_box *)0)->name];
   /* Before reading: the dump itself, under any name, is never the output. */
   int rc = pt_output_check(out, force ? PT_OUT_FORCE : 0, &topo, 1, &e);
-  if (rc == PT_EEXIST) {
-    fprintf(stderr, "pcie-tune box: %s exists; use --force to overwrite it\n", out);
-    return 1;
-  }
   if (rc) return box_error(&e, "");
   if (pt_hw_from_topo_xml(topo, &hw, err, sizeof err)) {
     fprintf(stderr, "pcie-tune box: %s\n", err);

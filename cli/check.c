@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "args.h"
+#include "opt.h"
 #include "check_dir.h"
 #include "cmds.h"
 #include "json.h"
@@ -20,26 +20,6 @@
 #include "pcie/profile.h"
 #include "pcie/table.h"
 
-static const char usage[] =
-    "usage: pcie-tune check [--quiet] [--json] PROFILE|DIR...\n"
-    "       pcie-tune check PROFILE|DIR --nranks N [--nnodes M]\n"
-    "\n"
-    "Validates each profile as the plugin would load it (docs/profile-format.md).\n"
-    "Prints 'FILE: ok' with the profile's name, hash and decision intervals (one\n"
-    "list per collective, as the plugin's init line counts them), or\n"
-    "'FILE:LINE: reason' on stderr. A partial sweep is reported with how much of\n"
-    "it is measured: the plugin refuses it until 'pcie-tune profile --resume'\n"
-    "finishes it. A DIR is checked as the plugin reads it: every *.cfg directly\n"
-    "in it. With --nranks, says instead which profile the plugin would choose\n"
-    "with PCIE_TUNER_PROFILE=PROFILE|DIR for that communicator, and why (each\n"
-    "file's verdict, ties, refusals).\n"
-    "Exit status: 0 all usable (or a profile chosen), 1 any invalid or partial\n"
-    "(or none chosen), 2 bad usage.\n"
-    "\n"
-    "  -q, --quiet   print nothing for usable profiles (warnings still go to stderr)\n"
-    "  --json        one JSON object per profile on stdout instead of text\n"
-    "  --nranks N    the communicator's nRanks (1..1048576)\n"
-    "  --nnodes M    the communicator's nNodes (default 1)\n";
 
 static void mode_rule_warnings(const char *path, const struct pt_profile *p,
                                const struct pt_table *t, int json);
@@ -202,65 +182,83 @@ static int check_one(const char *path, int quiet, int json) {
   return status;
 }
 
-/* --nranks/--nnodes N or =N at argv[*i]; 1 when taken, 0 when not this
- * option, -1 when its value is bad. */
-static int comm_opt(int argc, char **argv, int *i, const char *name, long *out) {
-  size_t n = strlen(name);
-  const char *a = argv[*i], *v;
-  if (strncmp(a, name, n) || (a[n] && a[n] != '=')) return 0;
-  if (a[n]) v = a + n + 1;
-  else if (*i + 1 < argc) v = argv[++*i];
-  else v = "";
-  char *end;
-  errno = 0;
-  *out = strtol(v, &end, 10);
-  if (end == v || *end || errno || *out < 1 || *out > (1L << 20)) {
-    cli_usage_error("check", "bad %s '%s' (1..1048576)", name, v);
-    return -1;
-  }
-  return 1;
-}
-
 static int is_dir(const char *path) {
   struct stat st;
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+#define USAGE                                                                        \
+  "usage: pcie-tune check [--quiet] [--json] PROFILE|DIR...\n"                        \
+  "       pcie-tune check PROFILE|DIR --nranks N [--nnodes M]\n"                      \
+  "\n"                                                                                \
+  "Validates each profile as the plugin would load it (docs/profile-format.md).\n"    \
+  "Prints 'FILE: ok' with the profile's name, hash and decision intervals (one\n"     \
+  "list per collective, as the plugin's init line counts them), or\n"                 \
+  "'FILE:LINE: reason' on stderr. A partial sweep is reported with how much of\n"     \
+  "it is measured: the plugin refuses it until 'pcie-tune profile --resume'\n"        \
+  "finishes it. A DIR is checked as the plugin reads it: every *.cfg directly\n"      \
+  "in it. With --nranks, says instead which profile the plugin would choose\n"        \
+  "with PCIE_TUNER_PROFILE=PROFILE|DIR for that communicator, and why (each\n"        \
+  "file's verdict, ties, refusals).\n"
+#define EPILOG                                                                       \
+  "Exit status: 0 all usable (or a profile chosen), 1 any invalid or partial\n"       \
+  "(or none chosen), 2 bad usage.\n"
+
+struct check_opts {
+  int quiet, json;
+  unsigned long long nranks, nnodes;
+  const char **paths;
+  int files;
+};
+
+static int add_path(void *opts, const char *arg, char *why, size_t len) {
+  struct check_opts *o = opts;
+  (void)why, (void)len;
+  o->paths[o->files++] = arg;
+  return 0;
+}
+
+#define F(x) offsetof(struct check_opts, x)
+
+static const struct cli_opt check_rows[] = {
+    CLI_ROW("quiet", 'q', CLI_FLAG, NULL, F(quiet), 0, 0, NULL, 0, 0,
+            "print nothing for usable profiles (warnings still go to stderr)"),
+    CLI_ROW("json", 0, CLI_FLAG, NULL, F(json), 0, 0, NULL, 0, 0, "one JSON object per profile on stdout instead of text"),
+    CLI_ROW("nranks", 0, CLI_UINT, "N", F(nranks), 1, 1u << 20, NULL, 0, 0,
+            "the communicator's nRanks"),
+    CLI_ROW("nnodes", 0, CLI_UINT, "M", F(nnodes), 1, 1u << 20, NULL, 0, 0, "the communicator's nNodes (default 1)"),
+    CLI_END_ROW,
+};
+
+const struct cli_cmd check_cli = {
+    "check",
+    USAGE,
+    EPILOG,
+    check_rows,
+    add_path,
+};
+
 int cmd_check(int argc, char **argv) {
-  int quiet = 0, json = 0, bad = 0, files = 0, c, dashdash = 0;
-  long nranks = 0, nnodes = 0;
+  struct check_opts o;
+  struct cli_state st;
+  int bad = 0;
+  memset(&o, 0, sizeof o);
   /* Options may come before or after the profiles (check DIR --nranks 8). */
-  char **paths = calloc((size_t)argc, sizeof *paths);
-  if (!paths) return 1;
-  for (int i = 1; i < argc; i++) {
-    if (dashdash || argv[i][0] != '-' || !argv[i][1]) {
-      paths[files++] = argv[i];
-    } else if ((c = comm_opt(argc, argv, &i, "--nranks", &nranks)) ||
-               (c = comm_opt(argc, argv, &i, "--nnodes", &nnodes))) {
-      if (c < 0) return free(paths), 2;
-    } else if (!strcmp(argv[i], "--")) {
-      dashdash = 1;
-    } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      fputs(usage, stdout);
-      return free(paths), 0;
-    } else if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) {
-      quiet = 1;
-    } else if (!strcmp(argv[i], "--json")) {
-      json = 1;
-    } else {
-      free(paths);
-      return cli_usage_error("check", "unknown option '%s'", argv[i]);
-    }
+  if (!(o.paths = calloc((size_t)argc, sizeof *o.paths))) return 1;
+  int rc = cli_parse(&check_cli, argc, argv, &o, &st, 1);
+  if (rc) {
+    free(o.paths);
+    return rc == CLI_HELP ? 0 : rc;
   }
-  if (!files || (nnodes && !nranks)) {
-    free(paths);
-    return cli_usage_error("check", "%s", files ? "--nnodes needs --nranks" : "no profile given");
+  if (!o.files || (o.nnodes && !o.nranks)) {
+    free(o.paths);
+    return cli_bad(&check_cli, "%s", o.files ? "--nnodes needs --nranks" : "no profile given");
   }
-  for (int k = 0; k < files; k++) {
-    if (nranks) bad |= check_select(paths[k], (size_t)nranks, nnodes ? (size_t)nnodes : 1, quiet);
-    else if (is_dir(paths[k])) bad |= check_dir(paths[k], quiet, json, check_one);
-    else bad |= check_one(paths[k], quiet, json);
+  for (int k = 0; k < o.files; k++) {
+    if (o.nranks) bad |= check_select(o.paths[k], (size_t)o.nranks, o.nnodes ? (size_t)o.nnodes : 1, o.quiet);
+    else if (is_dir(o.paths[k])) bad |= check_dir(o.paths[k], o.quiet, o.json, check_one);
+    else bad |= check_one(o.paths[k], o.quiet, o.json);
   }
-  free(paths);
+  free(o.paths);
   return bad;
 }

@@ -14,4 +14,10 @@ int cmd_box(int argc, char **argv);
 /* Hidden: the isolated measurement worker that `profile` starts. */
 int cmd_worker(int argc, char **argv);
 
+/* Each command's option table (cli/opt.h), for tests that hold --help
+ * against what the parser accepts. */
+struct cli_cmd;
+extern const struct cli_cmd profile_cli, import_cli, show_cli, check_cli, simulate_cli, doctor_cli, box_cli,
+    worker_cli;
+
 #endif

@@ -10,11 +10,33 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "args.h"
+#include "opt.h"
 #include "cmds.h"
 #include "doctor.h"
 
-static const char usage[] =
+struct doctor_opts {
+  int quiet, strict;
+  const char **logs;
+  int nlogs;
+};
+
+static int add_log(void *opts, const char *arg, char *why, size_t len) {
+  struct doctor_opts *o = opts;
+  (void)why, (void)len;
+  o->logs[o->nlogs++] = arg;
+  return 0;
+}
+
+#define F(x) offsetof(struct doctor_opts, x)
+
+static const struct cli_opt doctor_rows[] = {
+    CLI_ROW("quiet", 'q', CLI_FLAG, NULL, F(quiet), 0, 0, NULL, 0, 0, "print only the verdict line"),
+    CLI_ROW("strict", 0, CLI_FLAG, NULL, F(strict), 0, 0, NULL, 0, 0, "exit 6 when a communicator is degraded"),
+    CLI_END_ROW,
+};
+
+const struct cli_cmd doctor_cli = {
+    "doctor",
     "usage: pcie-tune doctor [-q|--quiet] [--strict] LOG...\n"
     "\n"
     "Reads the logs of a job run with NCCL_DEBUG=INFO (best with\n"
@@ -26,15 +48,14 @@ static const char usage[] =
     "profile each rank of each communicator uses and its hash, every refusal with\n"
     "its reason, the traced decisions, and per communicator what NCCL built:\n"
     "channels, rings, trees, the transport of every pair, and what to change when\n"
-    "it is degraded (SHM or NET between GPUs of one host, a search that fell back).\n"
-    "\n"
-    "  -q, --quiet   print only the verdict line\n"
-    "  --strict      exit 6 when a communicator is degraded\n"
-    "\n"
+    "it is degraded (SHM or NET between GPUs of one host, a search that fell back).\n",
     "Exit status: 0 working (at least one communicator tuned, all ranks agree),\n"
     "1 no NCCL log lines or unreadable input, 2 bad usage, 3 plugin not loaded,\n"
     "4 loaded but every communicator left to NCCL, 5 ranks disagree; with\n"
-    "--strict, 6 a degraded communicator (unless 5).\n";
+    "--strict, 6 a degraded communicator (unless 5).\n",
+    doctor_rows,
+    add_log,
+};
 
 static void take_line(void *arg, const char *line) {
   struct nl_line l;
@@ -103,36 +124,27 @@ static int judge(struct doctor *d, int quiet, int strict) {
 }
 
 int cmd_doctor(int argc, char **argv) {
-  int quiet = 0, strict = 0, i = 1, rc;
+  struct doctor_opts o;
+  struct cli_state st;
   struct doctor d;
-  for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
-    if (!strcmp(argv[i], "--")) {
-      i++;
-      break;
-    }
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      fputs(usage, stdout);
-      return 0;
-    }
-    if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) {
-      quiet = 1;
-      continue;
-    }
-    if (!strcmp(argv[i], "--strict")) {
-      strict = 1;
-      continue;
-    }
-    return cli_usage_error("doctor", "unknown option '%s'", argv[i]);
+  int rc;
+  memset(&o, 0, sizeof o);
+  if (!(o.logs = calloc((size_t)argc, sizeof *o.logs))) return EXIT_NOINPUT;
+  if ((rc = cli_parse(&doctor_cli, argc, argv, &o, &st, 1)) || !o.nlogs) {
+    free(o.logs);
+    if (rc) return rc == CLI_HELP ? 0 : rc;
+    return cli_bad(&doctor_cli, "no log given (give '-' to read stdin)");
   }
-  if (i == argc) return cli_usage_error("doctor", "no log given (give '-' to read stdin)");
+  int quiet = o.quiet, strict = o.strict;
   if (nl_init()) {
     fprintf(stderr, "pcie-tune doctor: internal error: a log pattern does not compile\n");
+    free(o.logs);
     return EXIT_NOINPUT;
   }
   memset(&d, 0, sizeof d);
   rc = EXIT_WORKING;
-  for (; i < argc && rc == EXIT_WORKING; i++)
-    if (dr_read(argv[i], take_line, &d)) rc = EXIT_NOINPUT;
+  for (int i = 0; i < o.nlogs && rc == EXIT_WORKING; i++)
+    if (dr_read(o.logs[i], take_line, &d)) rc = EXIT_NOINPUT;
   if (rc == EXIT_WORKING) dr_tie(&d);
   if (d.oom) {
     fprintf(stderr, "pcie-tune doctor: out of memory\n");
@@ -150,5 +162,6 @@ int cmd_doctor(int argc, char **argv) {
   }
   dr_free(&d);
   nl_release();
+  free(o.logs);
   return rc;
 }

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "cmds.h"
+#include "opt.h"
 #include "import/import_build.h"
 #include "pcie/files.h"
 #include "import/nccl_example.h"
@@ -18,7 +19,62 @@
 /* Far above any nccl-tests log; keeps a wrong file (a core dump) out. */
 #define IMP_MAX_LOG (64u << 20)
 
-static const char usage_text[] =
+struct args {
+  const char *out, *name, *example;
+  int force, in_place, quiet;
+  size_t nlogs;
+  const char **path;       /* argv strings */
+  struct imp_setting *cli; /* per log */
+  struct imp_setting pending; /* the --setting for the next log */
+  const char *pending_spec;
+};
+
+/* --setting SPEC: the setting of the log that follows. */
+static int setting(void *opts, const char *v, char *why, size_t len) {
+  struct args *a = opts;
+  char msg[256];
+  if (a->pending_spec) {
+    snprintf(why, len, "--setting '%s' is not followed by a log", a->pending_spec);
+    return CLI_WHOLE;
+  }
+  if (imp_setting_parse(v, &a->pending, msg, sizeof msg)) {
+    snprintf(why, len, "--setting: %s", msg);
+    return CLI_WHOLE;
+  }
+  a->pending_spec = v;
+  return 0;
+}
+
+static int add_log(void *opts, const char *s, char *why, size_t len) {
+  struct args *a = opts;
+  for (size_t k = 0; k < a->nlogs && !strcmp(s, "-"); k++)
+    if (!strcmp(a->path[k], "-")) return snprintf(why, len, "'-' (stdin) can be given only once"), -1;
+  a->path[a->nlogs] = s;
+  a->cli[a->nlogs++] = a->pending;
+  a->pending = IMP_SETTING_NONE;
+  a->pending_spec = NULL;
+  return 0;
+}
+
+#define F(x) offsetof(struct args, x)
+
+static const struct cli_opt import_rows[] = {
+    CLI_ROW("out", 0, CLI_STR, "FILE", F(out), 0, 0, NULL, 0, 0,
+            "profile to write (refused if it exists, unless --force;\nnever one of the logs; '-': standard output)"),
+    CLI_ROW("force", 0, CLI_FLAG, NULL, F(force), 0, 0, NULL, 0, 0, "overwrite FILE"),
+    CLI_ROW("quiet", 'q', CLI_FLAG, NULL, F(quiet), 0, 0, NULL, 0, 0, "no summary of what was written"),
+    CLI_ROW("in-place", 0, CLI_FLAG, NULL, F(in_place), 0, 0, NULL, 0, 0, "use the in-place times (default: out-of-place)"),
+    CLI_ROW("name", 0, CLI_STR, "NAME", F(name), 0, 0, NULL, 0, 0, "profile name (default: FILE's base name)"),
+    CLI_ROW("setting", 0, CLI_CUSTOM, "SPEC", 0, 0, 0, NULL, CLI_MULTI, 0,
+            "the setting of the next LOG: algo=, proto=, channels=", .parse = setting),
+    CLI_ROW("from-nccl-example", 0, CLI_STR, "CONF", F(example), 0, 0, NULL, 0, 0,
+            "turn the CSV of NCCL's example tuner (NCCL_TUNER_CONFIG_FILE)\ninto a profile of rules with the same "
+            "meaning"),
+    CLI_END_ROW,
+};
+
+const struct cli_cmd import_cli = {
+    "import",
     "usage: pcie-tune import --out FILE [--force] [--in-place] [--name NAME]\n"
     "                        [--setting algo=A,proto=P,channels=N] LOG\n"
     "                        [[--setting ...] LOG]...\n"
@@ -30,96 +86,29 @@ static const char usage_text[] =
     "NCCL_PROTO and NCCL_MAX_NCHANNELS lines in the log; a log with neither is\n"
     "NCCL's default. LOG '-' reads standard input. Run NCCL's default with\n"
     "NCCL_DEBUG=INFO: its channel count becomes the profile's communicator.channels,\n"
-    "and logs measured with more channels are left out.\n"
-    "\n"
-    "  --out FILE      profile to write (refused if it exists, unless --force;\n"
-    "                  never one of the logs; '-': standard output)\n"
-    "  --force         overwrite FILE\n"
-    "  -q, --quiet     no summary of what was written\n"
-    "  --in-place      use the in-place times (default: out-of-place)\n"
-    "  --name NAME     profile name (default: FILE's base name)\n"
-    "  --setting SPEC  the setting of the next LOG: algo=, proto=, channels=\n"
-    "  --from-nccl-example CONF\n"
-    "                  turn the CSV of NCCL's example tuner (NCCL_TUNER_CONFIG_FILE)\n"
-    "                  into a profile of rules with the same meaning\n"
-    "\n"
-    "See docs/cli-import.md.\n";
-
-struct args {
-  const char *out, *name, *example;
-  int force, in_place, quiet;
-  size_t nlogs;
-  const char **path;        /* argv strings */
-  struct imp_setting *cli;  /* per log */
+    "and logs measured with more channels are left out.\n",
+    "See docs/cli-import.md.\n",
+    import_rows,
+    add_log,
 };
-
-static int usage_error(const char *fmt, const char *subject) {
-  fprintf(stderr, "pcie-tune import: ");
-  fprintf(stderr, fmt, subject);
-  fprintf(stderr, "\n(see 'pcie-tune import --help')\n");
-  return 2;
-}
 
 /* Returns 0, 2 (usage, already reported) or -1 (--help printed). */
 static int parse_args(int argc, char **argv, struct args *a) {
-  struct imp_setting pending = IMP_SETTING_NONE;
-  const char *pending_spec = NULL;
-  char msg[256];
+  struct cli_state st;
   a->path = calloc((size_t)argc, sizeof *a->path);
   a->cli = calloc((size_t)argc, sizeof *a->cli);
   if (!a->path || !a->cli) {
     fprintf(stderr, "pcie-tune import: out of memory\n");
     return 1;
   }
-  for (int i = 1; i < argc; i++) {
-    const char *s = argv[i];
-    int has_value = i + 1 < argc;
-    if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
-      fputs(usage_text, stdout);
-      return -1;
-    } else if (!strcmp(s, "--force")) {
-      a->force = 1;
-    } else if (!strcmp(s, "--quiet")) {
-      a->quiet = 1;
-    } else if (!strcmp(s, "--in-place")) {
-      a->in_place = 1;
-    } else if (!strcmp(s, "--out") || !strcmp(s, "--name") || !strcmp(s, "--setting") ||
-               !strcmp(s, "--from-nccl-example")) {
-      if (!has_value) return usage_error("%s needs a value", s);
-      const char *v = argv[++i];
-      if (!strcmp(s, "--from-nccl-example")) {
-        if (a->example) return usage_error("%s given twice", s);
-        a->example = v;
-      } else if (!strcmp(s, "--out")) {
-        if (a->out) return usage_error("%s given twice", s);
-        a->out = v;
-      } else if (!strcmp(s, "--name")) {
-        if (a->name) return usage_error("%s given twice", s);
-        a->name = v;
-      } else {
-        if (pending_spec) return usage_error("--setting '%s' is not followed by a log", pending_spec);
-        if (imp_setting_parse(v, &pending, msg, sizeof msg)) {
-          fprintf(stderr, "pcie-tune import: --setting: %s\n(see 'pcie-tune import --help')\n", msg);
-          return 2;
-        }
-        pending_spec = v;
-      }
-    } else if (s[0] == '-' && s[1]) {
-      return usage_error("unknown option '%s'", s);
-    } else {
-      for (size_t k = 0; k < a->nlogs && !strcmp(s, "-"); k++)
-        if (!strcmp(a->path[k], "-")) return usage_error("%s", "'-' (stdin) can be given only once");
-      a->path[a->nlogs] = s;
-      a->cli[a->nlogs++] = pending;
-      pending = IMP_SETTING_NONE;
-      pending_spec = NULL;
-    }
-  }
-  if (pending_spec) return usage_error("--setting '%s' is not followed by a log", pending_spec);
-  if (!a->out) return usage_error("%s", "--out FILE is required");
+  a->pending = IMP_SETTING_NONE;
+  int rc = cli_parse(&import_cli, argc, argv, a, &st, 1);
+  if (rc) return rc;
+  if (a->pending_spec) return cli_bad(&import_cli, "--setting '%s' is not followed by a log", a->pending_spec);
+  if (!a->out) return cli_bad(&import_cli, "--out FILE is required");
   if (a->example && (a->nlogs || a->in_place))
-    return usage_error("%s", "--from-nccl-example takes no nccl-tests logs and no --in-place");
-  if (!a->example && !a->nlogs) return usage_error("%s", "no nccl-tests log given");
+    return cli_bad(&import_cli, "--from-nccl-example takes no nccl-tests logs and no --in-place");
+  if (!a->example && !a->nlogs) return cli_bad(&import_cli, "no nccl-tests log given");
   return 0;
 }
 
@@ -288,10 +277,6 @@ int cmd_import(int argc, char **argv) {
    * device, or in a missing directory (include/pcie/files.h). */
   int rc = a.example ? pt_output_check(a.out, a.force ? PT_OUT_FORCE : 0, &a.example, 1, &err)
                      : pt_output_check(a.out, a.force ? PT_OUT_FORCE : 0, a.path, a.nlogs, &err);
-  if (rc == PT_EEXIST) {
-    fprintf(stderr, "%s: already exists; not overwritten (use --force)\n", a.out);
-    goto out;
-  }
   if (rc) {
     print_error(&err);
     goto out;
@@ -326,10 +311,6 @@ int cmd_import(int argc, char **argv) {
                 in[i].log.name, dropped[i], p.comm_channels);
   }
   rc = pt_profile_write(&p, a.out, a.force ? PT_WRITE_FORCE : 0, &err);
-  if (rc == PT_EEXIST) {
-    fprintf(stderr, "%s: already exists; not overwritten (use --force)\n", a.out);
-    goto out;
-  }
   if (rc) {
     print_error(&err);
     goto out;

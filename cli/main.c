@@ -1,11 +1,12 @@
 /*
  * pcie-tune: dispatches to one subcommand per file (cli/<name>.c). Owns the
- * top-level usage only; each subcommand parses its own options.
+ * top-level usage only; each subcommand declares its options in one table
+ * (cli/opt.h).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "args.h"
 #include "cmds.h"
 
 struct subcommand {
@@ -32,6 +33,16 @@ static void usage(FILE *f) {
   fprintf(f, "\n'pcie-tune <command> --help' describes one command; see docs/cli.md.\n");
 }
 
+/* Every command's standard output, checked once for all: what a full disk
+ * or a closed pipe swallowed is an error, in the shared writer's words
+ * (tuner/files.c), never a silent success. */
+static int stdout_checked(const char *cmd, int status) {
+  errno = 0;
+  if (fflush(stdout) == 0 && !ferror(stdout)) return status;
+  fprintf(stderr, "pcie-tune %s: <stdout>: cannot write: %s\n", cmd, strerror(errno ? errno : EIO));
+  return status ? status : 1;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     usage(stderr);
@@ -39,19 +50,15 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
     usage(stdout);
-    return 0;
+    return stdout_checked("--help", 0);
   }
   if (!strcmp(argv[1], "--version")) {
     printf("pcie-tune 0.1.0\n");
     return 0;
   }
-  /* One spelling for every command's option loop: --opt=value and -q. */
-  if (cli_normalize(&argc, &argv)) {
-    fprintf(stderr, "pcie-tune: out of memory\n");
-    return 1;
-  }
   for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
-    if (!strcmp(argv[1], subcommands[i].name)) return subcommands[i].fn(argc - 1, argv + 1);
+    if (!strcmp(argv[1], subcommands[i].name))
+      return stdout_checked(subcommands[i].name, subcommands[i].fn(argc - 1, argv + 1));
   fprintf(stderr, "pcie-tune: unknown command '%s'\n\n", argv[1]);
   usage(stderr);
   return 2;

@@ -19,8 +19,44 @@
 #include "pcie/files.h"
 #include "pcie/table.h"
 #include "svg.h"
+#include "opt.h"
 
-static const char usage_text[] =
+struct show_opts {
+  const char *path, *svg;
+  int coll, mode, json, force, quiet, bytes;
+  unsigned long long nranks, nnodes;
+};
+
+static int one_profile(void *opts, const char *arg, char *why, size_t len) {
+  struct show_opts *o = opts;
+  if (!o->path) o->path = arg;
+  else snprintf(why, len, "more than one profile given ('%s')", arg);
+  return o->path == arg ? 0 : -1;
+}
+
+#define F(x) offsetof(struct show_opts, x)
+
+static const struct cli_opt show_rows[] = {
+    CLI_ROW("nranks", 0, CLI_UINT, "N", F(nranks), 1, 65536, NULL, 0, 0,
+            "the communicator's size: fail unless the profile applies\nto it; rules for other sizes are left out"),
+    CLI_ROW("nnodes", 0, CLI_UINT, "N", F(nnodes), 1, 65536, NULL, 0, 0, "the same for the number of nodes"),
+    CLI_ROW("collective", 0, CLI_CHOICE, "broadcast|reduce|allgather|reducescatter|allreduce", F(coll), 0, 0,
+            "allreduce", 0, 0, "the collective whose decisions to print"),
+    CLI_ROW("graph", 0, CLI_SET, NULL, F(mode), PT_MODE_GRAPH, 0, "", 0, 0, "CUDA-graph launches (regBuff=1)"),
+    CLI_ROW("eager", 0, CLI_SET, NULL, F(mode), PT_MODE_EAGER, 0, NULL, 0, 0, "eager launches"),
+    CLI_ROW("bytes", 0, CLI_FLAG, NULL, F(bytes), 0, 0, NULL, 0, 0,
+            "print every boundary in bytes (default: exact units, else bytes)"),
+    CLI_ROW("svg", 0, CLI_STR, "FILE", F(svg), 0, 0, NULL, 0, 0,
+            "also draw latency against size for every candidate, the\nchosen envelope and NCCL's default (never "
+            "overwritten\nwithout --force, never the profile; '-': standard\noutput, instead of the table)"),
+    CLI_ROW("force", 0, CLI_FLAG, NULL, F(force), 0, 0, NULL, 0, 0, "replace an existing --svg FILE"),
+    CLI_ROW("json", 0, CLI_FLAG, NULL, F(json), 0, 0, NULL, 0, 0, "print the table as JSON instead of text"),
+    CLI_ROW("quiet", 'q', CLI_FLAG, NULL, F(quiet), 0, 0, NULL, 0, 0, "print nothing (with --svg: only the chart)"),
+    CLI_END_ROW,
+};
+
+const struct cli_cmd show_cli = {
+    "show",
     "usage: pcie-tune show PROFILE [--nranks N] [--nnodes N] [--collective C] [--graph|--eager]\n"
     "                      [--bytes] [--svg FILE [--force]] [--json]\n"
     "\n"
@@ -28,28 +64,11 @@ static const char usage_text[] =
     "candidate it ranks first (algo/proto/channels), the channel count NCCL will\n"
     "actually run, its expected latency, NCCL default's and the speedup, or why\n"
     "the range is left to NCCL; then the candidates excluded and why.\n"
-    "Adjacent decision intervals with the same first choice share one row.\n"
-    "\n"
-    "  --nranks N        the communicator's size: fail unless the profile applies\n"
-    "                    to it; rules for other sizes are left out\n"
-    "  --nnodes N        the same for the number of nodes\n"
-    "  --collective C    allreduce (default), allgather, reducescatter, broadcast, reduce\n"
-    "  --graph|--eager   launch mode (default graph: CUDA-graph capture, regBuff=1)\n"
-    "  --bytes           print every boundary in bytes (default: exact units, else bytes)\n"
-    "  --svg FILE        also draw latency against size for every candidate, the\n"
-    "                    chosen envelope and NCCL's default (never overwritten\n"
-    "                    without --force, never the profile; '-': standard\n"
-    "                    output, instead of the table)\n"
-    "  --force           replace an existing --svg FILE\n"
-    "  --json            print the table as JSON instead of text\n"
-    "  -q, --quiet       print nothing (with --svg: only the chart)\n";
-
-static int bad(const char *fmt, const char *arg) {
-  fprintf(stderr, "pcie-tune show: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\n(see 'pcie-tune show --help')\n");
-  return 2;
-}
+    "Adjacent decision intervals with the same first choice share one row.\n",
+    NULL,
+    show_rows,
+    one_profile,
+};
 
 /* A boundary, exact: "32 KiB" when it is a whole number of a unit, else
  * its bytes ("16718 B"); always bytes with --bytes. */
@@ -441,46 +460,16 @@ static int svg_check(const char *svg, int force, const char *profile) {
 }
 
 int cmd_show(int argc, char **argv) {
-  const char *path = NULL, *svg = NULL;
-  int coll = PT_ALLREDUCE, mode = PT_MODE_GRAPH, json = 0, force = 0, quiet = 0, status = 1, bytes = 0;
-  long nranks = 0, nnodes = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      fputs(usage_text, stdout);
-      return 0;
-    } else if (!strcmp(a, "--graph")) mode = PT_MODE_GRAPH;
-    else if (!strcmp(a, "--eager")) mode = PT_MODE_EAGER;
-    else if (!strcmp(a, "--json")) json = 1;
-    else if (!strcmp(a, "--quiet")) quiet = 1;
-    else if (!strcmp(a, "--bytes")) bytes = 1;
-    else if (!strcmp(a, "--force")) force = 1;
-    else if (!strcmp(a, "--svg") || !strcmp(a, "--collective") || !strcmp(a, "--nranks") ||
-             !strcmp(a, "--nnodes")) {
-      if (!v) return bad("option '%s' needs a value", a);
-      i++;
-      if (!strcmp(a, "--svg")) svg = v;
-      else if (!strcmp(a, "--collective")) {
-        if ((coll = pt_coll_parse(v)) < 0)
-          return bad("unknown collective '%s' (allreduce, allgather, reducescatter, broadcast, reduce)", v);
-      } else {
-        char *end;
-        errno = 0;
-        long n = strtol(v, &end, 10);
-        if (end == v || *end || errno || n < 1 || n > 65536) return bad("bad count '%s'", v);
-        if (!strcmp(a, "--nranks")) nranks = n;
-        else nnodes = n;
-      }
-    } else if (a[0] == '-' && a[1]) {
-      return bad("unknown option '%s'", a);
-    } else if (path) {
-      return bad("more than one profile given ('%s')", a);
-    } else {
-      path = a;
-    }
-  }
-  if (!path) return bad("missing PROFILE%s", "");
-  if (force && !svg) return bad("--force only applies to --svg FILE%s", "");
+  struct show_opts o;
+  struct cli_state st;
+  memset(&o, 0, sizeof o);
+  int rc = cli_parse(&show_cli, argc, argv, &o, &st, 1);
+  if (rc) return rc == CLI_HELP ? 0 : rc;
+  const char *path = o.path, *svg = o.svg;
+  int coll = o.coll, mode = o.mode, json = o.json, force = o.force, quiet = o.quiet, status = 1, bytes = o.bytes;
+  long nranks = (long)o.nranks, nnodes = (long)o.nnodes;
+  if (!path) return cli_bad(&show_cli, "missing PROFILE");
+  if (force && !svg) return cli_bad(&show_cli, "--force only applies to --svg FILE");
   /* Refuse before printing anything: an existing chart without --force, a
    * FIFO or device, the profile itself (include/pcie/files.h). The write
    * itself also refuses (link), should the file appear meanwhile. */

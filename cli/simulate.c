@@ -13,7 +13,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "args.h"
+#include "opt.h"
 #include "cmds.h"
 #include "json.h"
 #include "measure/workload.h"
@@ -23,7 +23,49 @@
 #define MAX_ITEMS 256
 #define PLUGIN_NAME "PcieTuner" /* tuner/tuner_v*.c, .name */
 
-static const char usage_text[] =
+struct sim_opts {
+  const char *profile, *box, *workload, *plugin, *tokens;
+  unsigned long long calls;
+  uint64_t bpt;
+  int mode, json, quiet;
+};
+
+static int one_profile(void *opts, const char *arg, char *why, size_t len) {
+  struct sim_opts *o = opts;
+  if (!o->profile) o->profile = arg;
+  else snprintf(why, len, "more than one profile given ('%s')", arg);
+  return o->profile == arg ? 0 : -1;
+}
+
+static int bytes_per_token(void *opts, const char *v, char *why, size_t len) {
+  if (!pt_size_parse(v, 1, 1ULL << 30, &((struct sim_opts *)opts)->bpt)) return 0;
+  snprintf(why, len, "1..1G");
+  return -1;
+}
+
+#define F(x) offsetof(struct sim_opts, x)
+
+static const struct cli_opt simulate_rows[] = {
+    CLI_ROW("box", 0, CLI_STR, "NAME|FILE", F(box), 0, 0, NULL, 0, 0, "a built-in box name or a box file (docs/sim.md)"),
+    CLI_ROW("workload", 0, CLI_STR, "FILE", F(workload), 0, 0, NULL, 0, 0,
+            "steps from a file: lines 'STEP COLLECTIVE BYTES COUNT';\nconsecutive lines with the same STEP form one "
+            "step\n(BYTES, like --bytes-per-token, takes K, M, G suffixes)"),
+    CLI_ROW("tokens", 0, CLI_STR, "LIST", F(tokens), 0, 0, "1,4,8,16,32,64,128", 0, 0,
+            "the default workload's token counts, one step each"),
+    CLI_ROW("bytes-per-token", 0, CLI_CUSTOM, "N", 0, 0, 0, "14336", 0, 0, "all-reduce bytes per token",
+            .parse = bytes_per_token),
+    CLI_ROW("calls", 0, CLI_UINT, "N", F(calls), 1, 1000000, "123", 0, 0, "all-reduces per step"),
+    CLI_ROW("graph", 0, CLI_SET, NULL, F(mode), PT_MODE_GRAPH, 0, "", 0, 0, "CUDA-graph launches"),
+    CLI_ROW("eager", 0, CLI_SET, NULL, F(mode), PT_MODE_EAGER, 0, NULL, 0, 0, "eager launches"),
+    CLI_ROW("plugin", 0, CLI_STR, "SO", F(plugin), 0, 0, NULL, 0, 0,
+            "plugin to load (default: $PCIE_TUNER_SO, else\nlibnccl-tuner-pcie.so next to pcie-tune or in ../lib)"),
+    CLI_ROW("json", 0, CLI_FLAG, NULL, F(json), 0, 0, NULL, 0, 0, "the same results as one JSON object"),
+    CLI_ROW("quiet", 'q', CLI_FLAG, NULL, F(quiet), 0, 0, NULL, 0, 0, "print only the total"),
+    CLI_END_ROW,
+};
+
+const struct cli_cmd simulate_cli = {
+    "simulate",
     "usage: pcie-tune simulate PROFILE --box NAME|FILE [--workload FILE]\n"
     "                          [--tokens LIST] [--bytes-per-token N] [--calls N]\n"
     "                          [--graph|--eager] [--plugin SO] [--json] [-q|--quiet]\n"
@@ -32,22 +74,16 @@ static const char usage_text[] =
     "simulated box and prints the time per step for NCCL's default, the tuned\n"
     "choice and the oracle (the best any choice could do).\n"
     "\n"
-    "Default workload: one verify step of a Kimi-K2-class model, --calls 123\n"
-    "all-reduces of tokens x --bytes-per-token 14336 B, one step per token count\n"
-    "in --tokens 1,4,8,16,32,64,128.\n"
-    "\n"
-    "  --workload FILE   steps from a file: lines 'STEP COLLECTIVE BYTES COUNT';\n"
-    "                    consecutive lines with the same STEP form one step\n"
-    "                    (BYTES, like --bytes-per-token, takes K, M, G suffixes)\n"
-    "  --graph|--eager   launch mode (default graph)\n"
-    "  --json            the same results as one JSON object\n"
-    "  -q, --quiet       print only the total\n"
+    "Default workload: one verify step of a Kimi-K2-class model, --calls\n"
+    "all-reduces of tokens x --bytes-per-token B, one step per token count\n"
+    "in --tokens.\n",
     "With NCCL_DEBUG=INFO, NCCL's and the plugin's log lines come first, as NCCL\n"
-    "prints them (pcie-tune doctor reads them).\n"
-    "  --plugin SO       plugin to load (default: $PCIE_TUNER_SO, else\n"
-    "                    libnccl-tuner-pcie.so next to pcie-tune or in ../lib)\n";
+    "prints them (pcie-tune doctor reads them).\n",
+    simulate_rows,
+    one_profile,
+};
 
-#define bad(...) cli_usage_error("simulate", __VA_ARGS__)
+#define bad(...) cli_bad(&simulate_cli, __VA_ARGS__)
 
 static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
   char *end;
@@ -204,39 +240,14 @@ static int job_env(struct pt_box *box, const char *boxname) {
 }
 
 int cmd_simulate(int argc, char **argv) {
-  const char *profile = NULL, *boxname = NULL, *workload = NULL, *plugin = NULL, *tokens = "1,4,8,16,32,64,128";
-  uint64_t bpt = 14336, calls = 123;
-  int mode = PT_MODE_GRAPH, json = 0, quiet = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      fputs(usage_text, stdout);
-      return 0;
-    } else if (!strcmp(a, "--json")) json = 1;
-    else if (!strcmp(a, "--quiet")) quiet = 1;
-    else if (!strcmp(a, "--graph")) mode = PT_MODE_GRAPH;
-    else if (!strcmp(a, "--eager")) mode = PT_MODE_EAGER;
-    else if (!strcmp(a, "--box") || !strcmp(a, "--workload") || !strcmp(a, "--plugin") ||
-             !strcmp(a, "--tokens") || !strcmp(a, "--bytes-per-token") || !strcmp(a, "--calls")) {
-      if (!v) return bad("option '%s' needs a value", a);
-      i++;
-      if (!strcmp(a, "--box")) boxname = v;
-      else if (!strcmp(a, "--workload")) workload = v;
-      else if (!strcmp(a, "--plugin")) plugin = v;
-      else if (!strcmp(a, "--tokens")) tokens = v;
-      else if (!strcmp(a, "--bytes-per-token")) {
-        if (pt_size_parse(v, 1, 1ULL << 30, &bpt)) return bad("bad --bytes-per-token '%s' (1..1G)", v);
-      } else if (parse_u64(v, 1, 1000000, &calls)) {
-        return bad("bad --calls '%s'", v);
-      }
-    } else if (a[0] == '-' && a[1]) {
-      return bad("unknown option '%s'", a);
-    } else if (profile) {
-      return bad("more than one profile given ('%s')", a);
-    } else {
-      profile = a;
-    }
-  }
+  struct sim_opts o;
+  struct cli_state st;
+  memset(&o, 0, sizeof o);
+  int rc = cli_parse(&simulate_cli, argc, argv, &o, &st, 1);
+  if (rc) return rc == CLI_HELP ? 0 : rc;
+  const char *profile = o.profile, *boxname = o.box, *workload = o.workload, *plugin = o.plugin, *tokens = o.tokens;
+  uint64_t bpt = o.bpt, calls = o.calls;
+  int mode = o.mode, json = o.json, quiet = o.quiet;
   if (!profile) return bad("missing PROFILE");
   if (!boxname) return bad("missing --box NAME|FILE");
 
@@ -250,7 +261,7 @@ int cmd_simulate(int argc, char **argv) {
     snprintf(buf, sizeof buf, "%s", tokens);
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
       uint64_t tok;
-      if (parse_u64(t, 1, 1 << 20, &tok) || nitems >= MAX_ITEMS) return bad("bad --tokens '%s'", tokens);
+      if (parse_u64(t, 1, 1 << 20, &tok) || nitems >= MAX_ITEMS) return bad("bad --tokens '%s' (a comma list of 1..1048576)", tokens);
       snprintf(items[nitems].step, sizeof items[nitems].step, "tokens=%llu", (unsigned long long)tok);
       items[nitems].coll = PT_ALLREDUCE;
       items[nitems].bytes = tok * bpt;

@@ -10,6 +10,7 @@
  * library chatter end up on stderr, where the parent never looks.
  */
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,24 +24,33 @@
 #include "cmds.h"
 #include "measure/gpu_nccl.h"
 #include "measure/proto.h"
-
-static const char usage_text[] =
-    "usage: pcie-tune worker --backend sim --box NAME|FILE [--seed N] [--inject FAULT ...]\n"
-    "       pcie-tune worker --backend nccl --gpus LIST [--ops N] [--warmup N]\n"
-    "                        [--plugin PATH] [--nccl-lib PATH] [--cudart-lib PATH]\n"
-    "                        [--process-model per-gpu|single] [--scratch DIR]\n"
-    "                        [--placement out-of-place|in-place] [--warmup-ms MS]\n"
-    "                        [--buffers cudaMalloc|ncclMemAlloc]\n"
-    "Started by 'pcie-tune profile'; speaks a binary protocol on stdin/stdout.\n"
-    "FAULT (tests only): crash|abort|hang|wrong|exit|garbage:ALGO/PROTO/CHANNELS[@MINBYTES]\n";
+#include "measure_opts.h"
 
 struct wopts {
-  const char *backend, *box, *gpus, *plugin, *nccl_lib, *cudart_lib, *scratch;
-  int single, in_place, nccl_mem;
-  unsigned long long seed;
-  unsigned ops, warmup, warmup_ms;
+  struct cli_measure m; /* first: cli_measure_rows' offsets are into it */
+  const char *backend, *scratch;
   struct pt_fault faults[PT_MAX_FAULTS];
-  size_t nfaults;
+};
+
+#define F(x) offsetof(struct wopts, x)
+
+static const struct cli_opt worker_rows[] = {
+    CLI_ROW("backend", 0, CLI_STR, "sim|nccl", F(backend), 0, 0, NULL, 0, 0, "what to measure: a simulated box or the GPUs"),
+    CLI_ROW("scratch", 0, CLI_STR, "DIR", F(scratch), 0, 0, NULL, 0, CLI_NCCL, "nccl: where NCCL's logs go"),
+    CLI_INCLUDE(cli_measure_rows),
+    CLI_END_ROW,
+};
+
+const struct cli_cmd worker_cli = {
+    "worker",
+    "usage: pcie-tune worker --backend sim --box NAME|FILE [--seed N] [--inject FAULT ...]\n"
+    "       pcie-tune worker --backend nccl --gpus LIST [options]\n"
+    "\n"
+    "Started by 'pcie-tune profile' with the options of its table that the worker\n"
+    "receives; speaks a binary protocol on stdin/stdout.\n",
+    NULL,
+    worker_rows,
+    NULL,
 };
 
 /* Reports a failure: a FAIL frame for the parent, which decides by it and
@@ -59,77 +69,26 @@ static int fail(int out, int code, int status, const char *msg) {
   return status;
 }
 
-static int parse_u(const char *v, unsigned long long max, unsigned long long *out) {
-  char *end;
-  if (!v || *v < '0' || *v > '9') return -1;
-  *out = strtoull(v, &end, 10);
-  return *end || *out > max ? -1 : 0;
-}
-
-static int uerr(char *msg, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int uerr(char *msg, size_t len, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, len, fmt, ap);
-  va_end(ap);
-  return -1;
-}
-
-/* Returns 0 or fills msg with the usage error. */
+/* Returns 0, or fills msg with the usage error. */
 static int parse(int argc, char **argv, struct wopts *o, char *msg, size_t len) {
-  unsigned long long n;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!v) return uerr(msg, len, "option '%s' needs a value", a);
-    i++;
-    if (!strcmp(a, "--backend")) o->backend = v;
-    else if (!strcmp(a, "--box")) o->box = v;
-    else if (!strcmp(a, "--gpus")) o->gpus = v;
-    else if (!strcmp(a, "--plugin")) o->plugin = v;
-    else if (!strcmp(a, "--nccl-lib")) o->nccl_lib = v;
-    else if (!strcmp(a, "--cudart-lib")) o->cudart_lib = v;
-    else if (!strcmp(a, "--scratch")) o->scratch = v;
-    else if (!strcmp(a, "--placement")) {
-      if (strcmp(v, "out-of-place") && strcmp(v, "in-place"))
-        return uerr(msg, len, "bad --placement '%s' (out-of-place or in-place)", v);
-      o->in_place = !strcmp(v, "in-place");
-    }
-    else if (!strcmp(a, "--buffers")) {
-      if (strcmp(v, "cudaMalloc") && strcmp(v, "ncclMemAlloc"))
-        return uerr(msg, len, "bad --buffers '%s' (cudaMalloc or ncclMemAlloc)", v);
-      o->nccl_mem = !strcmp(v, "ncclMemAlloc");
-    }
-    else if (!strcmp(a, "--process-model")) {
-      if (strcmp(v, "per-gpu") && strcmp(v, "single"))
-        return uerr(msg, len, "bad --process-model '%s' (per-gpu or single)", v);
-      o->single = !strcmp(v, "single");
-    }
-    else if (!strcmp(a, "--seed")) {
-      if (parse_u(v, ~0ULL, &o->seed)) return uerr(msg, len, "bad --seed '%s'", v);
-    } else if (!strcmp(a, "--ops")) {
-      if (parse_u(v, 1000, &n) || !n) return uerr(msg, len, "bad --ops '%s' (1..1000)", v);
-      o->ops = (unsigned)n;
-    } else if (!strcmp(a, "--warmup")) {
-      if (parse_u(v, 1000, &n)) return uerr(msg, len, "bad --warmup '%s' (0..1000)", v);
-      o->warmup = (unsigned)n;
-    } else if (!strcmp(a, "--warmup-ms")) {
-      if (parse_u(v, 10000, &n)) return uerr(msg, len, "bad --warmup-ms '%s' (0..10000)", v);
-      o->warmup_ms = (unsigned)n;
-    } else if (!strcmp(a, "--inject")) {
-      char why[200];
-      if (o->nfaults == PT_MAX_FAULTS) return uerr(msg, len, "more than %d --inject", PT_MAX_FAULTS);
-      if (pt_fault_parse(v, &o->faults[o->nfaults++], why, sizeof why))
-        return uerr(msg, len, "%s", why);
-    } else {
-      return uerr(msg, len, "unknown option '%s'", a);
-    }
+  struct cli_state st;
+  char why[200];
+  if (cli_parse(&worker_cli, argc, argv, o, &st, 0)) {
+    snprintf(msg, len, "%s", st.msg);
+    return -1;
   }
-  if (!o->backend) return uerr(msg, len, "missing --backend sim|nccl");
-  if (!strcmp(o->backend, "sim") && !o->box) return uerr(msg, len, "missing --box for the sim backend");
-  if (!strcmp(o->backend, "nccl") && !o->gpus) return uerr(msg, len, "missing --gpus for the nccl backend");
-  if (strcmp(o->backend, "sim") && strcmp(o->backend, "nccl"))
-    return uerr(msg, len, "unknown backend '%s' (sim or nccl)", o->backend);
-  return 0;
+  for (size_t i = 0; i < o->m.ninject; i++)
+    if (pt_fault_parse(o->m.inject[i], &o->faults[i], why, sizeof why)) {
+      snprintf(msg, len, "%s", why);
+      return -1;
+    }
+  if (!o->backend) snprintf(msg, len, "missing --backend sim|nccl");
+  else if (strcmp(o->backend, "sim") && strcmp(o->backend, "nccl"))
+    snprintf(msg, len, "unknown backend '%s' (sim or nccl)", o->backend);
+  else if (!strcmp(o->backend, "sim") && !o->m.box) snprintf(msg, len, "missing --box for the sim backend");
+  else if (!strcmp(o->backend, "nccl") && !o->m.gpus) snprintf(msg, len, "missing --gpus for the nccl backend");
+  else return 0;
+  return -1;
 }
 
 /* Opens the backend named by o; *prov gets its provenance (malloc'ed). */
@@ -138,18 +97,20 @@ static int open_backend(const struct wopts *o, struct pt_backend *b, char **prov
   *prov = NULL;
   if (!strcmp(o->backend, "sim")) {
     struct pt_box box;
-    int rc = pt_box_resolve(&box, o->box, e);
+    int rc = pt_box_resolve(&box, o->m.box, e);
     if (rc) return rc;
-    if ((rc = pt_backend_sim_open(b, &box, o->seed))) return rc;
+    if ((rc = pt_backend_sim_open(b, &box, o->m.seed))) return rc;
     return (*prov = pt_strdup("")) ? 0 : PT_ENOMEM;
   }
-  struct pt_gpu_opts g = {.plugin = o->plugin, .nccl_lib = o->nccl_lib, .cudart_lib = o->cudart_lib,
-                          .scratch = o->scratch, .single = o->single, .in_place = o->in_place, .nccl_mem = o->nccl_mem, .warmup_ms = o->warmup_ms, .beat_fd = out, .ops = o->ops,
-                          .warmup = o->warmup};
-  if ((g.ngpus = pt_nccl_parse_gpus(o->gpus, g.gpus, PT_GPU_MAX)) < 0) {
+  const struct cli_measure *m = &o->m;
+  struct pt_gpu_opts g = {.plugin = m->plugin, .nccl_lib = m->nccl_lib, .cudart_lib = m->cudart_lib,
+                          .scratch = o->scratch, .single = m->single, .in_place = m->in_place,
+                          .nccl_mem = m->nccl_mem, .warmup_ms = (unsigned)m->warmup_ms, .beat_fd = out,
+                          .ops = (unsigned)m->ops, .warmup = (unsigned)m->warmup};
+  if ((g.ngpus = pt_nccl_parse_gpus(m->gpus, g.gpus, PT_GPU_MAX)) < 0) {
     snprintf(e->file, sizeof e->file, "--gpus");
     e->line = 0;
-    snprintf(e->msg, sizeof e->msg, "bad list '%s' (e.g. 0-7 or 0,2,4,6; each GPU once)", o->gpus);
+    snprintf(e->msg, sizeof e->msg, "bad list '%s' (e.g. 0-7 or 0,2,4,6; each GPU once)", m->gpus);
     return PT_EINVAL;
   }
   return pt_gpu_open(b, &g, prov, e);
@@ -188,14 +149,15 @@ static int serve(int in, int out, const struct pt_backend *b) {
 }
 
 int cmd_worker(int argc, char **argv) {
-  struct wopts o = {.ops = 20, .warmup = 5};
+  struct wopts o;
   struct pt_backend b = {0};
   struct pt_backend_info bi;
   struct pt_error_rec e = {"", 0, ""};
   char msg[1200], *prov = NULL;
   int status = 1, rc;
+  memset(&o, 0, sizeof o);
   if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-    fputs(usage_text, stdout);
+    cli_help(&worker_cli, stdout);
     return 0;
   }
   /* Keep the protocol away from fds 0/1 so nothing else can touch it. */
@@ -206,7 +168,7 @@ int cmd_worker(int argc, char **argv) {
     goto out;
   }
   if (parse(argc, argv, &o, msg, sizeof msg)) {
-    fputs(usage_text, stderr);
+    cli_help(&worker_cli, stderr);
     status = fail(out, PT_EINVAL, 2, msg);
     goto out;
   }
@@ -215,8 +177,8 @@ int cmd_worker(int argc, char **argv) {
     status = fail(out, rc, rc == PT_EINVAL ? 2 : 1, msg);
     goto out;
   }
-  if (o.nfaults && (rc = pt_backend_faulty_open(&b, &(struct pt_backend){b.self, b.info, b.measure, b.close},
-                                                o.faults, o.nfaults, out))) {
+  if (o.m.ninject && (rc = pt_backend_faulty_open(&b, &(struct pt_backend){b.self, b.info, b.measure, b.close},
+                                                o.faults, o.m.ninject, out))) {
     b.close = NULL; /* closed by pt_backend_faulty_open */
     status = fail(out, rc, 1, "out of memory");
     goto out;

@@ -1,6 +1,6 @@
 /*
  * The nccl backend as the profiler opens it (measure/backend_nccl.h): option
- * checks and the worker's command line. Nothing here touches CUDA.
+ * checks and the worker's process. Nothing here touches CUDA.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -70,8 +70,8 @@ static int make_scratch(char *out, size_t len, struct pt_error_rec *err) {
 int pt_backend_nccl_open(struct pt_backend *b, const struct pt_nccl_opts *o,
                          struct pt_error_rec *err) {
   int gpus[PT_GPU_MAX];
-  char ops[16], warmup[16], warmup_ms[16], scratch[400];
-  const char *args[32];
+  char scratch[400];
+  const char *args[64];
   size_t k = 0;
   memset(b, 0, sizeof *b);
   snprintf(err->file, sizeof err->file, "nccl backend"); /* printed after "pcie-tune profile: " */
@@ -85,37 +85,17 @@ int pt_backend_nccl_open(struct pt_backend *b, const struct pt_nccl_opts *o,
     snprintf(err->msg, sizeof err->msg, "ops per launch must be 1..1000 and warm-up 0..1000");
     return PT_EINVAL;
   }
-  snprintf(ops, sizeof ops, "%u", o->ops);
-  snprintf(warmup, sizeof warmup, "%u", o->warmup);
+  /* The worker's options come from cli/'s option table (cli/measure_opts.h):
+   * this backend adds only what it owns, the backend and the scratch. */
   args[k++] = "--backend";
   args[k++] = "nccl";
-  args[k++] = "--gpus";
-  args[k++] = o->gpus;
-  args[k++] = "--ops";
-  args[k++] = ops;
-  args[k++] = "--warmup";
-  args[k++] = warmup;
-  if (o->plugin) {
-    args[k++] = "--plugin";
-    args[k++] = o->plugin;
+  for (size_t i = 0; o->args && o->args[i]; i++) {
+    if (k + 3 >= sizeof args / sizeof args[0]) {
+      snprintf(err->msg, sizeof err->msg, "more than %zu worker arguments", sizeof args / sizeof args[0] - 3);
+      return PT_EINVAL;
+    }
+    args[k++] = o->args[i];
   }
-  if (o->nccl_lib) {
-    args[k++] = "--nccl-lib";
-    args[k++] = o->nccl_lib;
-  }
-  if (o->cudart_lib) {
-    args[k++] = "--cudart-lib";
-    args[k++] = o->cudart_lib;
-  }
-  snprintf(warmup_ms, sizeof warmup_ms, "%u", o->warmup_ms);
-  args[k++] = "--warmup-ms";
-  args[k++] = warmup_ms;
-  args[k++] = "--placement";
-  args[k++] = o->in_place ? "in-place" : "out-of-place";
-  args[k++] = "--buffers";
-  args[k++] = o->nccl_mem ? "ncclMemAlloc" : "cudaMalloc";
-  args[k++] = "--process-model";
-  args[k++] = o->single ? "single" : "per-gpu";
   int rc = make_scratch(scratch, sizeof scratch, err);
   if (rc) return rc;
   args[k++] = "--scratch";

@@ -13,16 +13,16 @@
 #include "pcie/sweep.h"
 
 struct pt_nccl_opts {
-  const char *gpus;       /* "0-7", "0,2,4,6": CUDA device ordinals */
-  const char *plugin;     /* tuner .so; NULL = next to pcie-tune (or ../lib) */
-  const char *nccl_lib;   /* NULL = libnccl.so.2 */
-  const char *cudart_lib; /* NULL = beside libnccl, then the loader's path */
-  int single;             /* 1: one worker process drives every GPU from a thread each */
-  int in_place;           /* 1: all-reduce in place */
-  int nccl_mem;           /* 1: buffers from ncclMemAlloc; 0: cudaMalloc, as torch's allocator */
-  unsigned ops;           /* all-reduces per timed launch / captured graph */
-  unsigned warmup;        /* untimed launches after the first one */
-  unsigned warmup_ms;     /* then untimed replays for this much GPU time; 100 */
+  const char *gpus; /* "0-7", "0,2,4,6": CUDA device ordinals, checked here */
+  /* The worker's options, NULL-terminated ("--gpus", "0-7", "--ops", "20",
+   * ...): profile builds them from its option table (cli/measure_opts.h);
+   * the worker's own defaults hold for any left out. */
+  const char *const *args;
+  /* What the deadlines are scaled by (pt_isolate_window_s); the same
+   * values as args carry. */
+  unsigned ops;       /* all-reduces per timed launch / captured graph */
+  unsigned warmup;    /* untimed launches after the first one */
+  unsigned warmup_ms; /* then untimed replays for this much GPU time; 100 */
   double timeout_s;       /* base deadline per measurement and between heartbeats,
                              scaled up with size (pt_isolate_window_s) */
   double start_timeout_s; /* NCCL initialisation of a fresh worker */

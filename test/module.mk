@@ -10,7 +10,7 @@ TSAN_TESTS += test_measure_double
 # The layout's one rule (README, "Layout"): nothing outside cli/ includes a
 # cli/ header. Run before the suites by `make test`.
 layout-check:
-	@bad=$$(grep -lE '#include "(cli/|cmds\.h|args\.h|progress\.h|svg\.h)' \
+	@bad=$$(grep -lE '#include "(cli/|cmds\.h|opt\.h|progress\.h|svg\.h)' \
 	  tuner/* net/* sim/* measure/* import/* include/*/* 2>/dev/null); \
 	if [ -n "$$bad" ]; then echo "layout: these include a cli/ header: $$bad"; exit 1; fi
 

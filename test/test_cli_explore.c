@@ -244,6 +244,39 @@ START_TEST(refused_with_resume_budget_and_isolate) {
 }
 END_TEST
 
+/* --explore VAR=LIST is the general form; --explore-channels LIST stays as
+ * its synonym for NCCL_MIN_NCHANNELS, with the same report and profile. */
+START_TEST(explore_var_list_prints_what_explore_channels_prints) {
+  char *a, *b, *err;
+  static const char cmd[] = "profile --backend sim --box gen5-8x-dual-misdetect";
+  ck_assert_int_eq(run(&a, &err, "%s --explore NCCL_MIN_NCHANNELS=4,8 --out a.cfg", cmd), 0);
+  free(err);
+  ck_assert_int_eq(run(&b, &err, "%s --explore-channels 4,8 --out b.cfg", cmd), 0);
+  free(err);
+  ck_assert_str_eq(a, b);
+  ck_assert_msg(strstr(a, "channel exploration, graph mode") && strstr(a, "  4 ") && strstr(a, "  8 ") &&
+                    strstr(a, "export NCCL_MIN_NCHANNELS="),
+                "%s", a);
+  struct pt_profile *pa = load("a.cfg"), *pb = load("b.cfg");
+  ck_assert_int_eq(pa->comm_channels, pb->comm_channels);
+  ck_assert_uint_eq(pa->nenv, 1);
+  ck_assert_str_eq(pa->env[0].name, "NCCL_MIN_NCHANNELS");
+  ck_assert_str_eq(pa->env[0].value, pb->env[0].value);
+  pt_test_free_profile(pa);
+  pt_test_free_profile(pb);
+  free(a);
+  free(b);
+  ck_assert_int_eq(run(&a, &err, "%s --explore NCCL_FOO=1 --out c.cfg", cmd), 2);
+  ck_assert_msg(strstr(err, "bad --explore 'NCCL_FOO=1' (VAR=LIST with VAR one of NCCL_MIN_NCHANNELS"), "%s", err);
+  free(a);
+  free(err);
+  ck_assert_int_eq(run(&a, &err, "%s --explore NCCL_MIN_NCHANNELS=4 --explore-channels 8 --out c.cfg", cmd), 2);
+  ck_assert_msg(strstr(err, "--explore and --explore-channels exclude each other"), "%s", err);
+  free(a);
+  free(err);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("cli_explore");
   TCase *t = tcase_create("explore");
@@ -253,6 +286,7 @@ int main(void) {
   tcase_add_test(t, sim_keeps_nccl_count_where_more_channels_do_not_pay);
   tcase_add_test(t, nccl_backend_records_the_variable);
   tcase_add_test(t, refused_with_resume_budget_and_isolate);
+  tcase_add_test(t, explore_var_list_prints_what_explore_channels_prints);
   tcase_add_test(t, pick_needs_a_gain_beyond_the_margin);
   suite_add_tcase(s, t);
   return pt_test_main(s);

@@ -153,10 +153,12 @@ END_TEST
 
 START_TEST(bad_values_are_refused) {
   static const char *const bad[][2] = {
-      {"NCCL_BUFFSIZE=1X", "not a number of bytes (K, M, G allowed: 1M = 1048576)"},
-      {"NCCL_BUFFSIZE=1K", "out of range [65536, 1073741824] bytes"},
-      {"NCCL_BUFSIZE=1M", "not an explorable setting (NCCL_MIN_NCHANNELS, NCCL_BUFFSIZE)"},
-      {"NCCL_BUFFSIZE", "VAR=LIST"},
+      {"NCCL_BUFFSIZE=1X", "bad --explore 'NCCL_BUFFSIZE=1X' (comma list of byte counts 65536..1073741824, K/M/G "
+                           "allowed (1M = 1048576))"},
+      {"NCCL_BUFFSIZE=1K", "bad --explore 'NCCL_BUFFSIZE=1K' (comma list of byte counts"},
+      {"NCCL_BUFFSIZE=-1M", "bad --explore 'NCCL_BUFFSIZE=-1M' (comma list of byte counts"},
+      {"NCCL_BUFSIZE=1M", "(VAR=LIST with VAR one of NCCL_MIN_NCHANNELS, NCCL_BUFFSIZE)"},
+      {"NCCL_BUFFSIZE", "(VAR=LIST with VAR one of NCCL_MIN_NCHANNELS, NCCL_BUFFSIZE)"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char *out = NULL, *err = NULL;

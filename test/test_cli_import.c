@@ -252,7 +252,7 @@ START_TEST(existing_out_kept) {
            "--out '%s' synth/ar8-eager-default.txt synth/ar8-eager-ring-ll-4.txt", out);
   int rc = import(args, NULL, &se);
   ck_assert_int_eq(rc, 1);
-  ck_assert_msg(strstr(se, "keep.cfg: already exists; not overwritten (use --force)"), "%s", se);
+  ck_assert_msg(strstr(se, "keep.cfg: already exists; pass --force to overwrite it"), "%s", se);
   FILE *f = fopen(out, "r");
   char line[64] = "";
   ck_assert_ptr_nonnull(fgets(line, sizeof line, f));

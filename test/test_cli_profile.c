@@ -60,7 +60,7 @@ START_TEST(bad_arguments_exit_2_with_a_clear_message) {
   expect(2, "bad --protos 'll256'", "profile --backend sim --box gen5-8x-p2p --out p.cfg --protos ll256");
   expect(2, "bad --algos 'nvls'", "profile --backend sim --box gen5-8x-p2p --out p.cfg --algos nvls");
   expect(2, "bad --reps '0'", "profile --backend sim --box gen5-8x-p2p --out p.cfg --reps 0");
-  expect(2, "option '--seed' needs a value", "profile --backend sim --box gen5-8x-p2p --out p.cfg --seed");
+  expect(2, "--seed needs a value (--seed N)", "profile --backend sim --box gen5-8x-p2p --out p.cfg --seed");
   expect(2, "unknown backend 'gpu' (nccl or sim)", "profile --backend gpu --box x --out p.cfg");
   expect(2, "missing --gpus LIST", "profile --backend nccl --out p.cfg");
   expect(2, "--box, --isolate and --inject are for --backend sim", "profile --backend nccl --gpus 0 --box x --out p.cfg");
@@ -71,7 +71,8 @@ START_TEST(bad_arguments_exit_2_with_a_clear_message) {
   expect(2, "unknown box 'nope'", "profile --backend sim --box nope --out p.cfg");
   expect(2, "above the target's 4 channels", "profile --backend sim --box gen5-8x-p2p --out p.cfg --channels 8,16");
   expect(2, "missing PROFILE", "show");
-  expect(2, "unknown collective 'allsum'", "show p.cfg --collective allsum");
+  expect(2, "bad --collective 'allsum' (broadcast, reduce, allgather, reducescatter or allreduce)",
+         "show p.cfg --collective allsum");
   expect(2, "missing --box", "simulate p.cfg");
   expect(2, "bad --tokens", "simulate p.cfg --box gen5-8x-p2p --tokens 1,x");
   /* --ops/--warmup take what the nccl backend accepts, not more. */
@@ -117,7 +118,7 @@ START_TEST(profile_show_simulate) {
   ck_assert_ptr_nonnull(strstr(err, "wrote p.cfg"));
   free(out), free(err);
   /* Never overwritten without --force. */
-  expect(1, "exists; use --force", "profile --backend sim --box gen5-8x-dual-misdetect --out p.cfg");
+  expect(1, "p.cfg: already exists; pass --force to overwrite it", "profile --backend sim --box gen5-8x-dual-misdetect --out p.cfg");
   expect(0, NULL, "profile --backend sim --box gen5-8x-dual-misdetect --out p.cfg --force --quiet");
 
   ck_assert_int_eq(run(&out, &err, "show p.cfg --svg p.svg"), 0);

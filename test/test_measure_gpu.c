@@ -173,7 +173,8 @@ START_TEST(profiler_side_open_reports_the_workers_reason) {
   o.exe = pt_test_cli();
   o.stderr_fd = devnull;
   o.gpus = "0-1";
-  o.nccl_lib = double_so();
+  const char *args[] = {"--gpus", "0-1", "--nccl-lib", double_so(), NULL};
+  o.args = args;
   o.start_timeout_s = 20;
   setenv("PTDOUBLE_FAIL", "init", 1);
   ck_assert_int_eq(pt_backend_nccl_open(&b, &o, &e), PT_EIO);

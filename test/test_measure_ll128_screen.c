@@ -68,8 +68,9 @@ START_TEST(screen_catches_what_the_ordinary_check_misses) {
   setenv("PTDOUBLE_BOX", "gen5-8x-ll128", 1);
   setenv("PTDOUBLE_FAULTS", "tear:*/ll128/*@0-1073741824", 1);
   pt_nccl_opts_default(&no);
+  const char *args[] = {"--gpus", "0-7", "--nccl-lib", dbl, "--ops", "2", "--warmup", "0", "--warmup-ms", "0", NULL};
   no.gpus = "0-7";
-  no.nccl_lib = dbl;
+  no.args = args;
   no.exe = pt_test_cli();
   no.ops = 2;
   no.warmup = 0;

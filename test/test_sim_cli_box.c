@@ -37,7 +37,7 @@ START_TEST(from_topo_writes_a_box_nccl_would_recognise) {
   ck_assert_int_eq(b.nccl.comm_channels, 2);
   /* Not over an existing file without --force; with it, yes. */
   ck_assert_int_eq(run(&out, &err, "box --from-topo %s --out %s", topo, box), 1);
-  ck_assert_ptr_nonnull(strstr(err, "exists; use --force"));
+  ck_assert_ptr_nonnull(strstr(err, "already exists; pass --force to overwrite it"));
   free(out), free(err);
   ck_assert_int_eq(run(&out, &err, "box --from-topo %s --out %s --force --no-p2p", topo, box), 0);
   free(out), free(err);

@@ -1,0 +1,31 @@
+/*
+ * The options that say how to measure, shared by `pcie-tune profile` (which
+ * records them for --resume) and the hidden `pcie-tune worker` (which
+ * measures with them): one set of rows, cli_measure_rows, that both tables
+ * include, over struct cli_measure, the first member of both commands'
+ * options, so that a row's offset means the same field in each. profile
+ * builds the worker's command line from the rows flagged CLI_WORKER
+ * (cli/opt.h, cli_emit_argv).
+ */
+#ifndef PCIE_CLI_MEASURE_OPTS_H
+#define PCIE_CLI_MEASURE_OPTS_H
+
+#include "measure/backend_isolated_faults.h"
+#include "opt.h"
+
+/* Scope bits of profile's and the worker's rows: the backend they are for. */
+enum { CLI_NCCL = 1u << 0, CLI_SIM = 1u << 1 };
+
+struct cli_measure {
+  const char *gpus, *nccl_lib, *cudart_lib, *plugin, *box;
+  int single;   /* --process-model single (the index in "per-gpu|single") */
+  int in_place; /* --in-place */
+  int nccl_mem; /* --buffers ncclMemAlloc (the index in "cudaMalloc|ncclMemAlloc") */
+  unsigned long long ops, warmup, warmup_ms, seed;
+  const char *inject[PT_MAX_FAULTS]; /* --inject, as given */
+  size_t ninject;
+};
+
+extern const struct cli_opt cli_measure_rows[];
+
+#endif
