@@ -111,6 +111,31 @@ static int open_backend(const struct profile_opts *o, const struct explore_at *a
   return rc == PT_EINVAL ? 2 : 1;
 }
 
+/* --chunks: a variant of every ring/simple candidate per chunk size. A
+ * chunk changes what runs only where a channel carries more than nranks x
+ * chunk (all_reduce.h runRing recomputes the chunk from the remainder of a
+ * shorter loop; sim/ring_chunks.c): said here, and by show. Returns the
+ * new candidate count. */
+static size_t chunk_variants(const struct profile_opts *o, const struct pt_backend_info *bi,
+                             struct pt_cand_spec *cands, size_t n) {
+  size_t base = n;
+  for (size_t c = 0; c < o->nchunks; c++) {
+    int lo = PT_MAX_CHANNELS, hi = 0;
+    for (size_t i = 0; i < base; i++) {
+      if (cands[i].algo != NCCL_ALGO_RING || cands[i].proto != NCCL_PROTO_SIMPLE) continue;
+      cands[n++] = (struct pt_cand_spec){cands[i].algo, cands[i].proto, cands[i].channels, o->chunks[c]};
+      lo = cands[i].channels < lo ? cands[i].channels : lo;
+      hi = cands[i].channels > hi ? cands[i].channels : hi;
+    }
+    if (hi && !o->quiet)
+      fprintf(stderr, "pcie-tune profile: chunk %u B changes ring/simple only above %d x %u B per channel: from "
+                      "%llu B on %d channel%s to %llu B on %d; below, NCCL's device code recomputes the chunk\n",
+              o->chunks[c], bi->nranks, o->chunks[c], (unsigned long long)bi->nranks * o->chunks[c] * (unsigned)lo,
+              lo, lo == 1 ? "" : "s", (unsigned long long)bi->nranks * o->chunks[c] * (unsigned)hi, hi);
+  }
+  return n;
+}
+
 /* Before any LL128 candidate is measured, the correctness screen
  * (measure/screen.h); a failure records LL128 unusable on this box and
  * drops its candidates from the sweep. Returns 0 or an exit status. */
@@ -224,7 +249,7 @@ static int run(struct profile_opts *o, const char *args, int resume, const struc
   struct pt_backend be = {0};
   struct pt_sweep sw = {0};
   struct pt_sweep_opts so;
-  struct pt_cand_spec cands[2 * 3 * PT_MAX_CHANNELS];
+  struct pt_cand_spec cands[2 * 3 * PT_MAX_CHANNELS * (1 + PROFILE_MAX_CHUNKS)];
   struct pt_error_rec e;
   struct run_state r = {.o = o, .args = args, .sw = &sw, .be = &be, .keep = keep, .at = at};
   int status, rc;
@@ -252,7 +277,8 @@ static int run(struct profile_opts *o, const char *args, int resume, const struc
   so.stop = &interrupted;
   so.cands = cands;
   so.ncand = pt_sweep_cands(o->algo_mask, o->proto_mask, o->channels, o->nch, r.bi.max_channels, cands,
-                            sizeof cands / sizeof cands[0]);
+                            2 * 3 * PT_MAX_CHANNELS);
+  so.ncand = chunk_variants(o, &r.bi, cands, so.ncand);
   if (!so.ncand) {
     fprintf(stderr, "pcie-tune profile: no candidate left: every --channels value is above the "
                     "target's %d channels\n", r.bi.max_channels);

@@ -234,7 +234,7 @@ static int verdict(struct rank *k, const struct pt_rank_cmd *cmd, struct pt_meas
 
 static int force(struct rank *k, const struct pt_measure_req *q, struct pt_measure_res *res) {
   if (q->is_default) return k->ctl->force(-1, 0, 0, 0), 0;
-  if (k->ctl->force(q->algo, q->proto, q->channels, 0))
+  if (k->ctl->force(q->algo, q->proto, q->channels, q->chunk))
     return outcome(res, PT_PT_UNSUPPORTED, "the plugin rejects %d/%d/%d", q->algo, q->proto, q->channels);
   return 0;
 }

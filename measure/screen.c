@@ -49,7 +49,7 @@ int pt_screen_ll128(const struct pt_backend *b, int coll, int mode, const struct
   for (size_t j = 0; j < npick; j++)
     for (size_t i = 0; i < out->nsizes; i++) {
       struct pt_measure_req req = {coll, mode, out->sizes[i], 0, pick[j].algo, NCCL_PROTO_LL128, pick[j].channels,
-                                   0, PT_SCREEN_REPLAYS, 1};
+                                   0, PT_SCREEN_REPLAYS, 1, 0};
       struct pt_measure_res res = {PT_PT_OK, ""};
       int rc = b->measure(b->self, &req, samples, &res, err);
       if (rc < 0) return rc;

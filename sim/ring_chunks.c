@@ -45,13 +45,17 @@ unsigned long pt_ring_simple_slices(uint64_t buffsize, uint64_t chunk, int nrank
   return n ? n : 1;
 }
 
-/* N slices stream through k dependent steps (each step of a ring
- * all-reduce needs the previous hop's data): the last slice leaves the
- * last step after k + N - 1 slice times, each the per-step latency plus
- * the slice's share of the transfer. N = 1 is the truth's own additive
- * form, k x hop + transfer. */
+/* The ring in lockstep: each rank's link sends its k steps in order, each
+ * step in N slices of x / N (x = X / k, X the whole transfer), and slice i
+ * of step j may start only when the neighbour's slice i of step j - 1 has
+ * arrived (hop later). Either the link never waits, and the last slice
+ * lands at X + hop, or every step waits for its first slice, and it lands
+ * at k hop + x + (k - 1) x / N. N = 1 is the truth's own additive form,
+ * k hop + X. A slice costs the link its bytes only: its flag and fence are
+ * on the dependency chain (the assumption no table here tests). */
 double pt_ring_pipe_us(int k, unsigned long slices, double hop_us, double xfer_us) {
   double n = slices ? (double)slices : 1.0;
   if (k < 1) k = 1;
-  return (k + n - 1.0) * (hop_us + xfer_us / (k * n));
+  double x = xfer_us / k, link = xfer_us + hop_us, chain = k * hop_us + x + (k - 1) * x / n;
+  return link > chain ? link : chain;
 }

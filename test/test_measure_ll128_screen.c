@@ -79,7 +79,7 @@ START_TEST(screen_catches_what_the_ordinary_check_misses) {
   unsetenv("PTDOUBLE_FAULTS");
   unsetenv("PTDOUBLE_BOX");
   ck_assert_msg(rc == 0, "%s", e.msg);
-  struct pt_measure_req req = {PT_ALLREDUCE, PT_MODE_GRAPH, 61444, 0, NCCL_ALGO_RING, NCCL_PROTO_LL128, 2, 0, 3, 0};
+  struct pt_measure_req req = {PT_ALLREDUCE, PT_MODE_GRAPH, 61444, 0, NCCL_ALGO_RING, NCCL_PROTO_LL128, 2, 0, 3, 0, 0};
   struct pt_measure_res res = {PT_PT_OK, ""};
   ck_assert_int_eq(be.measure(be.self, &req, samples, &res, &e), 0);
   ck_assert_msg(res.state == PT_PT_OK, "the ordinary check saw the tear (%d: %s)", res.state, res.detail);
