@@ -334,6 +334,10 @@ int cmd_simulate(int argc, char **argv) {
   }
   const char *caveat = pt_box_truth_caveat(&box);
   if (caveat) fprintf(stderr, "pcie-tune simulate: note: box '%s': %s\n", box.name, caveat);
+  /* Every figure at 0.5-2 MiB is marked '*' in the size column; this says
+   * what it may be off by (sim/oos.c). */
+  char oos[400];
+  pt_box_oos_line(&box, oos, sizeof oos);
   char warning[1100] = "";
   struct ph_log_entry le;
   for (size_t i = 0; ph_log_get(i, &le) == 0; i++) {
@@ -381,7 +385,7 @@ int cmd_simulate(int argc, char **argv) {
     }
   }
   double tot[3] = {0, 0, 0}, worst = 0;
-  int faults = 0, nstep = 0, worst_step = -1;
+  int faults = 0, nstep = 0, worst_step = -1, marked = 0, last_in = 0;
   for (int s = 0; s < nitems;) {
     double step[3] = {0, 0, 0};
     int first = s;
@@ -422,14 +426,16 @@ int cmd_simulate(int argc, char **argv) {
       snprintf(size, sizeof size, "%llu", (unsigned long long)items[s].bytes);
       if (items[s].count > 1) snprintf(size + strlen(size), sizeof size - strlen(size), "x%lu", items[s].count);
       printf("%-14s %10s  %-16s %-16s %-16s", s == first ? items[s].step : "", size, c0, c1, c2);
-      if (s + 1 < nitems && !strcmp(items[s + 1].step, items[first].step)) printf("\n");
+      last_in = items[s].bytes >= (512u << 10) && items[s].bytes <= (2u << 20);
+      marked += last_in;
+      if (s + 1 < nitems && !strcmp(items[s + 1].step, items[first].step)) printf("%s\n", last_in ? " *" : "");
     }
     if (json)
       printf("], \"default_us\": %.3f, \"tuned_us\": %.3f, \"oracle_us\": %.3f, \"speedup\": %.4f}", step[0],
              step[1], step[2], step[1] > 0 ? step[0] / step[1] : 0);
     else if (!quiet)
-      printf(" %8.1f \u00b5s %8.1f \u00b5s %8.1f \u00b5s %7.2fx %8.3f\n", step[0], step[1], step[2],
-             step[1] > 0 ? step[0] / step[1] : 0, step[2] > 0 ? step[1] / step[2] : 0);
+      printf(" %8.1f \u00b5s %8.1f \u00b5s %8.1f \u00b5s %7.2fx %8.3f%s\n", step[0], step[1], step[2],
+             step[1] > 0 ? step[0] / step[1] : 0, step[2] > 0 ? step[1] / step[2] : 0, last_in ? " *" : "");
     for (int k = 0; k < 3; k++) tot[k] += step[k];
     if (step[1] > 0 && (worst_step < 0 || step[0] / step[1] < worst)) {
       worst = step[0] / step[1];
@@ -444,6 +450,7 @@ int cmd_simulate(int argc, char **argv) {
   else
     printf("%-14s %10s  %-16s %-16s %-16s %8.1f \u00b5s %8.1f \u00b5s %8.1f \u00b5s %7.2fx %8.3f\n", "total", "", "",
            "", "", tot[0], tot[1], tot[2], tot[1] > 0 ? tot[0] / tot[1] : 0, tot[2] > 0 ? tot[1] / tot[2] : 0);
+  if (!json && !quiet && marked) printf("* 0.5-2 MiB: %s\n", oos);
   if (tot[1] > 0 && tot[0] / tot[1] < 0.995)
     fprintf(stderr,
             "pcie-tune simulate: warning: the profile is slower than NCCL's own choice on this workload "

@@ -168,18 +168,28 @@ START_TEST(leave_one_out_meets_the_target) {
 END_TEST
 
 /* The machine a table was measured on: the last two words of its name,
- * source and host ("voipmonitor-turin", "kalavai-docker"). Tables of one
- * machine leave together: leaving out one table while its sibling (the
- * same box at another GPU count or setting) stays in the fit is what let
- * leave-one-out meet its target (issue 28 §5). */
-static void machine_of(const char *name, char *out, size_t len) {
-  size_t n = strcspn(name, ".");
-  int dashes = 0;
-  size_t i = n;
-  while (i > 0 && dashes < 2)
-    if (name[--i] == '-') dashes++;
-  if (name[i] == '-') i++;
-  snprintf(out, len, "%.*s", (int)(n - i), name + i);
+ * source and host ("voipmonitor-turin", "kalavai-docker";
+ * pt_table_machine). Tables of one machine leave together: leaving out one
+ * table while its sibling (the same box at another GPU count or setting)
+ * stays in the fit is what let leave-one-out meet its target (issue 28
+ * §5). */
+static void machine_of(const char *name, char *out, size_t len) { pt_table_machine(name, out, len); }
+
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Every row at 0.5-2 MiB of the held-out machine, all curves pooled. */
+static double oos_e[64];
+static int oos_n;
+static void oos_collect(const struct pt_box *b) {
+  for (size_t i = 0; i < b->nanchors && oos_n < 64; i++) {
+    const struct pt_box_anchor *a = &b->anchors[i];
+    if (a->held_out || a->nbytes < (512u << 10) || a->nbytes > (2u << 20)) continue;
+    double us = pt_box_anchor_us(b, a);
+    oos_e[oos_n++] = us > 0 ? fabs(log(us / a->lat_us)) : INFINITY;
+  }
 }
 
 /* Leave-one-machine-out figures as measured when this test was written:
@@ -203,9 +213,10 @@ static int report_lomo(const char *name, const struct pt_box *b) {
     for (size_t m = 0; m < sizeof lomo_guard / sizeof *lomo_guard; m++)
       if (!strcmp(lomo_guard[m].table, name) && !strcmp(lomo_guard[m].curve, ce[k].curve)) {
         known = 1;
-        if (ce[k].median > lomo_guard[m].median + 0.005 || ce[k].p90 > lomo_guard[m].p90 + 0.005) bad++;
+        if (ce[k].median > lomo_guard[m].median + 0.005 || ce[k].p90 > lomo_guard[m].p90 + 0.005)
+          bad++, printf("worse than its guard figure: %s %s\n", name, ce[k].curve);
       }
-    if (!known) bad++;
+    if (!known) bad++, printf("no guard figure for %s %s\n", name, ce[k].curve);
     printf("lomo      %-66s %-12s rows %2d median %.3f p90 %.3f%s\n", name,
            ce[k].curve[0] ? ce[k].curve : "NCCL default", ce[k].n, ce[k].median, ce[k].p90,
            ce[k].median <= TARGET_MEDIAN && ce[k].p90 <= TARGET_P90 ? "" : "  misses the leave-one-out target");
@@ -236,6 +247,7 @@ static int leave_machine(struct tables *t, const char *m, unsigned long mask, co
     if (strcmp(mi, m)) continue;
     pt_box_truth_from_hw(&t->box[i], &fit);
     bad += report_lomo(t->name[i], &t->box[i]);
+    oos_collect(&t->box[i]);
   }
   return bad;
 }
@@ -260,12 +272,30 @@ START_TEST(leave_one_machine_out_is_reported_and_guarded) {
       if (j < nseen) continue;
       snprintf(seen[nseen++], sizeof seen[0], "%s", m);
       printf("machine %s left out\n", m);
+      oos_n = 0;
       bad += stage ? leave_machine(t, m, PT_PHYS_FIT_SHM, &stage1)
                    : leave_machine(t, m, PT_PHYS_FIT_P2P, pt_phys_prior());
+      /* What box and simulate print at 0.5-2 MiB (sim/oos.c). */
+      const struct pt_oos_err *known = pt_oos_find(m);
+      if (oos_n) {
+        qsort(oos_e, (size_t)oos_n, sizeof *oos_e, cmp_dbl);
+        double med = oos_n % 2 ? oos_e[oos_n / 2] : 0.5 * (oos_e[oos_n / 2 - 1] + oos_e[oos_n / 2]);
+        double p90 = oos_e[(int)ceil(0.9 * oos_n) - 1];
+        printf("oos       %-20s rows %2d at 0.5-2 MiB median %.4f p90 %.4f\n", m, oos_n, med, p90);
+        if (getenv("PT_LOO_GUARD")) printf("oosfig {\"%s\", %d, %.3f, %.3f},\n", m, oos_n, med, p90);
+        if (!known || known->rows != oos_n || fabs(known->median - med) >= 0.0015 || fabs(known->p90 - p90) >= 0.0015) {
+          printf("%s: sim/oos_figures.h does not hold %d rows, %.3f / %.3f\n", m, oos_n, med, p90);
+          bad++;
+        }
+      } else if (known) {
+        printf("%s: sim/oos_figures.h names a machine with no row at 0.5-2 MiB\n", m);
+        bad++;
+      }
+      fflush(stdout);
     }
   }
   ck_assert_uint_ge(nseen, 3);
-  ck_assert_msg(!bad, "%d curve(s) got worse than test_sim_loo_machines.h records (or are new)", bad);
+  ck_assert_msg(!bad, "%d curve(s) got worse than test_sim_loo_machines.h records (or are new), or sim/oos_figures.h differs", bad);
   release(&p2p);
   release(&shm);
 }

@@ -211,6 +211,22 @@ struct pt_curve_err {
 size_t pt_box_curve_errors(const struct pt_box *b, uint64_t lo, uint64_t hi, struct pt_curve_err *out,
                            size_t max);
 
+/* ---- the truth's out-of-sample error (sim/oos.c) ---- */
+struct pt_oos_err {
+  const char *machine; /* "voipmonitor-turin" */
+  int rows;            /* published rows at 0.5-2 MiB, every curve */
+  double median, p90;  /* |ln(model/published)| with the machine left out */
+};
+/* The machine a published table (file name, any directory) was measured
+ * on: its name's last two words ("voipmonitor-turin"). */
+void pt_table_machine(const char *name, char *out, size_t len);
+/* The figures of machine, or of the machine b's fitted rows come from;
+ * NULL when none of its published rows lies at 0.5-2 MiB. */
+const struct pt_oos_err *pt_oos_find(const char *machine);
+const struct pt_oos_err *pt_box_oos(const struct pt_box *b);
+/* One sentence for box and simulate: that error, or that it is unknown. */
+void pt_box_oos_line(const struct pt_box *b, char *buf, size_t len);
+
 /* ---- NCCL's ring chunking (sim/ring_chunks.c) ---- */
 #define PT_NCCL_BUFFSIZE_DEFAULT ((uint64_t)4 << 20) /* init.cc DEFAULT_BUFFSIZE */
 /* buffsize, or NCCL's default when 0. */
