@@ -149,7 +149,7 @@ START_TEST(plugin_chooses_ll128_only_from_a_screened_profile) {
     if (!strstr(line, "ll128_screen")) fputs(line, m);
   fclose(f);
   fclose(m);
-  pt_test_write(dir, "unscreened.cfg", text);
+  free(pt_test_write(dir, "unscreened.cfg", text));
   free(text);
   static const char sim[] = "simulate %s --box gen5-8x-ll128 --graph --bytes-per-token 15360 --tokens 4,128 --calls 1";
   int rc = pt_test_cli_run(dir, 60, &out, &err, sim, "ok.cfg");
