@@ -182,6 +182,11 @@ static void print_view(FILE *f, const struct pt_box *b) {
   fprintf(f, "NCCL view: %s\n", label);
   const char *caveat = pt_box_truth_caveat(b);
   if (caveat) fprintf(f, "truth: physical model; %s\n", caveat);
+  if (b->phys) {
+    char oos[400];
+    pt_box_oos_line(b, oos, sizeof oos);
+    fprintf(f, "truth: %s\n", oos);
+  }
   if (b->view_source == PT_VIEW_DERIVED) {
     const struct pt_nccl_view *v = &b->derived;
     fprintf(f, "  ring graph: %d x %.2f GB/s %s%s; tree graph: %d x %.2f GB/s %s; comm->nChannels %d\n",

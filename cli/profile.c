@@ -16,6 +16,7 @@
 #include "measure/backends.h"
 #include "engine.h"
 #include "measure/explore.h"
+#include "measure/screen.h"
 #include "cmds.h"
 #include "measure/isolate.h"
 #include "nccl/common.h"
@@ -108,6 +109,50 @@ static int open_backend(const struct profile_opts *o, const struct explore_at *a
   return rc == PT_EINVAL ? 2 : 1;
 }
 
+/* --chunks: a variant of every ring/simple candidate per chunk size. A
+ * chunk changes what runs only where a channel carries more than nranks x
+ * chunk (all_reduce.h runRing recomputes the chunk from the remainder of a
+ * shorter loop; sim/ring_chunks.c): said here, and by show. Returns the
+ * new candidate count. */
+static size_t chunk_variants(const struct profile_opts *o, const struct pt_backend_info *bi,
+                             struct pt_cand_spec *cands, size_t n) {
+  size_t base = n;
+  for (size_t c = 0; c < o->nchunks; c++) {
+    int lo = PT_MAX_CHANNELS, hi = 0;
+    for (size_t i = 0; i < base; i++) {
+      if (cands[i].algo != NCCL_ALGO_RING || cands[i].proto != NCCL_PROTO_SIMPLE) continue;
+      cands[n++] = (struct pt_cand_spec){cands[i].algo, cands[i].proto, cands[i].channels, o->chunks[c]};
+      lo = cands[i].channels < lo ? cands[i].channels : lo;
+      hi = cands[i].channels > hi ? cands[i].channels : hi;
+    }
+    if (hi && !o->quiet)
+      fprintf(stderr, "pcie-tune profile: chunk %u B changes ring/simple only above %d x %u B per channel: from "
+                      "%llu B on %d channel%s to %llu B on %d; below, NCCL's device code recomputes the chunk\n",
+              o->chunks[c], bi->nranks, o->chunks[c], (unsigned long long)bi->nranks * o->chunks[c] * (unsigned)lo,
+              lo, lo == 1 ? "" : "s", (unsigned long long)bi->nranks * o->chunks[c] * (unsigned)hi, hi);
+  }
+  return n;
+}
+
+/* Before any LL128 candidate is measured, the correctness screen
+ * (measure/screen.h); a failure records LL128 unusable on this box and
+ * drops its candidates from the sweep. Returns 0 or an exit status. */
+static int screen_ll128(const struct profile_opts *o, const struct pt_backend *be, struct pt_sweep_opts *so,
+                        struct pt_cand_spec *cands, struct pt_screen *out) {
+  struct pt_error_rec e;
+  if (pt_screen_sweep(be, so, cands, &so->ncand, out, &e)) {
+    print_error(&e);
+    return 1;
+  }
+  if (out->state == PT_SCREEN_PASS && !o->quiet)
+    fprintf(stderr, "pcie-tune profile: LL128 screened (%s; %u replays with changing inputs at each of %zu sizes): "
+                    "every output of every rank correct\n", out->cands, out->replays, out->nsizes);
+  if (out->state != PT_SCREEN_FAIL) return 0;
+  fprintf(stderr, "pcie-tune profile: LL128 failed its correctness screen: %s; recorded as unusable on this box, "
+                  "its candidates are not measured\n", out->reason);
+  return so->ncand ? 0 : (fprintf(stderr, "pcie-tune profile: no candidate left without LL128\n"), 2);
+}
+
 /* Everything one write of the profile needs, shared by checkpoints. */
 struct run_state {
   const struct profile_opts *o;
@@ -122,6 +167,7 @@ struct run_state {
    * shaped the communicator. */
   struct pt_profile *keep;
   const struct explore_at *at;
+  struct pt_screen screen; /* the LL128 screen run before the sweep */
 };
 
 static double now_s(void) {
@@ -136,6 +182,7 @@ static int save(const struct run_state *r, int complete, unsigned flags, struct 
   struct pt_profile prof = {0};
   const char *more = pt_isolate_provenance(r->be);
   int rc = pt_sweepfile_build(r->sw, &r->bi, r->o->name, r->args, complete, &prof);
+  if (!rc) rc = pt_screen_record(&r->screen, &prof);
   if (!rc && more && more[0]) {
     char *joined = NULL;
     if (asprintf(&joined, "%s%s", prof.prov.extra ? prof.prov.extra : "", more) < 0) rc = PT_ENOMEM;
@@ -209,7 +256,7 @@ static int sweep_opts(const struct profile_opts *o, const struct pt_backend_info
   so->stop = &interrupted;
   so->cands = cands;
   so->ncand = pt_sweep_cands(o->algo_mask, o->proto_mask, o->channels, o->nch, bi->max_channels, cands, max);
-  if (so->ncand) return 0;
+  if ((so->ncand = chunk_variants(o, bi, cands, so->ncand))) return 0;
   fprintf(stderr, "pcie-tune profile: no candidate left: every --channels value is above the "
                   "target's %d channels\n", bi->max_channels);
   return 2;
@@ -291,7 +338,7 @@ static int run(struct profile_opts *o, const char *args, int resume, const struc
   struct pt_backend be = {0};
   struct pt_sweep sw = {0};
   struct pt_sweep_opts so;
-  struct pt_cand_spec cands[2 * 3 * PT_MAX_CHANNELS];
+  struct pt_cand_spec cands[2 * 3 * PT_MAX_CHANNELS * (1 + PROFILE_MAX_CHUNKS)];
   struct pt_error_rec e;
   struct run_state r = {.o = o, .args = args, .sw = &sw, .be = &be, .keep = keep, .at = at};
   int status, rc;
@@ -314,6 +361,8 @@ static int run(struct profile_opts *o, const char *args, int resume, const struc
   if ((status = sweep_opts(o, &r.bi, &so, cands, sizeof cands / sizeof cands[0]))) goto out;
   status = 1;
   int ll128_note = nccl_env_notes(o);
+  if ((status = screen_ll128(o, &be, &so, cands, &r.screen))) goto out;
+  status = 1;
   pt_progress_init(&r.pg, o->quiet);
   r.last_write = now_s();
   so.progress = on_progress;

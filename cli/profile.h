@@ -17,6 +17,9 @@
 
 #define PROFILE_RECORD_LEN sizeof(((struct pt_sweepfile_state *)0)->args)
 
+/* --chunks: at most this many chunk sizes. */
+#define PROFILE_MAX_CHUNKS 4
+
 struct profile_opts {
   struct cli_measure m; /* first: cli_measure_rows' offsets are into it */
   const char *backend, *out, *name, *workload;
@@ -30,6 +33,8 @@ struct profile_opts {
   size_t nsizes;
   int channels[PT_MAX_CHANNELS];
   size_t nch;
+  uint32_t chunks[PROFILE_MAX_CHUNKS]; /* --chunks: ring/simple chunk variants, bytes, ascending */
+  size_t nchunks;
   const struct pt_explore_var *explore_var; /* --explore VAR=LIST (--explore-channels LIST) */
   long long explore[PT_EXPLORE_MAX];        /* LIST, ascending */
   size_t nexplore;

@@ -5,6 +5,7 @@
  */
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "measure/workload.h"
@@ -103,6 +104,35 @@ static int explore(void *opts, const char *v, char *why, size_t len) {
   return explore_list(opts, var, eq ? eq + 1 : "", why, len);
 }
 
+/* --chunks LIST: Ring/Simple chunk sizes for getChunkSize, 4K..2M bytes
+ * (K/M allowed), multiples of 512 (the grain enqueue.cc rounds Simple's
+ * chunk down to); a plugin may only shrink NCCL's chunk, half the 4 MiB
+ * default buffer (sim/ring_chunks.c). */
+static int chunks(void *opts, const char *v, char *why, size_t len) {
+  struct profile_opts *o = opts;
+  char buf[256];
+  o->nchunks = 0;
+  if (strlen(v) >= sizeof buf) return why_is(why, len, "comma list of up to 4 chunk sizes in bytes, 4K..2M");
+  snprintf(buf, sizeof buf, "%s", v);
+  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    char *end;
+    unsigned long long n = strtoull(t, &end, 10);
+    int sh = *end == 'K' || *end == 'k' ? 10 : *end == 'M' || *end == 'm' ? 20 : 0;
+    if (sh) end++;
+    if (end == t || *t == '-' || *end || n > (2u << 20) || (n << sh) < 4096 || (n << sh) > (2u << 20) ||
+        (n << sh) % 512 || o->nchunks == PROFILE_MAX_CHUNKS)
+      return why_is(why, len, "comma list of up to 4 chunk sizes in bytes, 4K..2M, multiples of 512");
+    uint32_t c = (uint32_t)(n << sh);
+    size_t k = 0;
+    while (k < o->nchunks && o->chunks[k] < c) k++;
+    if (k < o->nchunks && o->chunks[k] == c) continue;
+    memmove(&o->chunks[k + 1], &o->chunks[k], (o->nchunks - k) * sizeof o->chunks[0]);
+    o->chunks[k] = c;
+    o->nchunks++;
+  }
+  return o->nchunks ? 0 : why_is(why, len, "comma list of up to 4 chunk sizes in bytes, 4K..2M");
+}
+
 static int explore_channels(void *opts, const char *v, char *why, size_t len) {
   return explore_list(opts, "NCCL_MIN_NCHANNELS", v, why, len);
 }
@@ -181,6 +211,9 @@ static const struct cli_opt profile_rows[] = {
      "ll,ll128,simple or all (disabled ones report unsupported)", .parse = protos),
     CLI_ROW("channels", 0, CLI_CUSTOM, "LIST", 0, 0, 0, "1-16", REC, 0,
      "channel counts (those above the box's are dropped)", .parse = channels),
+    CLI_ROW("chunks", 0, CLI_CUSTOM, "LIST", 0, 0, 0, NULL, REC, 0,
+     "also measure each ring/simple candidate with these chunk sizes\n(getChunkSize, tuner ABI v6/v7; bytes, K/M allowed)",
+     .parse = chunks),
     CLI_ROW("reps", 0, CLI_UINT, "N", F(reps), 1, PT_SWEEP_MAX_REPS, "7", REC, 0,
      "repetitions per point (median and spread kept)"),
     CLI_ROW("screen-reps", 0, CLI_UINT, "N", F(screen_reps), 1, PT_SWEEP_MAX_REPS, "3", REC, 0,

@@ -280,6 +280,31 @@ static void print_heading(const struct pt_profile *p, const struct pt_table *t, 
   cli_prov_box(p, prov, sizeof prov);
   printf("measured on: %s\n", prov); /* the box the plugin requires at init */
   if (served_from(p, coll, mode)) printf("note: %s\n", served_from(p, coll, mode));
+  /* Chunk candidates (profile --chunks): where the device code uses them. */
+  const struct pt_series *cs = pt_profile_series(p, coll, mode);
+  for (size_t k = 0; cs && k < cs->ncand; k++) {
+    const struct pt_candidate *c = &cs->cand[k];
+    int first = 1;
+    for (size_t j = 0; j < k && first; j++) first = cs->cand[j].chunk != c->chunk || !cs->cand[j].chunk;
+    if (!c->chunk || !first || c->algo != NCCL_ALGO_RING || c->proto != NCCL_PROTO_SIMPLE) continue;
+    if (p->match_nranks > 0)
+      printf("chunk %zu B: runs as measured only where a channel carries more than %d x %zu B (%llu B on one "
+             "channel); below, NCCL's device code recomputes the chunk (all_reduce.h runRing) and it runs as "
+             "NCCL's own\n", c->chunk, p->match_nranks, c->chunk,
+             (unsigned long long)p->match_nranks * (unsigned long long)c->chunk);
+    else
+      printf("chunk %zu B: runs as measured only where a channel carries more than nranks x %zu B; below, NCCL's "
+             "device code recomputes the chunk (all_reduce.h runRing)\n", c->chunk, c->chunk);
+  }
+  /* LL128 on PCIe only after its correctness screen (measure/screen.h). */
+  if (p->ll128_screen == PT_LL128_SCREENED)
+    printf("ll128: screened for torn lines before it was measured (provenance.extra.ll128_screen)\n");
+  else if (p->ll128_screen == PT_LL128_UNUSABLE)
+    printf("ll128: unusable on this box: it failed its correctness screen (provenance.extra.ll128_screen); "
+           "never chosen\n");
+  else if (!pt_profile_ll128_usable(p))
+    printf("ll128: this sweep recorded no correctness screen: its ll128 candidates are never chosen "
+           "(measure again with this pcie-tune)\n");
   if (pt_nccl_caps_channels(p->prov.nccl_version))
     printf("channels: NCCL %s takes a tuner's count as a cap under its size heuristic: \"runs\" "
            "is what it runs (Simple with c channels only from c x 32 KiB)\n",

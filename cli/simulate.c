@@ -197,6 +197,20 @@ static int job_env(struct pt_box *box, const char *boxname) {
                                       "NCCL_ALGO", "NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE"};
   struct pt_error_rec e;
   int any = 0;
+  /* NCCL_BUFFSIZE changes the truth, not the view (sim/ring_chunks.c), on
+   * any box. NCCL reads it with strtoll and ignores what follows the
+   * digits (misc/param.cc ncclLoadParam): "1M" would be one byte. */
+  const char *bs = getenv("NCCL_BUFFSIZE");
+  if (bs && *bs) {
+    char *end;
+    long long n = strtoll(bs, &end, 0);
+    if (*end || n < 65536) {
+      fprintf(stderr, "pcie-tune simulate: NCCL_BUFFSIZE=%s: NCCL reads it as %lld bytes; give the size in bytes, "
+                      "at least 65536 (1 MiB: NCCL_BUFFSIZE=1048576)\n", bs, n);
+      return 2;
+    }
+    box->nccl_buffsize = (uint64_t)n;
+  }
   for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
     const char *v = getenv(names[i]);
     if (!v || !*v) continue;
@@ -247,6 +261,8 @@ struct sim_run {
   char warning[1100];    /* why the plugin tunes nothing, if it said so */
   double tot[3], worst;  /* default, tuned, oracle; the worst step's speedup */
   int faults, nstep, worst_step;
+  int marked, last_in;   /* items at 0.5-2 MiB (marked '*'); the last item was one */
+  char oos[400];         /* the model's out-of-sample error there (sim/oos.c) */
 };
 
 /* The workload: --workload's file, or the verify step from --tokens.
@@ -347,6 +363,9 @@ static void plugin_warnings(struct sim_run *r) {
   struct ph_log_entry le;
   const char *caveat = pt_box_truth_caveat(&r->box);
   if (caveat) fprintf(stderr, "pcie-tune simulate: note: box '%s': %s\n", r->box.name, caveat);
+  /* Every figure at 0.5-2 MiB is marked '*' in the size column; this says
+   * what it may be off by (sim/oos.c). */
+  pt_box_oos_line(&r->box, r->oos, sizeof r->oos);
   for (size_t i = 0; ph_log_get(i, &le) == 0; i++) {
     /* tuner/core.c ends every refusal so; say it even without NCCL_DEBUG,
      * or a profile for another box reports 1.00x without a word. */
@@ -419,7 +438,7 @@ static void print_item(const struct sim_run *r, const struct pt_sim_eval *ev, in
   snprintf(size, sizeof size, "%llu", (unsigned long long)it->bytes);
   if (it->count > 1) snprintf(size + strlen(size), sizeof size - strlen(size), "x%lu", it->count);
   printf("%-14s %10s  %-16s %-16s %-16s", s == first ? it->step : "", size, c0, c1, c2);
-  if (s + 1 < r->nitems && !strcmp(r->items[s + 1].step, r->items[first].step)) printf("\n");
+  if (s + 1 < r->nitems && !strcmp(r->items[s + 1].step, r->items[first].step)) printf("%s\n", r->last_in ? " *" : "");
 }
 
 /* The items of the step starting at first; returns the next step's. */
@@ -445,14 +464,16 @@ static int run_step(struct sim_run *r, int first) {
     step[0] += (double)it->count * us_of(&ev.nccl);
     step[1] += (double)it->count * us_of(&ev.tuned);
     step[2] += (double)it->count * us_of(&ev.oracle);
+    r->last_in = it->bytes >= (512u << 10) && it->bytes <= (2u << 20);
+    r->marked += r->last_in;
     print_item(r, &ev, s, first);
   }
   if (r->o->json)
     printf("], \"default_us\": %.3f, \"tuned_us\": %.3f, \"oracle_us\": %.3f, \"speedup\": %.4f}", step[0], step[1],
            step[2], step[1] > 0 ? step[0] / step[1] : 0);
   else if (!r->o->quiet)
-    printf(" %8.1f \u00b5s %8.1f \u00b5s %8.1f \u00b5s %7.2fx %8.3f\n", step[0], step[1], step[2],
-           step[1] > 0 ? step[0] / step[1] : 0, step[2] > 0 ? step[1] / step[2] : 0);
+    printf(" %8.1f \u00b5s %8.1f \u00b5s %8.1f \u00b5s %7.2fx %8.3f%s\n", step[0], step[1], step[2],
+           step[1] > 0 ? step[0] / step[1] : 0, step[2] > 0 ? step[1] / step[2] : 0, r->last_in ? " *" : "");
   for (int k = 0; k < 3; k++) r->tot[k] += step[k];
   if (step[1] > 0 && (r->worst_step < 0 || step[0] / step[1] < r->worst)) {
     r->worst = step[0] / step[1];
@@ -472,6 +493,7 @@ static void totals(const struct sim_run *r) {
   else
     printf("%-14s %10s  %-16s %-16s %-16s %8.1f \u00b5s %8.1f \u00b5s %8.1f \u00b5s %7.2fx %8.3f\n", "total", "", "",
            "", "", tot[0], tot[1], tot[2], tot[1] > 0 ? tot[0] / tot[1] : 0, tot[2] > 0 ? tot[1] / tot[2] : 0);
+  if (!r->o->json && !r->o->quiet && r->marked) printf("* 0.5-2 MiB: %s\n", r->oos);
   if (tot[1] > 0 && tot[0] / tot[1] < 0.995)
     fprintf(stderr,
             "pcie-tune simulate: warning: the profile is slower than NCCL's own choice on this workload "

@@ -70,7 +70,7 @@ static int sim_measure(void *self, const struct pt_measure_req *req, double *sam
   /* Channels 0: the tuner leaves NCCL's own count, which NCCL then picks
    * for the size as for its default (enqueue.cc, topoGetAlgoInfo). */
   if (!req->is_default && ch == 0) ch = pt_nccl_channels(&b->nccl, algo, proto, (size_t)req->nbytes);
-  double us = pt_box_true_us(b, req->coll, req->mode, algo, proto, ch, req->nbytes);
+  double us = pt_box_true_chunk_us(b, req->coll, req->mode, algo, proto, ch, req->nbytes, req->is_default ? 0 : req->chunk);
   if (us < 0) {
     res->state = PT_PT_UNSUPPORTED;
     snprintf(res->detail, sizeof res->detail, "no such algorithm for this collective");

@@ -62,6 +62,11 @@ struct pt_explore_var {
   int (*same)(long long v, const struct pt_profile *base, char *why, size_t len);
   /* Sets v on a simulated box's hardware before its NCCL view is derived. */
   void (*box)(struct pt_box *box, long long v);
+  /* What the plugin does to a job without the chosen value (the advice's
+   * parenthesis), and 1 when a value changes the channel count (its
+   * NCCL-default row names the count, else the value). */
+  const char *otherwise;
+  int channel_rows;
 };
 
 /* The setting named name, or NULL; names: the known ones, for errors. */

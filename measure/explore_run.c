@@ -78,9 +78,12 @@ void pt_explore_report(FILE *f, const struct pt_explore_run *r, const struct pt_
   for (size_t i = 0; i < res->n; i++) {
     char kv[32];
     snprintf(kv, sizeof kv, "%lld", res->value[i]);
-    if (i)
+    if (i && r->var->channel_rows)
       fprintf(f, "  %-20s %8d %14.2f %9.3fx %13s  NCCL's default at %d channels, no plugin\n", kv,
               res->prof[i].comm_channels, res->dflt[i], base / res->dflt[i], "-", res->prof[i].comm_channels);
+    else if (i)
+      fprintf(f, "  %-20s %8d %14.2f %9.3fx %13s  NCCL's default with %s=%s, no plugin\n", kv,
+              res->prof[i].comm_channels, res->dflt[i], base / res->dflt[i], "-", r->var->name, kv);
     fprintf(f, "  %-20s %8d %14.2f %9.3fx %12.3fx  tuned%s\n", i ? kv : "unset", res->prof[i].comm_channels,
             res->total[i], base / res->total[i], res->dflt[i] / res->total[i], i == res->winner ? "  <- chosen" : "");
   }
@@ -91,10 +94,9 @@ void pt_explore_advice(FILE *f, const struct pt_explore_run *r, const struct pt_
   double base = res->dflt[0];
   if (w)
     fprintf(f, "of the %.2fx, %s=%lld alone gives %.2fx and the plugin %.2fx on top\n"
-               "run the job with it (the profile was measured so; without it the plugin warns at init and\n"
-               "still decides, but the job runs NCCL's default and loses that share):\nexport %s=%lld\n",
+               "run the job with it (%s):\nexport %s=%lld\n",
             base / res->total[w], r->var->name, res->value[w], base / res->dflt[w], res->dflt[w] / res->total[w],
-            r->var->name, res->value[w]);
+            r->var->otherwise, r->var->name, res->value[w]);
   else
     fprintf(f, r->var->none_wins, pt_profile_margin(&res->prof[0]) * 100);
   if (!w) fputc('\n', f);

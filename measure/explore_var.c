@@ -31,10 +31,48 @@ static int min_channels_same(long long v, const struct pt_profile *base, char *w
 
 static void min_channels_box(struct pt_box *box, long long v) { box->hw.min_nchannels = (int)v; }
 
+/* NCCL_BUFFSIZE: bytes, K/M/G accepted here and exported as the plain
+ * number, the only form NCCL reads (misc/param.cc ncclLoadParam: strtoll,
+ * what follows the digits ignored, so "1M" is one byte). At least 64 KiB:
+ * a step (buffer / NCCL_STEPS) must hold NCCL's P2P chunk, and the Simple
+ * slice floor (buffer / 128) stays 16-byte aligned; at most 1 GiB, held
+ * per channel and peer in device memory. */
+static int buffsize(const char *s, long long *v, char *why, size_t len) {
+  char *end;
+  long long n = strtoll(s, &end, 10);
+  int sh = 0;
+  if (end != s && *s != '-' && *s != '+' && *end) {
+    sh = *end == 'K' || *end == 'k' ? 10 : *end == 'M' || *end == 'm' ? 20 : *end == 'G' || *end == 'g' ? 30 : -1;
+    end++;
+  }
+  if (end != s && !*end && sh >= 0 && n <= (1LL << 30) && (n << sh) >= (64 << 10) && (n << sh) <= (1LL << 30)) {
+    *v = n << sh;
+    return 0;
+  }
+  snprintf(why, len, "comma list of byte counts 65536..1073741824, K/M/G allowed (1M = 1048576)");
+  return -1;
+}
+
+/* NCCL's own buffer is the first run. */
+static int buffsize_same(long long v, const struct pt_profile *base, char *why, size_t len) {
+  (void)base;
+  if (v != (long long)PT_NCCL_BUFFSIZE_DEFAULT) return 0;
+  snprintf(why, len, "NCCL's default, the first run");
+  return 1;
+}
+
+/* The Simple buffer only; NCCL's view has no buffer term, the truth does
+ * (sim/ring_chunks.c). */
+static void buffsize_box(struct pt_box *box, long long v) { box->nccl_buffsize = (uint64_t)v; }
+
 static const struct pt_explore_var vars[] = {
     {"NCCL_MIN_NCHANNELS", "channel exploration", "NCCL's own channel count",
      "more channels gain no more than %.0f%%: keep NCCL's own count (leave NCCL_MIN_NCHANNELS unset)",
-     min_channels, min_channels_same, min_channels_box},
+     min_channels, min_channels_same, min_channels_box, "the profile was measured so; without it the plugin warns at init and\n"
+     "still decides, but the job runs NCCL's default and loses that share", 1},
+    {"NCCL_BUFFSIZE", "NCCL_BUFFSIZE exploration", "NCCL's default buffer (4 MiB)",
+     "other buffer sizes gain no more than %.0f%%: keep NCCL's default (leave NCCL_BUFFSIZE unset)", buffsize,
+     buffsize_same, buffsize_box, "the plugin warns otherwise: every latency in the profile was measured with it", 0},
 };
 
 const struct pt_explore_var *pt_explore_var_find(const char *name) {

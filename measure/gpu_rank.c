@@ -234,7 +234,7 @@ static int verdict(struct rank *k, const struct pt_rank_cmd *cmd, struct pt_meas
 
 static int force(struct rank *k, const struct pt_measure_req *q, struct pt_measure_res *res) {
   if (q->is_default) return k->ctl->force(-1, 0, 0, 0), 0;
-  if (k->ctl->force(q->algo, q->proto, q->channels, 0))
+  if (k->ctl->force(q->algo, q->proto, q->channels, q->chunk))
     return outcome(res, PT_PT_UNSUPPORTED, "the plugin rejects %d/%d/%d", q->algo, q->proto, q->channels);
   return 0;
 }
@@ -286,19 +286,70 @@ out:
   return rc;
 }
 
-static int check(struct rank *k, size_t count, unsigned nout, const char *when, struct pt_measure_res *res) {
+static int check_ops(struct rank *k, size_t count, unsigned nout, unsigned base, const char *when,
+                     struct pt_measure_res *res) {
   size_t bad;
   float got, want;
   int rc = 1;
   for (unsigned j = 0; j < nout; j++) {
     CU("cudaMemcpyAsync", k->api->MemcpyAsync(k->host, k->recv + (size_t)j * count, count * sizeof(float), PT_CU_D2H, k->st));
     CU("cudaStreamSynchronize", k->api->StreamSynchronize(k->st));
-    if (pt_pattern_check_op(k->host, count, k->c->nranks, j, &bad, &got, &want)) {
+    if (pt_pattern_check_op(k->host, count, k->c->nranks, base + j, &bad, &got, &want)) {
       outcome(res, PT_PT_WRONG, "%s: GPU %d output of op %u element %zu is %g, want %g", when, k->dev, j, bad,
               (double)got, (double)want);
       goto out;
     }
   }
+  rc = 0;
+out:
+  return rc;
+}
+
+static int check(struct rank *k, size_t count, unsigned nout, const char *when, struct pt_measure_res *res) {
+  return check_ops(k, count, nout, 0, when, res);
+}
+
+static void beat(struct rank *k, unsigned rep);
+
+/* The LL128 screen (measure/screen.h): replay r reads input set r % 2 (ops
+ * 0..nout-1, then nout..2*nout-1: every word differs from the previous
+ * replay's), outputs NaN before each replay, every output checked after.
+ * Like the timed loop it never stops early: the peers wait in the same
+ * collectives. Returns 0 (res says WRONG/CRASH) or -1 (k->why). */
+static int screen(struct rank *k, pt_cu_exec exec, size_t count, unsigned nout, unsigned replays,
+                  double *samples, struct pt_measure_res *res) {
+  const struct pt_gpu_api *a = k->api;
+  size_t bytes = count * sizeof(float);
+  float *in = k->c->in_place ? k->recv : k->send;
+  int rc = -1;
+  struct pt_measure_res bad = {PT_PT_OK, ""};
+  k->filled_count = 0; /* the measurements' inputs are gone */
+  for (unsigned r = 0; r < replays; r++) {
+    unsigned base = (r & 1) * nout;
+    char when[48];
+    for (unsigned j = 0; j < nout; j++) {
+      pt_pattern_fill_op(k->host, count, k->c->rank, base + j);
+      ENV("cudaMemcpyAsync of the screen's inputs", a->MemcpyAsync(in + (size_t)j * count, k->host, bytes, PT_CU_H2D, k->st));
+      ENV("cudaStreamSynchronize", a->StreamSynchronize(k->st));
+    }
+    if (!k->c->in_place) {
+      ENV("cudaMemsetAsync", a->MemsetAsync(k->recv, 0xff, bytes * nout, k->st));
+      ENV("cudaStreamSynchronize", a->StreamSynchronize(k->st));
+    }
+    /* Each replay's own time, for the record only (ranks not aligned). */
+    float ms = 0;
+    if (a->EventRecord(k->ev0, k->st) || run_once(k, exec, count, nout, res) || a->EventRecord(k->ev1, k->st) ||
+        a->EventSynchronize(k->ev1) || a->EventElapsedTime(&ms, k->ev0, k->ev1)) {
+      if (res->state == PT_PT_OK) outcome(res, PT_PT_CRASH, "GPU %d: an LL128 screen replay failed", k->dev);
+      return 0;
+    }
+    samples[r] = ms > 0 ? (double)ms * 1000.0 / k->c->ops : 1e-3;
+    snprintf(when, sizeof when, "LL128 screen replay %u", r + 1);
+    if (bad.state == PT_PT_OK) check_ops(k, count, nout, base, when, &bad);
+    if (bad.state == PT_PT_CRASH) break;
+    beat(k, r + 1);
+  }
+  if (bad.state != PT_PT_OK) *res = bad;
   rc = 0;
 out:
   return rc;
@@ -418,6 +469,11 @@ static int measure(struct rank *k, const struct pt_rank_cmd *cmd, double *sample
   if ((rc = nan_fill(k, bytes * nout))) return rc;
   if (graph && capture(k, count, nout, &exec, res)) goto out;
   if (graph && verdict(k, cmd, res)) goto out; /* captured, never run */
+  if (q->screen) {
+    if ((rc = screen(k, exec, count, nout, q->reps, samples, res)) || res->state != PT_PT_OK) goto out;
+    if (!graph) verdict(k, cmd, res); /* eager: NCCL's own choice may have run */
+    goto out;
+  }
   /* Always one untimed replay, then --warmup more: with --warmup 0 the
    * first timed replay would otherwise pay first-launch costs. Eager mode
    * learns the verdict from it (it runs NCCL's own choice when the

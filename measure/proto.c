@@ -256,6 +256,8 @@ size_t pt_proto_enc_req(unsigned char *out, size_t cap, const struct pt_measure_
   put_i32(&c, req->channels);
   put_u32(&c, req->first_rep);
   put_u32(&c, req->reps);
+  put_u32(&c, req->screen);
+  put_u32(&c, req->chunk);
   return done(&c);
 }
 
@@ -271,10 +273,12 @@ int pt_proto_dec_req(const struct pt_frame *f, struct pt_measure_req *req, char 
   req->channels = get_i32(&c);
   req->first_rep = get_u32(&c);
   req->reps = get_u32(&c);
+  req->screen = get_u32(&c);
+  req->chunk = get_u32(&c);
   int rc = finish(&c, "REQ", why, whylen);
   if (!rc && (req->coll < 0 || req->coll >= PT_NCOLL || req->mode < 0 || req->mode >= PT_NMODES ||
               !req->nbytes || req->reps < 1 || req->reps > PT_SWEEP_MAX_REPS ||
-              (req->is_default != 0 && req->is_default != 1)))
+              (req->is_default != 0 && req->is_default != 1) || req->screen > 1))
     rc = bad(why, whylen, "REQ: out of range (coll %d mode %d bytes %llu reps %u)", req->coll,
              req->mode, (unsigned long long)req->nbytes, req->reps);
   return rc;

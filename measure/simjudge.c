@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backends.h"
+#include "screen.h"
 #include "sim/simeval.h"
 #include "sweepfile.h"
 
@@ -30,8 +31,10 @@ int pt_sim_sweep_box(const struct pt_box *box, int mode, int full, uint64_t seed
   be.info(be.self, &bi);
   o.cands = cands;
   o.ncand = pt_sweep_cands(3u, 7u, chans, 8, bi.max_channels, cands, 64);
-  if (!(rc = pt_sweep_init(&sw, &o, err)) && !(rc = pt_sweep_run(&sw, &be, err)) &&
-      !(rc = pt_sweepfile_build(&sw, &bi, box->name, "simjudge", 1, &p)))
+  struct pt_screen sc;
+  if (!(rc = pt_screen_sweep(&be, &o, cands, &o.ncand, &sc, err)) && !(rc = pt_sweep_init(&sw, &o, err)) &&
+      !(rc = pt_sweep_run(&sw, &be, err)) && !(rc = pt_sweepfile_build(&sw, &bi, box->name, "simjudge", 1, &p)) &&
+      !(rc = pt_screen_record(&sc, &p)))
     rc = pt_profile_write(&p, path, write_flags, err);
   else if (rc == PT_ENOMEM && !err->msg[0])
     pt_error_set(err, rc, box->name, 0, "out of memory");

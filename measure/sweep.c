@@ -68,7 +68,7 @@ size_t pt_sweep_cands(unsigned algo_mask, unsigned proto_mask, const int *channe
     for (int p = 0; p < 3; p++)
       for (size_t k = 0; k < nch; k++) {
         if (!(algo_mask & (1u << a)) || !(proto_mask & (1u << p)) || channels[k] > max_channels) continue;
-        if (n < max) out[n] = (struct pt_cand_spec){a, p, channels[k]};
+        if (n < max) out[n] = (struct pt_cand_spec){a, p, channels[k], 0};
         n += n < max;
       }
   return n;
@@ -105,7 +105,8 @@ static int row_of(const struct pt_sweep_series *se, const struct pt_cand_spec *c
   size_t r = 0;
   if (!c) return (int)se->ncand;
   while (r < se->ncand &&
-         (se->cands[r].algo != c->algo || se->cands[r].proto != c->proto || se->cands[r].channels != c->channels))
+         (se->cands[r].algo != c->algo || se->cands[r].proto != c->proto || se->cands[r].channels != c->channels ||
+          se->cands[r].chunk != c->chunk))
     r++;
   return (int)r;
 }
@@ -265,11 +266,12 @@ static int measure(struct pt_sweep *s, struct pt_sweep_series *se, size_t idx,
   if (!buf) return PT_ENOMEM;
   p->samples = buf;
   struct pt_measure_req req = {se->coll, se->mode, se->grid[i], row == se->ncand, 0, 0, 0,
-                               first, n - first};
+                               first, n - first, 0, 0};
   if (row < se->ncand) {
     req.algo = se->cands[row].algo;
     req.proto = se->cands[row].proto;
     req.channels = se->cands[row].channels;
+    req.chunk = se->cands[row].chunk;
   }
   struct pt_measure_res res = {PT_PT_OK, ""};
   int rc = b->measure(b->self, &req, buf + first, &res, err);
@@ -524,7 +526,7 @@ static int series_to_profile(const struct pt_sweep_series *se,
     struct pt_point *dst = def;
     if (r < ncand) {
       struct pt_candidate *c = pt_series_add_candidate(ps, se->cands[r].algo, se->cands[r].proto,
-                                                       se->cands[r].channels, 0);
+                                                       se->cands[r].channels, se->cands[r].chunk);
       if (!c) goto nomem;
       dst = c->points;
     }

@@ -171,8 +171,10 @@ static int seed_series(struct pt_sweep *s, const struct pt_series *ps, int coll,
   }
   for (size_t r = 0; r <= ps->ncand; r++) {
     const struct pt_point *pts = r < ps->ncand ? ps->cand[r].points : ps->nccl_default;
-    struct pt_cand_spec spec = {0, 0, 0};
-    if (r < ps->ncand) spec = (struct pt_cand_spec){ps->cand[r].algo, ps->cand[r].proto, ps->cand[r].channels};
+    struct pt_cand_spec spec = {0, 0, 0, 0};
+    if (r < ps->ncand)
+      spec = (struct pt_cand_spec){ps->cand[r].algo, ps->cand[r].proto, ps->cand[r].channels,
+                                   (uint32_t)ps->cand[r].chunk};
     if (!pts) continue;
     for (size_t k = 0; k < ps->nsizes; k++) {
       int reps = config_setting_get_int_elem(arr, (int)(r * ps->nsizes + k));

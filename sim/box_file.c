@@ -246,7 +246,8 @@ static int parse_env(struct ctx *c, const config_setting_t *g, struct pt_hw *hw)
 
 /* The hardware group, replacing any inherited hardware as a whole. */
 static int parse_hw(struct ctx *c, const config_setting_t *g, struct pt_box *b) {
-  static const char *const keys[] = {"cpus", "cpu_vendor", "intel_gen", "switches", "gpus", "p2p", "env", NULL};
+  static const char *const keys[] = {"cpus", "cpu_vendor", "intel_gen", "switches", "gpus", "p2p", "env",
+                                     "host_staging_gbs", NULL};
   static const char *const vendors[] = {"other", "intel", "amd", NULL};
   static const char *const gens[] = {"bdw", "skl", "srp", "erp", NULL};
   struct pt_hw *hw = &b->hw;
@@ -310,6 +311,11 @@ static int parse_hw(struct ctx *c, const config_setting_t *g, struct pt_box *b) 
     if (rc) goto out;
   }
   if ((rc = get_bool(c, g, "p2p", &hw->p2p))) goto out;
+  /* Optional: a server host stages SHM far faster than the consumer tables
+   * the fitted shm_bw comes from (docs/sim.md, "Host staging"). */
+  if (config_setting_get_member(g, "host_staging_gbs") &&
+      (rc = get_num(c, g, "host_staging_gbs", 0.1, 1000, &hw->host_staging_gbs)))
+    goto out;
   if ((s = config_setting_get_member(g, "env")) && (rc = parse_env(c, s, hw))) goto out;
 check:;
   char msg[400];

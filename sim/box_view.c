@@ -46,7 +46,10 @@ void pt_box_view_label(const struct pt_box *b, char *buf, size_t len) {
 
 const char *pt_box_truth_caveat(const struct pt_box *b) {
   if (!b->phys || b->truth.transport != PT_XPORT_SHM) return NULL;
+  if (b->has_hw && b->hw.host_staging_gbs > 0)
+    return "its SHM (host-staged) copy runs at the box's measured host_staging_gbs; the rest of its SHM "
+           "truth rests on two consumer tables (docs/sim.md, \"Host staging\")";
   return "its SHM (host-staged) truth rests on two consumer tables that state no hardware or NCCL "
-         "version; on a server host (the held-out ASUS Turin table) it is 8-13x too slow at 512 KB-32 MB "
-         "(docs/sim.md, \"Leave-one-out\")";
+         "version; on a server host (the held-out ASUS Turin table) it is 8-13x too slow at 512 KB-32 MB; "
+         "a box file's host_staging_gbs gives the host's own rate (docs/sim.md, \"Host staging\")";
 }

@@ -121,7 +121,7 @@ void pt_box_truth_from_hw(struct pt_box *b, const struct pt_phys *ph) {
   t->eff[NCCL_PROTO_SIMPLE] = 1.0;
   t->chan_us = ph->chan_us;
   t->transport = shm ? PT_XPORT_SHM : PT_XPORT_P2P;
-  t->host_bw = ph->shm_bw;
+  t->host_bw = hw->host_staging_gbs > 0 ? hw->host_staging_gbs : ph->shm_bw;
   t->warp_exp = ph->warp_exp;
   b->phys = 1;
 }

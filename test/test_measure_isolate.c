@@ -46,7 +46,7 @@ static int open_iso(struct pt_backend *b, double timeout_s, const char *const *f
 }
 
 static struct pt_measure_req req_of(int algo, int proto, int ch, uint64_t nbytes, unsigned reps) {
-  struct pt_measure_req r = {PT_ALLREDUCE, PT_MODE_GRAPH, nbytes, 0, algo, proto, ch, 0, reps};
+  struct pt_measure_req r = {PT_ALLREDUCE, PT_MODE_GRAPH, nbytes, 0, algo, proto, ch, 0, reps, 0, 0};
   return r;
 }
 
@@ -87,7 +87,7 @@ START_TEST(same_results_as_in_process) {
       req_of(NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 4, 4096 * KB, PT_SWEEP_MAX_REPS),
       req_of(NCCL_ALGO_TREE, NCCL_PROTO_LL, 1, 8 * KB, 3),
       req_of(NCCL_ALGO_RING, NCCL_PROTO_LL128, 2, 1024 * KB, 5), /* unsupported on this box */
-      {PT_ALLGATHER, PT_MODE_EAGER, 256 * KB, 1, 0, 0, 0, 4, 6},    /* NCCL default */
+      {PT_ALLGATHER, PT_MODE_EAGER, 256 * KB, 1, 0, 0, 0, 4, 6, 0, 0}, /* NCCL default */
   };
   unsigned seen = 0;
   for (size_t i = 0; i < sizeof reqs / sizeof reqs[0]; i++) {

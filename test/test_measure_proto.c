@@ -66,7 +66,7 @@ START_TEST(messages_round_trip) {
   ck_assert_str_eq(prov, "gpu = { a = 1; };\n");
   free(prov);
 
-  struct pt_measure_req rq = {4, 1, 1ull << 33, 0, 1, 2, 16, 3, 7}, ro;
+  struct pt_measure_req rq = {4, 1, 1ull << 33, 0, 1, 2, 16, 3, 7, 1, 131072}, ro;
   n = pt_proto_enc_req(p, sizeof p, &rq);
   ck_assert_int_eq(pt_proto_write(sv[0], PT_MSG_REQ, p, (uint32_t)n), 0);
   ck_assert_int_eq(read_frame(&f, 1000), 0);
@@ -136,7 +136,7 @@ static struct pt_frame frame(uint32_t type, unsigned char *p, size_t n) {
 
 START_TEST(payload_errors_are_named) {
   unsigned char p[4096];
-  struct pt_measure_req rq = {4, 1, 4096, 0, 1, 2, 4, 0, 5}, ro;
+  struct pt_measure_req rq = {4, 1, 4096, 0, 1, 2, 4, 0, 5, 0, 0}, ro;
   struct pt_measure_res rs = {PT_PT_OK, "ok"}, rso;
   struct pt_backend_info bi = {.name = "sim", .target = "box", .nccl_version = "2.30",
                                .nranks = 8, .nnodes = 1, .max_channels = 4, .comm_channels = 4},

@@ -49,8 +49,8 @@ static int measure(void *self, const struct pt_measure_req *req, double *samples
 
 START_TEST(far_candidates_get_one_screening_repetition) {
   static const struct pt_cand_spec cands[] = {
-      {NCCL_ALGO_RING, NCCL_PROTO_LL, 1}, {NCCL_ALGO_TREE, NCCL_PROTO_LL, 1},
-      {NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 1}, {NCCL_ALGO_TREE, NCCL_PROTO_SIMPLE, 1}};
+      {NCCL_ALGO_RING, NCCL_PROTO_LL, 1, 0}, {NCCL_ALGO_TREE, NCCL_PROTO_LL, 1, 0},
+      {NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 1, 0}, {NCCL_ALGO_TREE, NCCL_PROTO_SIMPLE, 1, 0}};
   struct pt_backend b = {NULL, info, measure, NULL};
   struct pt_sweep_opts o;
   struct pt_sweep s;

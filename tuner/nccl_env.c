@@ -97,6 +97,10 @@ static const char *const proto_vars[] = {"NCCL_PROTO", "NCCL_ALGO", "NCCL_GRAPH_
  * legacy CUDA IPC, and turns runtime connect off (src/allocator.cc,
  * src/init.cc); NCCL_NVLS_ENABLE (SGLang sets it) enables NVLS. */
 static const char *const transport_vars[] = {"NCCL_CUMEM_ENABLE", "NCCL_NVLS_ENABLE", NULL};
+/* Variables that change what each candidate costs, not what NCCL enables:
+ * the buffer sizes set the chunks and slices the device code runs
+ * (init.cc computeBuffSizes), so the measured ranking may not hold. */
+static const char *const timing_vars[] = {"NCCL_BUFFSIZE", "NCCL_LL_BUFFSIZE", "NCCL_LL128_BUFFSIZE", NULL};
 
 static int differs(const char *a, const char *b) {
   return (a == NULL) != (b == NULL) || (a && strcmp(a, b));
@@ -120,18 +124,17 @@ int pt_env_compare(const struct pt_profile *p, char *msg, size_t len) {
     describe(msg, len, *v, was, now);
     r |= PT_ENV_CHANNELS;
   }
-  for (const char *const *v = proto_vars; *v; v++) {
-    const char *was = pt_profile_env(p, *v), *now = getenv(*v);
-    if (!differs(was, now)) continue;
-    describe(msg, len, *v, was, now);
-    r |= PT_ENV_PROTOCOLS;
-  }
-  for (const char *const *v = transport_vars; *v; v++) {
-    const char *was = pt_profile_env(p, *v), *now = getenv(*v);
-    if (!differs(was, now)) continue;
-    describe(msg, len, *v, was, now);
-    r |= PT_ENV_TRANSPORT;
-  }
+  static const struct {
+    const char *const *vars;
+    int bit;
+  } groups[] = {{proto_vars, PT_ENV_PROTOCOLS}, {transport_vars, PT_ENV_TRANSPORT}, {timing_vars, PT_ENV_TIMING}};
+  for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++)
+    for (const char *const *v = groups[g].vars; *v; v++) {
+      const char *was = pt_profile_env(p, *v), *now = getenv(*v);
+      if (!differs(was, now)) continue;
+      describe(msg, len, *v, was, now);
+      r |= groups[g].bit;
+    }
   return r;
 }
 

@@ -385,6 +385,13 @@ static int load_header(struct loader *L, const config_setting_t *root, struct pt
                                      : "unknown");
       if (!p->sweep_state) return PT_ENOMEM;
     }
+    /* And the LL128 screen it ran (measure/screen.c). */
+    const config_setting_t *sc = config_setting_get_member(x, "ll128_screen");
+    const char *res = NULL;
+    if (sc && config_setting_is_group(sc)) config_setting_lookup_string(sc, "result", &res);
+    p->ll128_screen = res && !strcmp(res, "pass")   ? PT_LL128_SCREENED
+                      : res && !strcmp(res, "fail") ? PT_LL128_UNUSABLE
+                                                    : PT_LL128_UNSCREENED;
   }
   return 0;
 }

@@ -125,6 +125,11 @@ double pt_profile_margin(const struct pt_profile *p) {
   return p->margin > 0 ? p->margin : PT_DEFAULT_MARGIN;
 }
 
+int pt_profile_ll128_usable(const struct pt_profile *p) {
+  if (p->ll128_screen == PT_LL128_UNUSABLE) return 0;
+  return !p->sweep_state || p->ll128_screen == PT_LL128_SCREENED;
+}
+
 int pt_profile_partial(const struct pt_profile *p, char *msg, size_t len) {
   size_t measured = 0, total = 0, points = 0, npoints = 0;
   int missing_default = 0;

@@ -370,7 +370,7 @@ static int runs_as_measured(int coll, const struct pt_candidate *c, int cap) {
 
 /* Intervals for one series: [sizes[0], sizes[n-1]] from the measurements, and
  * below and above it nothing (NCCL decides): a decision rests on data. */
-static int build_measured(const struct pt_series *s, int coll, double margin, int cap,
+static int build_measured(const struct pt_series *s, int coll, double margin, int cap, int ll128,
                           struct ivlist *l) {
   int rc = 0;
   size_t n = s->nsizes, pairs = s->ncand * (s->ncand + 1) / 2 + 2 * s->ncand * s->ncand + 1;
@@ -386,7 +386,8 @@ static int build_measured(const struct pt_series *s, int coll, double margin, in
   /* cap > 0: candidates above it would run with fewer channels than they
    * were measured with, so nothing measured supports them. */
   for (size_t k = 0; k < s->ncand; k++)
-    ok[k] = !poisoned(&s->cand[k], n) && runs_as_measured(coll, &s->cand[k], cap);
+    ok[k] = !poisoned(&s->cand[k], n) && runs_as_measured(coll, &s->cand[k], cap) &&
+            (ll128 || s->cand[k].proto != NCCL_PROTO_LL128);
   nccl_fails(s, broken);
   if (s->sizes[0] > 0 && (rc = push(l, &below))) goto out;
   /* Each measured size is decided by its own measurements alone: a candidate
@@ -563,7 +564,7 @@ static int build_mode(const struct pt_table *t, const struct pt_profile *p, int 
   /* With the communicator's count unknown, candidates above the clamp are
    * left out rather than run clamped. */
   int cap = !t->comm_channels ? t->chan_cap : 0;
-  rc = s ? build_measured(s, coll, pt_profile_margin(p), cap, l) : push(l, &all);
+  rc = s ? build_measured(s, coll, pt_profile_margin(p), cap, pt_profile_ll128_usable(p), l) : push(l, &all);
   for (size_t i = 0; i < p->nrules && !rc; i++)
     if (rule_fits(&p->rules[i], coll, mode, nranks, nnodes)) rc = apply_rule(l, &p->rules[i]);
   if (rc) return rc;
@@ -716,6 +717,7 @@ int pt_table_build_for(struct pt_table *t, const struct pt_profile *p, size_t nr
   memset(t, 0, sizeof *t);
   t->comm_channels = p->comm_channels;
   t->chan_cap = p->comm_channels ? p->comm_channels : smallest_measured(p);
+  t->no_ll128 = p->ll128_screen == PT_LL128_UNUSABLE;
   for (int c = 0; c < PT_NCOLL; c++) {
     int rc = build_set(t, &t->storage[c], p, c, nranks, nnodes);
     if (rc) {

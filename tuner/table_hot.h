@@ -167,10 +167,28 @@ PT_HOT int pt_hot_apply(const struct pt_hot *h, float *cost, int num_algo, int n
   return -1;
 }
 
+/* LL128 gave wrong results on this box (its screen failed): NCCL must
+ * not run it anywhere, also where the plugin leaves the choice to NCCL.
+ * Its usable entries become the largest time a float holds, never the
+ * cheapest while another entry is usable (and only then). Not -1: NCCL
+ * 2.28-2.30 skip a negative entry, but 2.31 selects the smallest value the
+ * tuner wrote, negative included (dev tuning.cc ncclTuningSelectBestTuning). */
+static __attribute__((noinline, cold, unused)) void pt_hot_drop_ll128(float *cost, int num_algo, int num_proto) {
+  int other = 0;
+  if (!cost || num_proto <= NCCL_PROTO_LL128) return;
+  for (int a = 0; a < num_algo; a++)
+    for (int p = 0; p < num_proto; p++)
+      if (p != NCCL_PROTO_LL128 && cost[a * num_proto + p] >= 0.0f) other = 1;
+  if (!other) return;
+  for (int a = 0; a < num_algo; a++)
+    if (cost[a * num_proto + NCCL_PROTO_LL128] >= 0.0f) cost[a * num_proto + NCCL_PROTO_LL128] = FLT_MAX;
+}
+
 /* Lookup and apply; *i gets the interval's index (SIZE_MAX for none). */
 PT_HOT int pt_hot_decide(const struct pt_table *t, int coll, uint64_t nbytes, float *cost,
                          int num_algo, int num_proto, int num_pipe_ops, int *nchannels,
                          size_t *i) {
+  if (__builtin_expect(t->no_ll128, 0)) pt_hot_drop_ll128(cost, num_algo, num_proto);
   const struct pt_ivset *set = pt_hot_set(t, coll);
   *i = SIZE_MAX;
   if (!set) return -1;

@@ -96,7 +96,7 @@ int pt_nccl_enabled(const char *algo_env, const char *proto_env, struct pt_nccl_
 struct pt_table;
 int pt_env_blocked(const struct pt_table *t, const struct pt_nccl_enable *en, char *msg, size_t len);
 
-enum { PT_ENV_CHANNELS = 1, PT_ENV_PROTOCOLS = 2, PT_ENV_TRANSPORT = 4 };
+enum { PT_ENV_CHANNELS = 1, PT_ENV_PROTOCOLS = 2, PT_ENV_TRANSPORT = 4, PT_ENV_TIMING = 8 };
 /* Compares the profile's nccl_env with this process's environment. Returns
  * 0, or PT_ENV_* bits for what the differences can change; msg names each
  * differing variable. 0 when the profile recorded no environment. */

@@ -56,6 +56,8 @@ struct pt_hw {
   int ngpus;
   struct pt_hw_dev gpu[PT_HW_MAX_GPUS];
   int p2p;             /* 1 when the driver allows GPU peer-to-peer (NVML) */
+  double host_staging_gbs; /* GB/s the host copies NCCL's SHM staging at, measured
+                              on this host (docs/sim.md); 0: the fitted shm_bw */
   char p2p_level[16];  /* NCCL_P2P_LEVEL ("" = unset): LOC, PIX, PXB, PHB, SYS or 0..5 */
   char proto[64];      /* NCCL_PROTO ("" = unset) */
   char algo[64];       /* NCCL_ALGO ("" = unset) */

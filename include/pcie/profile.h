@@ -159,6 +159,7 @@ struct pt_profile {
   struct pt_env_var *env;
   double margin;     /* 0 = PT_DEFAULT_MARGIN */
   char *sweep_state; /* provenance.extra.sweep.state; NULL when not a sweep */
+  int ll128_screen;  /* enum pt_ll128_screen: provenance.extra.ll128_screen.result */
   char *path;       /* where it was loaded from, or NULL */
   uint64_t hash;    /* FNV-1a 64 of the file's bytes; 0 when built in memory */
 };
@@ -199,6 +200,18 @@ double pt_profile_margin(const struct pt_profile *p);
  * "complete", or NCCL's default is missing at a measured size (a complete
  * sweep measures it everywhere). msg gets how much is measured. */
 int pt_profile_partial(const struct pt_profile *p, char *msg, size_t len);
+
+/* What a profile says about LL128's correctness on its box (the screen
+ * `pcie-tune profile` runs before measuring LL128, measure/screen.h). */
+enum pt_ll128_screen {
+  PT_LL128_UNSCREENED = 0, /* no screen recorded, or it did not run */
+  PT_LL128_SCREENED = 1,   /* result "pass" */
+  PT_LL128_UNUSABLE = 2,   /* result "fail": torn lines, a crash or a hang */
+};
+/* 1 when the plugin may choose LL128 from p: a sweep's profile needs a
+ * passing screen; any profile whose screen failed never. Profiles not made
+ * by a sweep (imports, hand rules) are taken as they are. */
+int pt_profile_ll128_usable(const struct pt_profile *p);
 /* 1 when series s has candidates but NCCL's default measured at no size
  * (no nccl_default, or one without a measured time): a candidate is chosen
  * only where the default was measured too (tuner/table.c), so the plugin

@@ -140,6 +140,10 @@ struct pt_box {
   struct pt_box_anchor anchors[PT_BOX_MAX_ANCHORS];
   size_t nfaults;
   struct pt_box_fault faults[PT_BOX_MAX_FAULTS];
+  /* NCCL_BUFFSIZE the box's jobs run with (0: unset, NCCL's 4 MiB). The
+   * truth is fitted on tables measured with NCCL's default; another size
+   * moves Simple ring all-reduce by what sim/ring_chunks.c derives. */
+  uint64_t nccl_buffsize;
 };
 
 /* ---- built-in boxes (sim/boxes.c) ---- */
@@ -212,6 +216,37 @@ struct pt_curve_err {
 size_t pt_box_curve_errors(const struct pt_box *b, uint64_t lo, uint64_t hi, struct pt_curve_err *out,
                            size_t max);
 
+/* ---- the truth's out-of-sample error (sim/oos.c) ---- */
+struct pt_oos_err {
+  const char *machine; /* "voipmonitor-turin" */
+  int rows;            /* published rows at 0.5-2 MiB, every curve */
+  double median, p90;  /* |ln(model/published)| with the machine left out */
+};
+/* The machine a published table (file name, any directory) was measured
+ * on: its name's last two words ("voipmonitor-turin"). */
+void pt_table_machine(const char *name, char *out, size_t len);
+/* The figures of machine, or of the machine b's fitted rows come from;
+ * NULL when none of its published rows lies at 0.5-2 MiB. */
+const struct pt_oos_err *pt_oos_find(const char *machine);
+const struct pt_oos_err *pt_box_oos(const struct pt_box *b);
+/* One sentence for box and simulate: that error, or that it is unknown. */
+void pt_box_oos_line(const struct pt_box *b, char *buf, size_t len);
+
+/* ---- NCCL's ring chunking (sim/ring_chunks.c) ---- */
+#define PT_NCCL_BUFFSIZE_DEFAULT ((uint64_t)4 << 20) /* init.cc DEFAULT_BUFFSIZE */
+/* buffsize, or NCCL's default when 0. */
+uint64_t pt_ring_buffsize(uint64_t buffsize);
+/* Ring Simple's chunk with NCCL_BUFFSIZE buffsize (0: default): half of it. */
+uint64_t pt_ring_simple_chunk(uint64_t buffsize);
+/* Simple slices one channel's ring all-reduce of chan_bytes runs per step
+ * chain, summed over its loops (*loops, may be NULL), with buffsize and a
+ * chunk of chunk bytes (0 or above NCCL's ceiling: NCCL's own). */
+unsigned long pt_ring_simple_slices(uint64_t buffsize, uint64_t chunk, int nranks,
+                                    uint64_t chan_bytes, unsigned long *loops);
+/* Time of slices streamed through k dependent steps of hop_us latency
+ * each, moving xfer_us of transfer in all. */
+double pt_ring_pipe_us(int k, unsigned long slices, double hop_us, double xfer_us);
+
 /* ---- the truth (sim/box.c) ---- */
 /* True latency in us of (algo, proto, channels) without noise, or -1 when the
  * algorithm does not exist for coll (Tree outside all-reduce, CollNet, ...).
@@ -220,6 +255,10 @@ size_t pt_box_curve_errors(const struct pt_box *b, uint64_t lo, uint64_t hi, str
  * really uses for this message (pt_box_running_channels). */
 double pt_box_true_us(const struct pt_box *b, int coll, int mode, int algo, int proto,
                       int channels, uint64_t nbytes);
+/* The same with a ring Simple chunk of chunk bytes (a tuner's
+ * getChunkSize; 0: NCCL's own, NCCL_BUFFSIZE / 2). */
+double pt_box_true_chunk_us(const struct pt_box *b, int coll, int mode, int algo, int proto,
+                            int channels, uint64_t nbytes, uint64_t chunk);
 /* The request after NCCL's clamp to comm->nChannels. */
 int pt_box_effective_channels(const struct pt_box *b, int channels);
 /* The channels that really run: the clamped request, spread in cells over

@@ -39,6 +39,13 @@ struct pt_measure_req {
   int is_default;
   int algo, proto, channels;
   unsigned first_rep, reps;
+  /* 1: a correctness screen, not a measurement (measure/screen.h): reps
+   * replays whose inputs change every replay, every output of every rank
+   * checked; the samples need not be timed. */
+  unsigned screen;
+  /* Ring/Simple chunk in bytes the tuner's getChunkSize answers (0: NCCL's
+   * own); sim/ring_chunks.c says where it changes anything. */
+  uint32_t chunk;
 };
 
 struct pt_measure_res {
@@ -70,6 +77,7 @@ struct pt_backend {
 
 struct pt_cand_spec {
   int algo, proto, channels;
+  uint32_t chunk; /* bytes for getChunkSize; 0: NCCL's own */
 };
 
 /* What the engine reports after each measurement. */

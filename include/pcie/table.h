@@ -94,6 +94,9 @@ struct pt_table {
    * (0 = unknown); chan_cap = the clamp used when it is unknown (the
    * smallest channel count measured, 0 = none). */
   int comm_channels, chan_cap;
+  /* 1: the profile's LL128 correctness screen failed (pt_ll128_screen):
+   * NCCL's LL128 entries are ignored (table.c, pt_table_decide). */
+  int no_ll128;
   struct pt_ivset storage[PT_NCOLL];
 };
 

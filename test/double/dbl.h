@@ -77,7 +77,7 @@ struct dbl_env {
 const struct dbl_env *dbl_env(void);
 
 /* Faults (PTDOUBLE_FAULTS, see README): what an op of this candidate does. */
-enum { DBL_F_NONE, DBL_F_HANG, DBL_F_CRASH, DBL_F_CORRUPT, DBL_F_SLOW };
+enum { DBL_F_NONE, DBL_F_HANG, DBL_F_CRASH, DBL_F_CORRUPT, DBL_F_SLOW, DBL_F_TEAR };
 /* Host time of the host's work on n bytes copied to the host by device dev. */
 double dbl_host_cost_us(int dev, size_t n);
 /* Returns the fault for (algo, proto, channels) at nbytes on this op's

@@ -39,7 +39,7 @@ static double num(const char *name, double dflt) {
 }
 
 /* "KIND:ALGO/PROTO/CH@MIN[-MAX]" with KIND hang, hangonce, crash, corrupt,
- * corrupt#N or slow=SECONDS; ALGO/PROTO/CH may be '*'. */
+ * corrupt#N, tear or slow=SECONDS; ALGO/PROTO/CH may be '*'. */
 static int parse_fault(char *t, struct fault *f) {
   char *colon = strchr(t, ':'), *at;
   if (!colon) return -1;
@@ -51,6 +51,7 @@ static int parse_fault(char *t, struct fault *f) {
   else if (!strcmp(t, "hangonce")) f->kind = DBL_F_HANG, f->once = 1;
   else if (!strcmp(t, "crash")) f->kind = DBL_F_CRASH;
   else if (!strcmp(t, "crashonce")) f->kind = DBL_F_CRASH, f->once = 1;
+  else if (!strcmp(t, "tear")) f->kind = DBL_F_TEAR;
   else if (!strncmp(t, "corrupt", 7)) {
     f->kind = DBL_F_CORRUPT;
     if (t[7] == '#') f->nth = (unsigned)atoi(t + 8);
@@ -78,6 +79,20 @@ static void load(void) {
     fprintf(stderr, "nccl double: PTDOUBLE_BOX=%s: %s\n", box ? box : "", e.msg);
     env_ok = 0;
     return;
+  }
+  /* NCCL_BUFFSIZE as NCCL reads it (misc/param.cc ncclLoadParam: strtoll
+   * base 0, whatever follows the digits ignored, so "1M" is 1 byte), in
+   * the box's truth (sim/ring_chunks.c). A buffer too small for a step
+   * fails here, where NCCL's steps would be empty. */
+  const char *bs = getenv("NCCL_BUFFSIZE");
+  if (bs && *bs) {
+    long long v = strtoll(bs, NULL, 0);
+    if (v < 65536) {
+      fprintf(stderr, "nccl double: NCCL_BUFFSIZE=%s reads as %lld bytes, too small for NCCL's steps\n", bs, v);
+      env_ok = 0;
+      return;
+    }
+    env.box.nccl_buffsize = (uint64_t)v;
   }
   env.ndev = (int)num("PTDOUBLE_DEVICES", env.box.nranks);
   if (env.ndev > DBL_MAX_DEV) env.ndev = DBL_MAX_DEV;

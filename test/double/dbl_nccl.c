@@ -266,6 +266,41 @@ static unsigned count_exec(const struct dbl_op *op, size_t nbytes) {
   return n;
 }
 
+/* tear: LL128 lines whose flag word arrived before their data (NCCL's
+ * LL128 line: 128 bytes, 120 of data, the flag in the last word;
+ * src/device/prims_ll128.h). In every 8th line the first half of the data
+ * is what the receiver's FIFO slot held before: modelled as what this
+ * output position held after the previous execution on the same buffer.
+ * With the same inputs every time that is the right value, and only
+ * changing inputs (the LL128 screen) show it. The first execution on a
+ * buffer has nothing stale. */
+static struct {
+  const float *recv;
+  size_t count;
+  float *prev;
+} stale[64];
+
+static void tear(const struct dbl_op *op) {
+  float *copy = malloc(op->count * sizeof *copy);
+  size_t i = 0;
+  if (!copy) return;
+  memcpy(copy, op->recv, op->count * sizeof *copy);
+  pthread_mutex_lock(&mu);
+  while (i < sizeof stale / sizeof stale[0] && stale[i].recv && stale[i].recv != op->recv) i++;
+  if (i < sizeof stale / sizeof stale[0]) {
+    if (stale[i].recv && stale[i].count == op->count)
+      for (size_t line = 3; line * 30 < op->count; line += 8)
+        for (size_t w = 0; w < 15 && line * 30 + w < op->count; w++) op->recv[line * 30 + w] = stale[i].prev[line * 30 + w];
+    free(stale[i].prev);
+    stale[i].recv = op->recv;
+    stale[i].count = op->count;
+    stale[i].prev = copy;
+    copy = NULL;
+  }
+  pthread_mutex_unlock(&mu);
+  free(copy);
+}
+
 int dbl_run_op(struct pt_cu_stream_s *st, const struct dbl_op *op, int mode, double submit_us) {
   const struct dbl_env *e = dbl_env();
   double arrive = st->vtime > submit_us ? st->vtime : submit_us, slow = 0;
@@ -286,6 +321,7 @@ int dbl_run_op(struct pt_cu_stream_s *st, const struct dbl_op *op, int mode, dou
   if (f == DBL_F_SLOW) usleep((useconds_t)(slow * 1e6));
   double start = dbl_shm_allreduce(op->comm->shm, op->send, op->recv, op->count, arrive);
   if (f == DBL_F_CORRUPT && op->comm->rank == 0 && op->count) op->recv[op->count / 2] += 1.0f;
+  if (f == DBL_F_TEAR) tear(op);
   st->vtime = start + pt_box_true_us(&e->box, PT_ALLREDUCE, mode, op->algo, op->proto, op->channels, nbytes);
   return PT_CU_SUCCESS;
 }
