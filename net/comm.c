@@ -10,9 +10,8 @@
 #include <unistd.h>
 #include "internal.h"
 
-ncclResult_t pt__comm_create(struct pt_net_ctx *ctx, uint32_t magic, const int *fds, int n,
-                             const char *peer, struct pt_comm **out)
-{
+ncclResult_t pt__comm_create(struct pt_net_ctx *ctx, uint32_t magic, const int *fds, int n, const char *peer,
+                             struct pt_comm **out) {
   ncclResult_t res = ncclSystemError;
   int added = 0, pooled = 0;
   struct pt_comm *c = calloc(1, sizeof(*c));
@@ -45,8 +44,7 @@ ncclResult_t pt__comm_create(struct pt_net_ctx *ctx, uint32_t magic, const int *
     c->streams[i].phase = PT_RX_HDR;
   }
   res = pt__pool_acquire(ctx->log);
-  if (res != ncclSuccess)
-    goto fail;
+  if (res != ncclSuccess) goto fail;
   pooled = 1;
   c->caller_only = pt__pool_threads() == 0;
   for (; added < n; added++) {
@@ -65,10 +63,8 @@ fail:
     c->nstreams = added;
     pt__pool_forget(c);
   }
-  if (pooled)
-    pt__pool_release();
-  for (int i = 0; i < n; i++)
-    close(fds[i]);
+  if (pooled) pt__pool_release();
+  for (int i = 0; i < n; i++) close(fds[i]);
   if (c) {
     free(c->sslots);
     free(c->rslots);
@@ -77,13 +73,11 @@ fail:
   return res;
 }
 
-void pt__comm_destroy(struct pt_comm *c)
-{
+void pt__comm_destroy(struct pt_comm *c) {
   /* Helpers first, so no thread touches the sockets or slots we free. A
    * send comm's close lets the kernel deliver what isend already queued. */
   pt__pool_forget(c);
-  for (int i = 0; i < c->nstreams; i++)
-    close(c->streams[i].fd);
+  for (int i = 0; i < c->nstreams; i++) close(c->streams[i].fd);
   pt__pool_release();
   pt__connects_sweep(c->ctx);
   pt__ctx_unref(c->ctx);
@@ -93,77 +87,62 @@ void pt__comm_destroy(struct pt_comm *c)
   free(c);
 }
 
-void pt__comm_fail(struct pt_comm *c, ncclResult_t res, enum pt_why why, int err)
-{
+void pt__comm_fail(struct pt_comm *c, ncclResult_t res, enum pt_why why, int err) {
   /* The first failure wins; its details are stored before the code is
    * published, so whoever sees the code also sees why. */
-  if (atomic_exchange(&c->err_claimed, 1))
-    return;
+  if (atomic_exchange(&c->err_claimed, 1)) return;
   atomic_store_explicit(&c->err_why, (int)why, memory_order_relaxed);
   atomic_store_explicit(&c->err_errno, err, memory_order_relaxed);
   atomic_store_explicit(&c->err, (int)res, memory_order_release);
 }
 
-void pt__comm_quiesce(struct pt_comm *c)
-{
+void pt__comm_quiesce(struct pt_comm *c) {
   /* Called after c->err is set. A step checks err (seq_cst) after taking
    * busy (seq_cst exchange) and before each buffer access, and each access
    * is one bounded recv/send/memcpy: so a stream seen idle here once is
    * done with every buffer for good, and a busy one finishes its current
    * access and stops. The wait is that one access, never a peer. */
   for (int i = 0; i < c->nstreams; i++)
-    while (atomic_load(&c->streams[i].busy))
-      sched_yield();
+    while (atomic_load(&c->streams[i].busy)) sched_yield();
 }
 
-ncclResult_t pt__comm_report(struct pt_comm *c)
-{
+ncclResult_t pt__comm_report(struct pt_comm *c) {
   ncclResult_t res = (ncclResult_t)atomic_load_explicit(&c->err, memory_order_acquire);
-  if (res == ncclSuccess)
-    return res;
+  if (res == ncclSuccess) return res;
   /* Before the caller hears of the failure: NCCL frees the buffers of a
    * failed connection right away (net.cc, recvProxyFree/sendProxyFree). */
   pt__comm_quiesce(c);
-  if (atomic_exchange(&c->err_logged, 1))
-    return res;
+  if (atomic_exchange(&c->err_logged, 1)) return res;
   ncclDebugLogger_t log = c->ctx->log;
   int e = atomic_load(&c->err_errno);
   const char *dir = c->magic == PT_MAGIC_SEND ? "send" : "receive";
   switch ((enum pt_why)atomic_load(&c->err_why)) {
   case PT_WHY_PEER_CLOSED:
-    PT_WARN(log, "%s connection with %s closed by the peer%s%s (remote process exited or "
-                 "network error)", dir, c->peer, e ? ": " : "", e ? strerror(e) : "");
+    PT_WARN(log,
+            "%s connection with %s closed by the peer%s%s (remote process exited or "
+            "network error)",
+            dir, c->peer, e ? ": " : "", e ? strerror(e) : "");
     break;
   case PT_WHY_TRUNCATED_STREAM:
     PT_WARN(log, "stream from %s ended inside a chunk: the peer died mid-message", c->peer);
     break;
-  case PT_WHY_SOCKET:
-    PT_WARN(log, "%s connection with %s failed: %s", dir, c->peer, strerror(e));
-    break;
-  case PT_WHY_BAD_MAGIC:
-    PT_WARN(log, "garbage on a stream from %s (bad chunk magic)", c->peer);
-    break;
-  case PT_WHY_BAD_CHUNK:
-    PT_WARN(log, "malformed chunk header from %s", c->peer);
-    break;
+  case PT_WHY_SOCKET: PT_WARN(log, "%s connection with %s failed: %s", dir, c->peer, strerror(e)); break;
+  case PT_WHY_BAD_MAGIC: PT_WARN(log, "garbage on a stream from %s (bad chunk magic)", c->peer); break;
+  case PT_WHY_BAD_CHUNK: PT_WARN(log, "malformed chunk header from %s", c->peer); break;
   case PT_WHY_TRUNCATED_MSG:
-    PT_WARN(log, "message from %s is larger than the posted receive buffer (truncated)",
-            c->peer);
+    PT_WARN(log, "message from %s is larger than the posted receive buffer (truncated)", c->peer);
     break;
   case PT_WHY_NO_TAG:
-    PT_WARN(log, "message from %s has tag %d, which matches no buffer of the posted receive",
-            c->peer, e);
+    PT_WARN(log, "message from %s has tag %d, which matches no buffer of the posted receive", c->peer, e);
     break;
-  case PT_WHY_UNEXPECTED_DATA:
-    PT_WARN(log, "unexpected bytes from %s on a send connection", c->peer);
-    break;
+  case PT_WHY_UNEXPECTED_DATA: PT_WARN(log, "unexpected bytes from %s on a send connection", c->peer); break;
   case PT_WHY_CANCELLED:
-    PT_WARN(log, "%s connection with %s: requests cancelled, their memory was deregistered "
-                 "while they were in flight", dir, c->peer);
+    PT_WARN(log,
+            "%s connection with %s: requests cancelled, their memory was deregistered "
+            "while they were in flight",
+            dir, c->peer);
     break;
-  case PT_WHY_NONE:
-    PT_WARN(log, "%s connection with %s failed", dir, c->peer);
-    break;
+  case PT_WHY_NONE: PT_WARN(log, "%s connection with %s failed", dir, c->peer); break;
   }
   return res;
 }

@@ -33,25 +33,18 @@ static atomic_int g_ndevs;
 static struct pt_net_ctx g_legacy;
 static atomic_int g_legacy_live;
 
-const struct pt_cfg *pt__cfg(void)
-{
-  return &g_cfg;
-}
+const struct pt_cfg *pt__cfg(void) { return &g_cfg; }
 
-const struct pt_dev *pt__dev(int dev)
-{
-  if (dev < 0 || dev >= atomic_load(&g_ndevs))
-    return NULL;
+const struct pt_dev *pt__dev(int dev) {
+  if (dev < 0 || dev >= atomic_load(&g_ndevs)) return NULL;
   return &g_devs[dev];
 }
 
 /* Unset -> def; anything but a whole number in [lo, hi] is rejected. */
-static int env_long(ncclDebugLogger_t log, const char *name, long lo, long hi, long def, long *out)
-{
+static int env_long(ncclDebugLogger_t log, const char *name, long lo, long hi, long def, long *out) {
   const char *s = getenv(name);
   *out = def;
-  if (!s)
-    return 0;
+  if (!s) return 0;
   char *end;
   errno = 0;
   long v = strtol(s, &end, 10);
@@ -63,8 +56,7 @@ static int env_long(ncclDebugLogger_t log, const char *name, long lo, long hi, l
   return 0;
 }
 
-static int load_cfg(ncclDebugLogger_t log, struct pt_cfg *cfg)
-{
+static int load_cfg(ncclDebugLogger_t log, struct pt_cfg *cfg) {
   long nstreams, nthreads, chunk, timeout, latency;
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   long def_threads = ncpu < 1 ? 1 : ncpu > PT_DEFAULT_THREADS_MAX ? PT_DEFAULT_THREADS_MAX : ncpu;
@@ -78,15 +70,13 @@ static int load_cfg(ncclDebugLogger_t log, struct pt_cfg *cfg)
   if (!ifname) {
     ifname = getenv("NCCL_SOCKET_IFNAME");
     var = "NCCL_SOCKET_IFNAME";
-    if (ifname && strlen(ifname) < 2)
-      ifname = NULL;
+    if (ifname && strlen(ifname) < 2) ifname = NULL;
   }
   if (ifname && strlen(ifname) >= sizeof(cfg->ifname)) {
     PT_WARN(log, "bad %s: longer than %zu characters", var, sizeof(cfg->ifname) - 1);
     return -1;
   }
-  if (ifname)
-    strcpy(cfg->ifname, ifname);
+  if (ifname) strcpy(cfg->ifname, ifname);
   cfg->ifname_var = ifname ? var : NULL;
   /* NCCL_SOCKET_FAMILY restricts the address of every interface, whichever
    * variable chose them. NCCL ignores other values; a transport that then
@@ -134,36 +124,28 @@ static int load_cfg(ncclDebugLogger_t log, struct pt_cfg *cfg)
  * (src/transport/net_socket.cc, ncclNetSocketGetNsockNthread): AWS ENA
  * (0x1d0f) 2 threads x 8 sockets, GCP gVNIC (0x1ae0) 4 threads x 1
  * socket. 0 for any other NIC. */
-static int cloud_streams(const char *ifname)
-{
+static int cloud_streams(const char *ifname) {
   char path[IF_NAMESIZE + 48], vendor[8] = "";
   snprintf(path, sizeof(path), "/sys/class/net/%.*s/device/vendor", IF_NAMESIZE, ifname);
   FILE *f = fopen(path, "re");
-  if (!f)
-    return 0;
+  if (!f) return 0;
   int got = fgets(vendor, sizeof(vendor), f) != NULL;
   fclose(f);
-  if (got && strncmp(vendor, "0x1d0f", 6) == 0)
-    return 16;
-  if (got && strncmp(vendor, "0x1ae0", 6) == 0)
-    return 4;
+  if (got && strncmp(vendor, "0x1d0f", 6) == 0) return 16;
+  if (got && strncmp(vendor, "0x1ae0", 6) == 0) return 4;
   return 0;
 }
 
-static int auto_streams(const struct pt_dev *d)
-{
+static int auto_streams(const struct pt_dev *d) {
   int cloud = cloud_streams(d->name);
-  if (cloud)
-    return cloud;
+  if (cloud) return cloud;
   int n = (d->speed_mbps + PT_STREAMS_PER_MBPS - 1) / PT_STREAMS_PER_MBPS;
   return n < PT_AUTO_STREAMS_MIN ? PT_AUTO_STREAMS_MIN : n > PT_AUTO_STREAMS_MAX ? PT_AUTO_STREAMS_MAX : n;
 }
 
 /* Called with g_mu held when nothing is alive. */
-static ncclResult_t load_state(ncclDebugLogger_t log)
-{
-  if (load_cfg(log, &g_cfg) != 0)
-    return ncclInvalidUsage;
+static ncclResult_t load_state(ncclDebugLogger_t log) {
+  if (load_cfg(log, &g_cfg) != 0) return ncclInvalidUsage;
   int n = pt__ifaces_discover(g_cfg.ifname, g_cfg.family, g_devs, PT_NET_MAX_DEVS);
   if (n < 0) {
     PT_WARN(log, "getifaddrs failed: %s", strerror(errno));
@@ -176,37 +158,31 @@ static ncclResult_t load_state(ncclDebugLogger_t log)
     if (g_cfg.ifname_var)
       PT_WARN(log, "no usable network interface (%s='%s'%s)", g_cfg.ifname_var, g_cfg.ifname, fam);
     else
-      PT_WARN(log, "no usable network interface (PCIE_NET_IFNAME and NCCL_SOCKET_IFNAME unset%s)",
-              fam);
+      PT_WARN(log, "no usable network interface (PCIE_NET_IFNAME and NCCL_SOCKET_IFNAME unset%s)", fam);
     return ncclSystemError;
   }
   for (int i = 0; i < n; i++) {
     g_devs[i].nstreams = g_cfg.nstreams ? g_cfg.nstreams : auto_streams(&g_devs[i]);
     char addr[80];
     pt__addr_str(&g_devs[i].addr, addr, sizeof(addr));
-    PT_INFO(log, "device %d: %s %s, %d Mb/s, %d streams (%s), %d helper threads", i,
-            g_devs[i].name, addr, g_devs[i].speed_mbps, g_devs[i].nstreams,
+    PT_INFO(log, "device %d: %s %s, %d Mb/s, %d streams (%s), %d helper threads", i, g_devs[i].name, addr,
+            g_devs[i].speed_mbps, g_devs[i].nstreams,
             g_cfg.nstreams_var ? g_cfg.nstreams_var : "from the NIC", g_cfg.nthreads);
   }
   atomic_store(&g_ndevs, n);
   return ncclSuccess;
 }
 
-static ncclResult_t ensure_state(ncclDebugLogger_t log)
-{
+static ncclResult_t ensure_state(ncclDebugLogger_t log) {
   ncclResult_t res = ncclSuccess;
-  if (g_live == 0)
-    res = load_state(log);
-  if (res == ncclSuccess)
-    g_live++;
+  if (g_live == 0) res = load_state(log);
+  if (res == ncclSuccess) g_live++;
   return res;
 }
 
 ncclResult_t pt_net_init(struct pt_net_ctx **ctx, uint64_t comm_id, int traffic_class,
-                         ncclDebugLogger_t log)
-{
-  if (!ctx)
-    return ncclInternalError;
+                         ncclDebugLogger_t log) {
+  if (!ctx) return ncclInternalError;
   *ctx = NULL;
   struct pt_net_ctx *c = calloc(1, sizeof(*c));
   if (!c) {
@@ -230,8 +206,7 @@ ncclResult_t pt_net_init(struct pt_net_ctx **ctx, uint64_t comm_id, int traffic_
   return ncclSuccess;
 }
 
-ncclResult_t pt_net_legacy_init(ncclDebugLogger_t log, struct pt_net_ctx **ctx)
-{
+ncclResult_t pt_net_legacy_init(ncclDebugLogger_t log, struct pt_net_ctx **ctx) {
   ncclResult_t res = ncclSuccess;
   pthread_mutex_lock(&g_mu);
   if (!atomic_load(&g_legacy_live)) {
@@ -248,41 +223,31 @@ ncclResult_t pt_net_legacy_init(ncclDebugLogger_t log, struct pt_net_ctx **ctx)
     }
   }
   pthread_mutex_unlock(&g_mu);
-  if (ctx)
-    *ctx = res == ncclSuccess ? &g_legacy : NULL;
+  if (ctx) *ctx = res == ncclSuccess ? &g_legacy : NULL;
   return res;
 }
 
-struct pt_net_ctx *pt_net_legacy_ctx(void)
-{
+struct pt_net_ctx *pt_net_legacy_ctx(void) {
   return atomic_load(&g_legacy_live) ? &g_legacy : NULL;
 }
 
-void pt__ctx_ref(struct pt_net_ctx *ctx)
-{
-  atomic_fetch_add(&ctx->refs, 1);
-}
+void pt__ctx_ref(struct pt_net_ctx *ctx) { atomic_fetch_add(&ctx->refs, 1); }
 
-void pt__ctx_unref(struct pt_net_ctx *ctx)
-{
-  if (atomic_fetch_sub(&ctx->refs, 1) != 1)
-    return;
+void pt__ctx_unref(struct pt_net_ctx *ctx) {
+  if (atomic_fetch_sub(&ctx->refs, 1) != 1) return;
   /* Only non-legacy contexts reach zero: the legacy one keeps its own ref
    * for the whole library load, as NCCL never finalizes v8..v10. */
   pthread_mutex_lock(&g_mu);
   g_live--;
-  if (g_live == 0)
-    atomic_store(&g_ndevs, 0);
+  if (g_live == 0) atomic_store(&g_ndevs, 0);
   pthread_mutex_unlock(&g_mu);
   ctx->magic = 0;
   pthread_mutex_destroy(&ctx->connects_mu);
   free(ctx);
 }
 
-ncclResult_t pt_net_finalize(struct pt_net_ctx *ctx)
-{
-  if (!ctx || ctx->magic != PT_MAGIC_CTX || ctx->legacy)
-    return ncclInternalError;
+ncclResult_t pt_net_finalize(struct pt_net_ctx *ctx) {
+  if (!ctx || ctx->magic != PT_MAGIC_CTX || ctx->legacy) return ncclInternalError;
   /* NCCL finalizes after closing every comm; a connect it never finished
    * would otherwise keep its sockets after the library is unloaded. */
   pt__connects_abandon(ctx);
@@ -290,19 +255,15 @@ ncclResult_t pt_net_finalize(struct pt_net_ctx *ctx)
   return ncclSuccess;
 }
 
-ncclResult_t pt_net_devices(int *ndev)
-{
-  if (!ndev)
-    return ncclInternalError;
+ncclResult_t pt_net_devices(int *ndev) {
+  if (!ndev) return ncclInternalError;
   *ndev = atomic_load(&g_ndevs);
   return ncclSuccess;
 }
 
-ncclResult_t pt_net_get_props(int dev, struct pt_net_props *props)
-{
+ncclResult_t pt_net_get_props(int dev, struct pt_net_props *props) {
   const struct pt_dev *d = pt__dev(dev);
-  if (!d || !props)
-    return ncclInternalError;
+  if (!d || !props) return ncclInternalError;
   props->name = d->name;
   props->pci_path = d->has_pci ? d->pci_path : NULL;
   props->guid = (uint64_t)dev;

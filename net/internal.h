@@ -73,17 +73,17 @@ enum pt_magic {
   PT_MAGIC_CONNECT = 0x434f4e4e,
 };
 
-#define PT_WARN(log, fmt, ...)                                                                   \
-  do {                                                                                           \
-    if (log)                                                                                     \
-      (log)(NCCL_LOG_WARN, NCCL_ALL | NCCL_NET, __FILE__, __LINE__, "NET/" PT_NET_NAME ": " fmt, \
-            ##__VA_ARGS__);                                                                      \
+#define PT_WARN(log, fmt, ...)                                                                               \
+  do {                                                                                                       \
+    if (log)                                                                                                 \
+      (log)(NCCL_LOG_WARN, NCCL_ALL | NCCL_NET, __FILE__, __LINE__, "NET/" PT_NET_NAME ": " fmt,             \
+            ##__VA_ARGS__);                                                                                  \
   } while (0)
-#define PT_INFO(log, fmt, ...)                                                                 \
-  do {                                                                                         \
-    if (log)                                                                                   \
-      (log)(NCCL_LOG_INFO, NCCL_INIT | NCCL_NET, __FILE__, __LINE__, "NET/" PT_NET_NAME ": " fmt, \
-            ##__VA_ARGS__);                                                                    \
+#define PT_INFO(log, fmt, ...)                                                                               \
+  do {                                                                                                       \
+    if (log)                                                                                                 \
+      (log)(NCCL_LOG_INFO, NCCL_INIT | NCCL_NET, __FILE__, __LINE__, "NET/" PT_NET_NAME ": " fmt,            \
+            ##__VA_ARGS__);                                                                                  \
   } while (0)
 
 union pt_addr {
@@ -139,13 +139,13 @@ _Static_assert(sizeof(struct pt_chunk_hdr) == 32, "chunk header is 32 bytes on t
 /* ---- configuration and devices (ctx.c, ifaces.c) */
 
 struct pt_cfg {
-  char ifname[256]; /* PCIE_NET_IFNAME, else NCCL_SOCKET_IFNAME; "" when neither */
-  const char *ifname_var; /* which of the two it came from, for messages */
-  int family;       /* NCCL_SOCKET_FAMILY: AF_INET, AF_INET6, AF_UNSPEC when unset */
-  int nstreams;     /* PCIE_NET_NSTREAMS, else NCCL's two socket variables, 0 = per device */
+  char ifname[256];         /* PCIE_NET_IFNAME, else NCCL_SOCKET_IFNAME; "" when neither */
+  const char *ifname_var;   /* which of the two it came from, for messages */
+  int family;               /* NCCL_SOCKET_FAMILY: AF_INET, AF_INET6, AF_UNSPEC when unset */
+  int nstreams;             /* PCIE_NET_NSTREAMS, else NCCL's two socket variables, 0 = per device */
   const char *nstreams_var; /* which set it, for the INFO line; NULL = per device */
-  int nthreads;     /* PCIE_NET_NTHREADS */
-  size_t max_chunk; /* PCIE_NET_CHUNKSIZE */
+  int nthreads;             /* PCIE_NET_NTHREADS */
+  size_t max_chunk;         /* PCIE_NET_CHUNKSIZE */
   int connect_timeout_ms;
   float latency_us;
 };
@@ -245,7 +245,7 @@ struct pt_stream {
   int worker;
   /* ownership: whoever swaps busy 0->1 may touch the fields below */
   atomic_int busy;
-  atomic_int again; /* work arrived while another thread owned it */
+  atomic_int again;  /* work arrived while another thread owned it */
   atomic_uint fired; /* events of the one-shot that fired (it is now off), or 0 */
   uint32_t interest;
   /* send side */
@@ -277,26 +277,26 @@ struct pt_comm {
   int caller_only; /* no helper threads: isend/irecv/test move every byte */
   char peer[64];
   size_t max_chunk;
-  atomic_int err;        /* first ncclResult_t failure, 0 while healthy */
+  atomic_int err;         /* first ncclResult_t failure, 0 while healthy */
   atomic_int err_claimed; /* set by the failure that gets recorded */
-  atomic_int err_errno;  /* errno behind it (or the stray tag) */
-  atomic_int err_why;    /* enum pt_why */
+  atomic_int err_errno;   /* errno behind it (or the stray tag) */
+  atomic_int err_why;     /* enum pt_why */
   atomic_int err_logged;
   atomic_int eof_streams; /* streams the peer closed at a chunk boundary */
   struct pt_stream streams[PT_MAX_STREAMS];
   /* send side: isend (single producer) posts, streams claim chunks */
-  uint32_t send_next;           /* seq of the next isend; progress thread only */
-  int send_first;               /* stream the next isend's push starts at; progress thread only */
-  _Atomic uint32_t send_tail;   /* messages below this are posted */
-  _Atomic uint64_t cursor;      /* (seq << 32) | next unclaimed chunk */
-  struct pt_send_slot *sslots;  /* PT_SEND_SLOTS */
+  uint32_t send_next;          /* seq of the next isend; progress thread only */
+  int send_first;              /* stream the next isend's push starts at; progress thread only */
+  _Atomic uint32_t send_tail;  /* messages below this are posted */
+  _Atomic uint64_t cursor;     /* (seq << 32) | next unclaimed chunk */
+  struct pt_send_slot *sslots; /* PT_SEND_SLOTS */
   /* receive side: irecv (single producer) posts, streams place chunks */
   uint32_t recv_next_req;       /* progress thread only */
   uint32_t recv_next_seq;       /* progress thread only */
   _Atomic uint32_t recv_posted; /* messages below this seq have a buffer */
   atomic_uchar seq_map[PT_SEQ_MAP];
-  atomic_int rx_hint; /* stream that completed the last chunk */
-  unsigned poll_rr;   /* progress thread only: rotation of test's polling */
+  atomic_int rx_hint;          /* stream that completed the last chunk */
+  unsigned poll_rr;            /* progress thread only: rotation of test's polling */
   struct pt_recv_slot *rslots; /* PT_RECV_SLOTS */
 };
 
@@ -314,8 +314,8 @@ enum pt_why {
 };
 
 /* Takes ownership of fds (closed on failure too). */
-ncclResult_t pt__comm_create(struct pt_net_ctx *ctx, uint32_t magic, const int *fds, int n,
-                             const char *peer, struct pt_comm **out);
+ncclResult_t pt__comm_create(struct pt_net_ctx *ctx, uint32_t magic, const int *fds, int n, const char *peer,
+                             struct pt_comm **out);
 void pt__comm_destroy(struct pt_comm *comm);
 /* Records the first failure of a comm (cheap, lock-free, no logging). */
 void pt__comm_fail(struct pt_comm *comm, ncclResult_t res, enum pt_why why, int err);

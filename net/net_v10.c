@@ -4,25 +4,21 @@
 #include "nccl/net_v10.h"
 #include "shim.h"
 
-static ncclResult_t init_v10(ncclDebugLogger_t log, ncclProfilerCallback_t prof)
-{
+static ncclResult_t init_v10(ncclDebugLogger_t log, ncclProfilerCallback_t prof) {
   (void)prof;
   return pt_netshim_legacy_init(log);
 }
 
-static ncclResult_t get_properties_v10(int dev, ncclNetProperties_v10_t *props)
-{
+static ncclResult_t get_properties_v10(int dev, ncclNetProperties_v10_t *props) {
   struct pt_net_props p;
   ncclResult_t res = pt_net_get_props(dev, &p);
-  if (res != ncclSuccess || !props)
-    return res != ncclSuccess ? res : ncclInternalError;
+  if (res != ncclSuccess || !props) return res != ncclSuccess ? res : ncclInternalError;
   *props = (ncclNetProperties_v10_t){PT_NETSHIM_PROPS_V9(p, dev)};
   return ncclSuccess;
 }
 
-static ncclResult_t connect_v10(int dev, ncclNetCommConfig_v10_t *config, void *handle,
-                                void **sendComm, ncclNetDeviceHandle_v10_t **sendDevComm)
-{
+static ncclResult_t connect_v10(int dev, ncclNetCommConfig_v10_t *config, void *handle, void **sendComm,
+                                ncclNetDeviceHandle_v10_t **sendDevComm) {
   (void)sendDevComm;
   int tc = config ? config->trafficClass : NCCL_NET_TRAFFIC_CLASS_UNDEF;
   return pt_net_connect(pt_net_legacy_ctx(), dev, tc, handle, sendComm);

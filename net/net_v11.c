@@ -3,12 +3,10 @@
 #include "nccl/net_v11.h"
 #include "shim.h"
 
-static ncclResult_t get_properties_v11(int dev, ncclNetProperties_v11_t *props)
-{
+static ncclResult_t get_properties_v11(int dev, ncclNetProperties_v11_t *props) {
   struct pt_net_props p;
   ncclResult_t res = pt_net_get_props(dev, &p);
-  if (res != ncclSuccess || !props)
-    return res != ncclSuccess ? res : ncclInternalError;
+  if (res != ncclSuccess || !props) return res != ncclSuccess ? res : ncclInternalError;
   *props = (ncclNetProperties_v11_t){PT_NETSHIM_PROPS_V9(p, dev), .maxMultiRequestSize = 1};
   return ncclSuccess;
 }

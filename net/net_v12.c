@@ -3,12 +3,10 @@
 #include "nccl/net_v12.h"
 #include "shim.h"
 
-static ncclResult_t get_properties_v12(int dev, ncclNetProperties_v12_t *props)
-{
+static ncclResult_t get_properties_v12(int dev, ncclNetProperties_v12_t *props) {
   struct pt_net_props p;
   ncclResult_t res = pt_net_get_props(dev, &p);
-  if (res != ncclSuccess || !props)
-    return res != ncclSuccess ? res : ncclInternalError;
+  if (res != ncclSuccess || !props) return res != ncclSuccess ? res : ncclInternalError;
   *props = (ncclNetProperties_v12_t){PT_NETSHIM_PROPS_V9(p, dev), .maxMultiRequestSize = 1,
                                      .railId = NCCL_NET_ID_UNDEF, .planeId = NCCL_NET_ID_UNDEF};
   return ncclSuccess;

@@ -33,8 +33,7 @@ static int p_n;
 static struct pt_worker p_w[PT_MAX_THREADS];
 static atomic_uint p_rr;
 
-static void *worker_main(void *arg)
-{
+static void *worker_main(void *arg) {
   struct pt_worker *w = arg;
   struct epoll_event ev[PT_WORKER_EVENTS];
   /* Named, so a core dump or `top -H` says whose thread it is. Set here,
@@ -57,14 +56,12 @@ static void *worker_main(void *arg)
   return NULL;
 }
 
-static void wake(struct pt_worker *w)
-{
+static void wake(struct pt_worker *w) {
   uint64_t one = 1;
   (void)!write(w->evfd, &one, sizeof(one));
 }
 
-static void stop_workers(int n)
-{
+static void stop_workers(int n) {
   for (int i = 0; i < n; i++) {
     atomic_store(&p_w[i].stop, 1);
     wake(&p_w[i]);
@@ -74,22 +71,19 @@ static void stop_workers(int n)
   }
 }
 
-static int start_worker(struct pt_worker *w)
-{
+static int start_worker(struct pt_worker *w) {
   struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
   memset(w, 0, sizeof(*w));
   w->epfd = epoll_create1(EPOLL_CLOEXEC);
   w->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (w->epfd < 0 || w->evfd < 0 || epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->evfd, &ev) != 0)
-    goto fail;
+  if (w->epfd < 0 || w->evfd < 0 || epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->evfd, &ev) != 0) goto fail;
   /* Helpers take no asynchronous signals: those belong to the application's
    * threads. Faults stay unblocked, so a bad access dies at once with this
    * thread's stack in the core instead of being hidden or retried. */
   sigset_t all, old;
   sigfillset(&all);
   static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT};
-  for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++)
-    sigdelset(&all, faults[i]);
+  for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++) sigdelset(&all, faults[i]);
   pthread_sigmask(SIG_SETMASK, &all, &old);
   int rc = pthread_create(&w->thread, NULL, worker_main, w);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -99,21 +93,17 @@ static int start_worker(struct pt_worker *w)
   }
   return 0;
 fail:
-  if (w->epfd >= 0)
-    close(w->epfd);
-  if (w->evfd >= 0)
-    close(w->evfd);
+  if (w->epfd >= 0) close(w->epfd);
+  if (w->evfd >= 0) close(w->evfd);
   return -1;
 }
 
-ncclResult_t pt__pool_acquire(ncclDebugLogger_t log)
-{
+ncclResult_t pt__pool_acquire(ncclDebugLogger_t log) {
   ncclResult_t res = ncclSuccess;
   pthread_mutex_lock(&p_mu);
   if (p_users == 0) {
     int want = pt__cfg()->nthreads, n = 0;
-    while (n < want && start_worker(&p_w[n]) == 0)
-      n++;
+    while (n < want && start_worker(&p_w[n]) == 0) n++;
     if (n < want) {
       PT_WARN(log, "cannot start helper thread %d of %d: %s", n, want, strerror(errno));
       stop_workers(n);
@@ -122,14 +112,12 @@ ncclResult_t pt__pool_acquire(ncclDebugLogger_t log)
       p_n = n;
     }
   }
-  if (res == ncclSuccess)
-    p_users++;
+  if (res == ncclSuccess) p_users++;
   pthread_mutex_unlock(&p_mu);
   return res;
 }
 
-void pt__pool_release(void)
-{
+void pt__pool_release(void) {
   pthread_mutex_lock(&p_mu);
   if (--p_users == 0) {
     stop_workers(p_n);
@@ -138,13 +126,9 @@ void pt__pool_release(void)
   pthread_mutex_unlock(&p_mu);
 }
 
-int pt__pool_threads(void)
-{
-  return p_n; /* stable while the caller holds a pool reference */
-}
+int pt__pool_threads(void) { return p_n; /* stable while the caller holds a pool reference */ }
 
-int pt__pool_add(struct pt_stream *s, uint32_t interest)
-{
+int pt__pool_add(struct pt_stream *s, uint32_t interest) {
   s->interest = interest;
   if (p_n == 0) {
     s->worker = -1; /* no helpers: the caller progresses it (xfer.c) */
@@ -156,37 +140,31 @@ int pt__pool_add(struct pt_stream *s, uint32_t interest)
   return epoll_ctl(p_w[s->worker].epfd, EPOLL_CTL_ADD, s->fd, &ev);
 }
 
-void pt__pool_arm(struct pt_stream *s, uint32_t interest)
-{
+void pt__pool_arm(struct pt_stream *s, uint32_t interest) {
   struct epoll_event ev = {.events = interest, .data.ptr = s};
   s->interest = interest;
-  if (s->worker < 0)
-    return;
+  if (s->worker < 0) return;
   /* Cannot fail for a registered fd short of memory exhaustion; a stream
    * left unarmed is still progressed by isend/irecv/test. */
   (void)epoll_ctl(p_w[s->worker].epfd, EPOLL_CTL_MOD, s->fd, &ev);
 }
 
-void pt__pool_forget(struct pt_comm *comm)
-{
+void pt__pool_forget(struct pt_comm *comm) {
   unsigned seen[PT_MAX_THREADS];
   int used[PT_MAX_THREADS] = {0};
   for (int i = 0; i < comm->nstreams; i++) {
     struct pt_stream *s = &comm->streams[i];
-    if (s->worker < 0)
-      continue;
+    if (s->worker < 0) continue;
     (void)epoll_ctl(p_w[s->worker].epfd, EPOLL_CTL_DEL, s->fd, NULL);
     used[s->worker] = 1;
   }
   /* A helper may have fetched an event for one of these streams before the
    * DEL: once it finishes the batch it was in, it cannot hold them. */
   for (int w = 0; w < p_n; w++) {
-    if (!used[w])
-      continue;
+    if (!used[w]) continue;
     seen[w] = atomic_load(&p_w[w].loops);
     wake(&p_w[w]);
   }
   for (int w = 0; w < p_n; w++)
-    while (used[w] && atomic_load(&p_w[w].loops) == seen[w])
-      sched_yield();
+    while (used[w] && atomic_load(&p_w[w].loops) == seen[w]) sched_yield();
 }

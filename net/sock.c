@@ -8,8 +8,7 @@
 #include <sys/random.h>
 #include "internal.h"
 
-void pt__addr_str(const union pt_addr *a, char *buf, size_t len)
-{
+void pt__addr_str(const union pt_addr *a, char *buf, size_t len) {
   char host[INET6_ADDRSTRLEN] = "?";
   int port = 0;
   if (a->sa.sa_family == AF_INET) {
@@ -22,23 +21,18 @@ void pt__addr_str(const union pt_addr *a, char *buf, size_t len)
   snprintf(buf, len, a->sa.sa_family == AF_INET6 ? "[%s]:%d" : "%s:%d", host, port);
 }
 
-socklen_t pt__addr_len(const union pt_addr *a)
-{
-  if (a->sa.sa_family == AF_INET)
-    return sizeof(struct sockaddr_in);
-  if (a->sa.sa_family == AF_INET6)
-    return sizeof(struct sockaddr_in6);
+socklen_t pt__addr_len(const union pt_addr *a) {
+  if (a->sa.sa_family == AF_INET) return sizeof(struct sockaddr_in);
+  if (a->sa.sa_family == AF_INET6) return sizeof(struct sockaddr_in6);
   return 0;
 }
 
 /* TCP_NODELAY: chunk headers and small messages must leave at once (NCCL's
  * socket transport sets it for the same reason). The traffic class maps to
  * the TOS byte; a kernel refusing it is not worth failing a connection. */
-int pt__sock_tune(int fd, int traffic_class, int family)
-{
+int pt__sock_tune(int fd, int traffic_class, int family) {
   int one = 1;
-  if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0)
-    return -1;
+  if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0) return -1;
   if (traffic_class >= 0) {
     int tos = traffic_class;
     if (family == AF_INET6)
@@ -49,15 +43,12 @@ int pt__sock_tune(int fd, int traffic_class, int family)
   return 0;
 }
 
-int pt__random64(uint64_t *out)
-{
+int pt__random64(uint64_t *out) {
   size_t got = 0;
   while (got < sizeof(*out)) {
     ssize_t n = getrandom((char *)out + got, sizeof(*out) - got, 0);
-    if (n < 0 && errno != EINTR)
-      return -1;
-    if (n > 0)
-      got += (size_t)n;
+    if (n < 0 && errno != EINTR) return -1;
+    if (n > 0) got += (size_t)n;
   }
   return 0;
 }

@@ -15,13 +15,9 @@
  * consistent on purpose: with the busy flag's exchange it forms the
  * handshake pt__comm_quiesce relies on (a step that took a stream after
  * the fence looked at busy sees the failure and touches nothing). */
-static int failed(struct pt_comm *c)
-{
-  return atomic_load(&c->err) != 0;
-}
+static int failed(struct pt_comm *c) { return atomic_load(&c->err) != 0; }
 
-static void fail_errno(struct pt_comm *c, int err)
-{
+static void fail_errno(struct pt_comm *c, int err) {
   if (err == ECONNRESET || err == EPIPE || err == ETIMEDOUT)
     pt__comm_fail(c, ncclRemoteError, PT_WHY_PEER_CLOSED, err);
   else
@@ -31,13 +27,11 @@ static void fail_errno(struct pt_comm *c, int err)
 /* Takes the next unsent chunk of the oldest message with one; the cursor
  * never passes send_tail and skips to the next message when it hands out
  * the last chunk, so a successful CAS proves the slot still holds seq. */
-static int claim(struct pt_comm *c, struct pt_send_slot **slot, uint32_t *chunk)
-{
+static int claim(struct pt_comm *c, struct pt_send_slot **slot, uint32_t *chunk) {
   uint64_t cur = atomic_load(&c->cursor);
   for (;;) {
     uint32_t seq = (uint32_t)(cur >> 32), k = (uint32_t)cur;
-    if (seq == atomic_load_explicit(&c->send_tail, memory_order_acquire))
-      return 0;
+    if (seq == atomic_load_explicit(&c->send_tail, memory_order_acquire)) return 0;
     struct pt_send_slot *m = &c->sslots[seq % PT_SEND_SLOTS];
     uint32_t n = atomic_load_explicit(&m->nchunks, memory_order_relaxed);
     uint64_t next = k + 1 < n ? cur + 1 : (uint64_t)(uint32_t)(seq + 1) << 32;
@@ -49,14 +43,12 @@ static int claim(struct pt_comm *c, struct pt_send_slot **slot, uint32_t *chunk)
   }
 }
 
-static int send_pending(struct pt_comm *c)
-{
+static int send_pending(struct pt_comm *c) {
   uint32_t seq = (uint32_t)(atomic_load(&c->cursor) >> 32);
   return seq != atomic_load_explicit(&c->send_tail, memory_order_acquire);
 }
 
-static void start_chunk(struct pt_stream *s, struct pt_send_slot *m, uint32_t k)
-{
+static void start_chunk(struct pt_stream *s, struct pt_send_slot *m, uint32_t k) {
   size_t off = (size_t)k * m->chunk;
   size_t len = m->size - off < m->chunk ? m->size - off : m->chunk;
   s->cur = m;
@@ -70,8 +62,7 @@ static void start_chunk(struct pt_stream *s, struct pt_send_slot *m, uint32_t k)
   s->data_done = 0;
 }
 
-static void end_chunk(struct pt_stream *s)
-{
+static void end_chunk(struct pt_stream *s) {
   struct pt_send_slot *m = s->cur;
   s->cur = NULL;
   if (atomic_fetch_add(&m->chunks_sent, 1) + 1 == atomic_load(&m->nchunks))
@@ -80,8 +71,7 @@ static void end_chunk(struct pt_stream *s)
 
 /* The receiver never writes on a data stream: readable means it closed or
  * reset (or is not our peer). */
-static void check_hangup(struct pt_stream *s)
-{
+static void check_hangup(struct pt_stream *s) {
   char b;
   ssize_t n = recv(s->fd, &b, 1, MSG_DONTWAIT);
   if (n == 0)
@@ -92,13 +82,11 @@ static void check_hangup(struct pt_stream *s)
     fail_errno(s->comm, errno);
 }
 
-static uint32_t send_step(struct pt_stream *s, size_t budget, uint32_t fired)
-{
+static uint32_t send_step(struct pt_stream *s, size_t budget, uint32_t fired) {
   struct pt_comm *c = s->comm;
   size_t moved = 0;
   int want_out = 0;
-  if (fired & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
-    check_hangup(s);
+  if (fired & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) check_hangup(s);
   while (!failed(c)) {
     if (moved >= budget) {
       want_out = s->cur || send_pending(c);
@@ -107,8 +95,7 @@ static uint32_t send_step(struct pt_stream *s, size_t budget, uint32_t fired)
     if (!s->cur) {
       struct pt_send_slot *m;
       uint32_t k;
-      if (!claim(c, &m, &k))
-        break;
+      if (!claim(c, &m, &k)) break;
       start_chunk(s, m, k);
     }
     struct iovec iov[2];
@@ -116,13 +103,11 @@ static uint32_t send_step(struct pt_stream *s, size_t budget, uint32_t fired)
     if (s->hdr_done < sizeof(s->hdr))
       iov[niov++] = (struct iovec){(char *)&s->hdr + s->hdr_done, sizeof(s->hdr) - s->hdr_done};
     size_t data_left = s->hdr.len - s->data_done;
-    if (data_left)
-      iov[niov++] = (struct iovec){s->cur->data + s->hdr.offset + s->data_done, data_left};
+    if (data_left) iov[niov++] = (struct iovec){s->cur->data + s->hdr.offset + s->data_done, data_left};
     struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
     ssize_t n = sendmsg(s->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (n < 0) {
-      if (errno == EINTR)
-        continue;
+      if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK)
         want_out = 1;
       else
@@ -137,25 +122,21 @@ static uint32_t send_step(struct pt_stream *s, size_t budget, uint32_t fired)
     s->hdr_done = sizeof(s->hdr);
     s->data_done += sent - h;
     moved += sent - h;
-    if (s->data_done == s->hdr.len)
-      end_chunk(s);
+    if (s->data_done == s->hdr.len) end_chunk(s);
   }
-  if (atomic_load_explicit(&c->err, memory_order_relaxed))
-    return 0;
+  if (atomic_load_explicit(&c->err, memory_order_relaxed)) return 0;
   return want_out ? PT_SEND_BUSY : PT_SEND_IDLE;
 }
 
 /* Finds the posted buffer of the chunk in s->hdr: 1 found, 0 not posted yet
  * (the stream parks until irecv), -1 the comm failed. */
-static int place(struct pt_stream *s)
-{
+static int place(struct pt_stream *s) {
   struct pt_comm *c = s->comm;
   const struct pt_chunk_hdr *hd = &s->hdr;
   uint32_t posted = atomic_load_explicit(&c->recv_posted, memory_order_acquire);
-  if ((int32_t)(hd->seq - posted) >= 0)
-    return 0;
-  struct pt_recv_slot *r = &c->rslots[atomic_load_explicit(&c->seq_map[hd->seq % PT_SEQ_MAP],
-                                                           memory_order_relaxed)];
+  if ((int32_t)(hd->seq - posted) >= 0) return 0;
+  struct pt_recv_slot *r =
+      &c->rslots[atomic_load_explicit(&c->seq_map[hd->seq % PT_SEQ_MAP], memory_order_relaxed)];
   if (hd->seq - r->base_seq >= (uint32_t)r->n) {
     pt__comm_fail(c, ncclInternalError, PT_WHY_BAD_CHUNK, 0);
     return -1;
@@ -163,12 +144,10 @@ static int place(struct pt_stream *s)
   unsigned long long me = (unsigned long long)hd->seq + 1;
   int b = -1;
   for (int i = 0; i < r->n && b < 0; i++)
-    if (atomic_load(&r->owner[i]) == me)
-      b = i;
+    if (atomic_load(&r->owner[i]) == me) b = i;
   for (int i = 0; i < r->n && b < 0; i++) {
     unsigned long long expect = 0;
-    if (r->tags[i] != hd->tag)
-      continue;
+    if (r->tags[i] != hd->tag) continue;
     if (atomic_compare_exchange_strong(&r->owner[i], &expect, me)) {
       atomic_store_explicit(&r->total[i], hd->total, memory_order_relaxed);
       b = i;
@@ -196,8 +175,7 @@ static int place(struct pt_stream *s)
   return 1;
 }
 
-static void finish_recv_chunk(struct pt_stream *s)
-{
+static void finish_recv_chunk(struct pt_stream *s) {
   struct pt_recv_slot *r = s->rreq;
   size_t len = s->hdr.len;
   if (atomic_fetch_add(&r->got[s->rbuf], len) + len == s->hdr.total &&
@@ -205,28 +183,23 @@ static void finish_recv_chunk(struct pt_stream *s)
     atomic_store_explicit(&r->h.state, PT_SLOT_DONE, memory_order_release);
   /* the sender starts each message on the stream after the previous
    * one's (xfer.c, push): that is where the next one most likely is */
-  atomic_store_explicit(&s->comm->rx_hint, (s->index + 1) % s->comm->nstreams,
-                        memory_order_relaxed);
+  atomic_store_explicit(&s->comm->rx_hint, (s->index + 1) % s->comm->nstreams, memory_order_relaxed);
   s->rreq = NULL;
   s->phase = PT_RX_HDR;
 }
 
 /* One recv call; returns bytes, or -1 after recording why it stopped
  * (0 = would block, with *eof set at end of stream). */
-static ssize_t rx(struct pt_stream *s, void *buf, size_t len, int *eof)
-{
+static ssize_t rx(struct pt_stream *s, void *buf, size_t len, int *eof) {
   for (;;) {
     ssize_t n = recv(s->fd, buf, len, MSG_DONTWAIT);
-    if (n > 0)
-      return n;
+    if (n > 0) return n;
     if (n == 0) {
       *eof = 1;
       return 0;
     }
-    if (errno == EINTR)
-      continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK)
-      return 0;
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
     fail_errno(s->comm, errno);
     return -1;
   }
@@ -248,8 +221,7 @@ static ssize_t rx(struct pt_stream *s, void *buf, size_t len, int *eof)
 #define PT_RX_WATCH 1
 #define PT_RX_UNDRAINED 2
 
-static int recv_step(struct pt_stream *s, size_t budget, uint32_t fired)
-{
+static int recv_step(struct pt_stream *s, size_t budget, uint32_t fired) {
   struct pt_comm *c = s->comm;
   size_t moved = 0;
   int eof = 0, drained = 0, empty = 0;
@@ -259,8 +231,7 @@ static int recv_step(struct pt_stream *s, size_t budget, uint32_t fired)
     size_t avail = s->rx_have - s->rx_off;
     if (s->phase == PT_RX_HDR) {
       if (avail < sizeof(s->hdr)) {
-        if (moved >= budget)
-          break;
+        if (moved >= budget) break;
         if (empty) {
           drained = 1;
           break;
@@ -292,8 +263,7 @@ static int recv_step(struct pt_stream *s, size_t budget, uint32_t fired)
         atomic_store_explicit(&s->parked, (1ULL << 32) | s->hdr.seq, memory_order_release);
       else if (atomic_load_explicit(&s->parked, memory_order_relaxed))
         atomic_store_explicit(&s->parked, 0, memory_order_relaxed);
-      if (placed <= 0)
-        break;
+      if (placed <= 0) break;
       s->phase = PT_RX_DATA;
     }
     if (s->left == 0) {
@@ -310,8 +280,7 @@ static int recv_step(struct pt_stream *s, size_t budget, uint32_t fired)
       moved += k;
       continue;
     }
-    if (moved >= budget)
-      break;
+    if (moved >= budget) break;
     if (empty) {
       drained = 1;
       break;
@@ -340,23 +309,19 @@ static int recv_step(struct pt_stream *s, size_t budget, uint32_t fired)
   if (atomic_load_explicit(&c->err, memory_order_relaxed) || s->phase == PT_RX_DEAD ||
       s->phase == PT_RX_PARKED)
     return 0;
-  if (!drained)
-    return PT_RX_WATCH | PT_RX_UNDRAINED;
+  if (!drained) return PT_RX_WATCH | PT_RX_UNDRAINED;
   return s->phase == PT_RX_DATA || s->bulk ? PT_RX_WATCH : 0;
 }
 
-static void step(struct pt_stream *s, size_t budget)
-{
+static void step(struct pt_stream *s, size_t budget) {
   uint32_t fired = atomic_exchange(&s->fired, 0);
   if (s->comm->magic == PT_MAGIC_RECV) {
     /* Edge-triggered, so nothing to re-arm per event: only a change of
      * interest, or a fresh edge for bytes left unread. */
     int r = recv_step(s, budget, fired);
-    int over = atomic_load_explicit(&s->comm->err, memory_order_relaxed) ||
-               s->phase == PT_RX_DEAD;
+    int over = atomic_load_explicit(&s->comm->err, memory_order_relaxed) || s->phase == PT_RX_DEAD;
     uint32_t want = r & PT_RX_WATCH ? PT_RECV_BULK : over ? 0 : PT_RECV_IDLE;
-    if (want != s->interest || (r & PT_RX_UNDRAINED))
-      pt__pool_arm(s, want);
+    if (want != s->interest || (r & PT_RX_UNDRAINED)) pt__pool_arm(s, want);
     return;
   }
   uint32_t want = send_step(s, budget, fired);
@@ -366,13 +331,11 @@ static void step(struct pt_stream *s, size_t budget)
     pt__pool_arm(s, want);
 }
 
-void pt__stream_run(struct pt_stream *s, size_t budget)
-{
+void pt__stream_run(struct pt_stream *s, size_t budget) {
   /* Announce first, then try to own: an owner that already cleared again
    * will see it before letting go, so no wake-up is ever lost. */
   atomic_store(&s->again, 1);
-  if (atomic_exchange(&s->busy, 1))
-    return;
+  if (atomic_exchange(&s->busy, 1)) return;
   do {
     atomic_store(&s->again, 0);
     step(s, budget);
