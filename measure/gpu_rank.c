@@ -328,7 +328,6 @@ static int check(struct rank *k, size_t count, unsigned nout, const char *when, 
 }
 
 static void beat(struct rank *k, unsigned rep);
-static int align(struct rank *k, struct pt_measure_res *res);
 
 /* What the gaps alone take in one launch, timed the way the collectives
  * are (the same mode, ops gaps back to back), so that the timed window
@@ -353,9 +352,10 @@ static int gap_window(struct rank *k, int graph, struct pt_measure_res *res) {
   }
   for (unsigned i = 0; i < 4; i++) {
     float ms = 0;
-    /* Aligned first, as a timed window is: the launch's latency then hides
-     * behind the aligning collective in both. */
-    if (align(k, res)) goto out;
+    /* One untimed gap first, as the aligning collective precedes a timed
+     * window: the launch's latency then hides behind queued work in both.
+     * No NCCL call here: the tuner's counters are the candidate's. */
+    if (gap(k, res)) goto out;
     CU("cudaEventRecord", a->EventRecord(k->ev0, k->st));
     if (graph) CU("cudaGraphLaunch", a->GraphLaunch(x, k->st));
     else
