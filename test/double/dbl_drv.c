@@ -22,11 +22,15 @@
 #define CU_ERR_INVALID_HANDLE 400
 #define CU_ERR_NOT_FOUND 500
 
-struct pt_cu_module_s {
-  char *ptx;
-};
 struct pt_cu_function_s {
   struct pt_cu_module_s *m;
+};
+/* Functions belong to their module and go with it, as in CUDA. */
+#define MAX_FN 8
+struct pt_cu_module_s {
+  char *ptx;
+  struct pt_cu_function_s fn[MAX_FN];
+  int nfn;
 };
 
 DBL_API int cuGetErrorString(int r, const char **s) {
@@ -60,14 +64,12 @@ DBL_API int cuModuleGetFunction(struct pt_cu_function_s **f, struct pt_cu_module
   if (!f || !m || !name) return CU_ERR_INVALID_VALUE;
   snprintf(want, sizeof want, ".entry %s(", name);
   if (!strstr(m->ptx, want)) return CU_ERR_NOT_FOUND;
-  *f = calloc(1, sizeof **f);
-  if (!*f) return CU_ERR_OUT_OF_MEMORY;
+  if (m->nfn == MAX_FN) return CU_ERR_OUT_OF_MEMORY;
+  *f = &m->fn[m->nfn++];
   (*f)->m = m;
   return CU_OK;
 }
 
-/* Functions belong to their module: freed with it in CUDA; here the few
- * the backend asks for are kept until the process ends. */
 DBL_API int cuModuleUnload(struct pt_cu_module_s *m) {
   if (!m) return CU_ERR_INVALID_HANDLE;
   free(m->ptx);
