@@ -1,11 +1,14 @@
 /* The measuring options' rows; cli/measure_opts.h says who shares them. */
 #include "measure_opts.h"
+#include "measure/gpu_gap.h"
 
 #include <stddef.h>
 #include <stdio.h>
 
 #define F(x) offsetof(struct cli_measure, x)
 #define W (CLI_RECORD | CLI_WORKER)
+#define TEXT_(x) #x
+#define TEXT(x) TEXT_(x)
 
 /* --inject: checked here, kept as given (the worker parses it again). */
 static int inject(void *opts, const char *v, char *why, size_t len) {
@@ -26,6 +29,8 @@ const struct cli_opt cli_measure_rows[] = {
     CLI_ROW("warmup", 0, CLI_UINT, "N", F(warmup), 0, 1000, "5", W, CLI_NCCL, "nccl: untimed launches after the first one"),
     CLI_ROW("warmup-ms", 0, CLI_UINT, "MS", F(warmup_ms), 0, 10000, "100", W, CLI_NCCL,
      "nccl: then untimed replays for this much GPU time"),
+    CLI_ROW("gap", 0, CLI_UINT, "US", F(gap), 0, 1000, TEXT(PT_GAP_DEFAULT_US), W, CLI_NCCL,
+     "nccl: microseconds of GPU compute (every SM busy) before each timed\nall-reduce, as a verify step's GEMM or attention kernel; 0: back to\nback, as nccl-tests (docs/gpu.md, \"The timed shape\")"),
     CLI_ROW("nccl-lib", 0, CLI_STR, "PATH|auto", F(nccl_lib), 0, 0, NULL, W, CLI_NCCL,
      "nccl: the libnccl to measure with; auto (the default): the one the\nengine loads (VLLM_NCCL_SO_PATH, else torch's wheel in python3's environment),\nelse the loader's libnccl.so.2; profile refuses another minor\nversion than the engine's unless forced"),
     CLI_ROW("cudart-lib", 0, CLI_STR, "PATH", F(cudart_lib), 0, 0, NULL, W, CLI_NCCL,

@@ -23,6 +23,7 @@ struct cli_measure {
   int nccl_mem; /* --buffers ncclMemAlloc (the index in "cudaMalloc|ncclMemAlloc") */
   int same_gpu; /* --same-gpu-ranks: --gpus may repeat a GPU (measure/gpu_nccl.h) */
   unsigned long long ops, warmup, warmup_ms, seed;
+  unsigned long long gap; /* --gap: us of compute before each timed all-reduce */
   const char *inject[PT_MAX_FAULTS]; /* --inject, as given */
   size_t ninject;
 };

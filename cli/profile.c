@@ -69,6 +69,7 @@ static int open_backend(const struct profile_opts *o, const struct explore_at *a
     no.ops = (unsigned)o->m.ops;
     no.warmup = (unsigned)o->m.warmup;
     no.warmup_ms = (unsigned)o->m.warmup_ms;
+    no.gap_us = (double)o->m.gap;
     no.timeout_s = (double)o->timeout_s;
     no.stop = &interrupted;
     rc = pt_backend_nccl_open(be, &no, &e);

@@ -105,7 +105,7 @@ static int open_backend(const struct wopts *o, struct pt_backend *b, char **prov
   const struct cli_measure *m = &o->m;
   struct pt_gpu_opts g = {.plugin = m->plugin, .nccl_lib = m->nccl_lib, .cudart_lib = m->cudart_lib,
                           .scratch = o->scratch, .single = m->single, .same_gpu = m->same_gpu, .in_place = m->in_place,
-                          .nccl_mem = m->nccl_mem, .warmup_ms = (unsigned)m->warmup_ms, .beat_fd = out,
+                          .nccl_mem = m->nccl_mem, .warmup_ms = (unsigned)m->warmup_ms, .gap_us = (double)m->gap, .beat_fd = out,
                           .ops = (unsigned)m->ops, .warmup = (unsigned)m->warmup};
   if ((g.ngpus = pt_nccl_parse_gpus(m->gpus, g.gpus, PT_GPU_MAX, m->same_gpu)) < 0) {
     snprintf(e->file, sizeof e->file, "--gpus");

@@ -103,7 +103,7 @@ int pt_backend_nccl_open(struct pt_backend *b, const struct pt_nccl_opts *o,
   args[k++] = scratch;
   args[k] = NULL;
   struct pt_isolate_opts io = {o->exe, args, o->timeout_s, o->start_timeout_s, o->stderr_fd, o->stop,
-                               o->ops, o->warmup, o->warmup_ms, scratch};
+                               o->ops, o->warmup, o->warmup_ms, scratch, o->gap_us};
   rc = pt_backend_isolated_open(b, &io, err);
   if (rc) rmdir(scratch); /* the isolated backend removed what the worker wrote */
   return rc;

@@ -26,6 +26,7 @@ struct pt_nccl_opts {
   unsigned ops;       /* all-reduces per timed launch / captured graph */
   unsigned warmup;    /* untimed launches after the first one */
   unsigned warmup_ms; /* then untimed replays for this much GPU time */
+  double gap_us;      /* compute before each timed all-reduce (measure/gpu_gap.h) */
   double timeout_s;       /* base deadline per measurement and between heartbeats,
                              scaled up with size (pt_isolate_window_s) */
   double start_timeout_s; /* NCCL initialisation of a fresh worker */

@@ -36,6 +36,13 @@ typedef struct pt_cu_exec_s *pt_cu_exec;     /* cudaGraphExec_t */
 #define PT_CU_D2D 3                    /* cudaMemcpyDeviceToDevice */
 #define PT_CU_ATTR_CC_MAJOR 75         /* cudaDevAttrComputeCapabilityMajor */
 #define PT_CU_ATTR_CC_MINOR 76
+#define PT_CU_ATTR_SM_COUNT 16         /* cudaDevAttrMultiProcessorCount */
+
+/* ---- CUDA driver (only the gap kernel's module and launch) ---- */
+typedef int pt_cu_res;                            /* CUresult */
+typedef struct pt_cu_module_s *pt_cu_module;      /* CUmodule */
+typedef struct pt_cu_function_s *pt_cu_function;  /* CUfunction */
+/* A CUstream is a cudaStream_t: the same handle in both APIs. */
 /* cudaDeviceProp is versioned and large; its first member is char name[256]
  * in every version. The backend hands over a buffer this big. */
 #define PT_CU_PROP_BYTES 8192

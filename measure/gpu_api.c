@@ -50,6 +50,10 @@ static const struct symtab nccl_syms[] = {
     {"ncclGetErrorString", offsetof(struct pt_gpu_api, NcclErrorString), 1},
     {"ncclGetLastError", offsetof(struct pt_gpu_api, NcclLastError), 1}};
 #undef N
+#define D(f) {"cu" #f, offsetof(struct pt_gpu_api, f), 1}
+static const struct symtab drv_syms[] = {D(ModuleLoadData), D(ModuleGetFunction), D(ModuleUnload), D(LaunchKernel),
+                                         {"cuGetErrorString", offsetof(struct pt_gpu_api, DrvErrorString), 1}};
+#undef D
 
 /* dlsym returns void *; C11 has no cast from it to a function pointer, so
  * the address is copied into the pointer object instead. */
@@ -116,6 +120,20 @@ static int load_cudart(struct pt_gpu_api *a, const char *given, char *why, size_
   return 0;
 }
 
+/* The driver's few entry points the gap kernel needs. A missing driver is
+ * not an error here: --gap 0 needs none, and the rank says so otherwise. */
+static void load_driver(struct pt_gpu_api *a) {
+  char why[256];
+  size_t n = sizeof drv_syms / sizeof drv_syms[0];
+  if (dlsym(a->cudart, "cuLaunchKernel") && !resolve(a->cudart, a, drv_syms, n, "", why, sizeof why)) return;
+  if (!(a->driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL))) return;
+  if (resolve(a->driver, a, drv_syms, n, "", why, sizeof why)) {
+    for (size_t i = 0; i < n; i++) memset((char *)a + drv_syms[i].off, 0, sizeof(void *));
+    dlclose(a->driver);
+    a->driver = NULL;
+  }
+}
+
 int pt_gpu_api_load(struct pt_gpu_api *a, const char *nccl_lib, const char *cudart_lib, char *why,
                     size_t whylen) {
   memset(a, 0, sizeof *a);
@@ -134,6 +152,7 @@ int pt_gpu_api_load(struct pt_gpu_api *a, const char *nccl_lib, const char *cuda
     goto fail;
   where(*(void **)&a->GetVersion, tries[0], a->nccl_path);
   if (load_cudart(a, cudart_lib, why, whylen)) goto fail;
+  load_driver(a);
   return 0;
 fail:
   pt_gpu_api_unload(a);
@@ -141,7 +160,8 @@ fail:
 }
 
 void pt_gpu_api_unload(struct pt_gpu_api *a) {
+  if (a->driver) dlclose(a->driver);
   if (a->cudart) dlclose(a->cudart);
   if (a->nccl) dlclose(a->nccl);
-  a->cudart = a->nccl = NULL;
+  a->driver = a->cudart = a->nccl = NULL;
 }

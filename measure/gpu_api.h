@@ -54,6 +54,16 @@ struct pt_gpu_api {
   pt_cuerr (*GraphLaunch)(pt_cu_exec x, pt_cu_stream s);
   pt_cuerr (*GraphDestroy)(pt_cu_graph g);
   pt_cuerr (*GraphExecDestroy)(pt_cu_exec x);
+  /* CUDA driver, for the gap kernel (measure/gpu_gap.h): from the runtime
+   * library when it exports them (the test double does), else from
+   * libcuda.so.1; all NULL when neither has them (then only --gap 0 runs). */
+  void *driver;
+  pt_cu_res (*ModuleLoadData)(pt_cu_module *m, const void *image);
+  pt_cu_res (*ModuleGetFunction)(pt_cu_function *f, pt_cu_module m, const char *name);
+  pt_cu_res (*ModuleUnload)(pt_cu_module m);
+  pt_cu_res (*LaunchKernel)(pt_cu_function f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                            unsigned bz, unsigned shmem, pt_cu_stream s, void **params, void **extra);
+  pt_cu_res (*DrvErrorString)(pt_cu_res r, const char **s);
   /* NCCL */
   ncclResult_t (*GetVersion)(int *v);
   ncclResult_t (*GetUniqueId)(pt_nccl_uid *id);

@@ -519,7 +519,7 @@ int pt_gpu_open(struct pt_backend *b, const struct pt_gpu_opts *o, char **prov, 
   }
   for (int r = 0; r < g->n; r++)
     g->cfg[r] = (struct pt_rank_cfg){&g->api, g->plugin, g->dev, r, g->n, g->ops, g->warmup, o->in_place, o->nccl_mem,
-                                     o->warmup_ms};
+                                     o->warmup_ms, o->gap_us};
   if (o->nccl_mem && !(g->api.MemAlloc && g->api.MemFree)) {
     gerr(err, PT_EIO, "--buffers ncclMemAlloc: %s has no ncclMemAlloc (NCCL 2.19 or later has it)", g->api.nccl_path);
     goto fail;

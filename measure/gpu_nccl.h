@@ -46,6 +46,7 @@ struct pt_gpu_opts {
   unsigned ops;           /* collectives per timed launch / graph, 1..1000 */
   unsigned warmup;        /* untimed launches after the first, 0..1000 */
   double warmup_ms;       /* then untimed replays for this much GPU time, 0..10000 */
+  double gap_us;          /* compute before each timed all-reduce (measure/gpu_gap.h); 0: back to back */
 };
 
 /* 1: this pcie-tune has the GPU backend (always, since CUDA and NCCL are

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "gpu_gap.h"
 #include "gpu_pattern.h"
 #include "gpu_prov.h"
 #include "gpu_rank.h"
@@ -30,6 +31,8 @@ struct rank {
   unsigned filled_nout;
   void *plugin;
   const pcieTunerControl_v1_t *ctl;
+  struct pt_gap gap;
+  double gap_window_us[2]; /* [graph]: one launch of the gaps alone, us; < 0 until timed */
   char why[1024];
 };
 
@@ -122,6 +125,9 @@ static int open_rank(struct rank *k, pt_nccl_uid uid) {
     return envfail(k, "cannot create a stream and events: %s", a->GetErrorString(e));
   if ((e = a->Malloc((void **)&k->bar, 256)))
     return envfail(k, "cannot allocate the aligning buffer: %s", a->GetErrorString(e));
+  char gwhy[512];
+  if (pt_gap_open(&k->gap, a, k->dev, k->c->gap_us, gwhy, sizeof gwhy)) return envfail(k, "%s", gwhy);
+  k->gap_window_us[0] = k->gap_window_us[1] = -1;
   rc = 0;
   return rc;
 }
@@ -156,6 +162,7 @@ static void close_rank(struct rank *k, int poisoned) {
     if (k->st) a->StreamDestroy(k->st);
     if (k->comm) a->CommDestroy(k->comm);
     if (k->plugin) dlclose(k->plugin);
+    pt_gap_close(&k->gap, a);
   }
   free(k->host);
 }
@@ -197,13 +204,24 @@ out:
   return rc;
 }
 
+/* The compute gap before op j (none with --gap 0). */
+static int gap(struct rank *k, struct pt_measure_res *res) {
+  const char *what = NULL;
+  if (!k->gap.fn) return 0;
+  if (pt_gap_launch(&k->gap, k->api, k->st, &what))
+    return outcome(res, PT_PT_CRASH, "GPU %d: cuLaunchKernel of the gap kernel failed: %s", k->dev, what);
+  return 0;
+}
+
 /* ops all-reduces, each its own group: in one group NCCL would merge them
- * and the tuner would see their summed size. */
+ * and the tuner would see their summed size. Each follows a compute gap,
+ * as in a verify step (measure/gpu_gap.h). */
 static int launch(struct rank *k, size_t count, unsigned nout, struct pt_measure_res *res) {
   int rc = 1;
   for (unsigned j = 0; j < k->c->ops; j++) {
     size_t off = (size_t)(j % nout) * count;
     const float *in = (k->c->in_place ? k->recv : k->send) + off;
+    if (gap(k, res)) goto out;
     NC("ncclGroupStart", k->api->GroupStart());
     NC("ncclAllReduce", k->api->AllReduce(in, k->recv + off, count, PT_NCCL_FLOAT32, PT_NCCL_SUM,
                                           k->comm, k->st));
@@ -311,6 +329,58 @@ static int check(struct rank *k, size_t count, unsigned nout, const char *when, 
 
 static void beat(struct rank *k, unsigned rep);
 
+/* What the gaps alone take in one launch, timed the way the collectives
+ * are (the same mode, ops gaps back to back), so that the timed window
+ * less this leaves the collectives: the smallest of a few launches after
+ * an untimed one. Once per mode and worker. Returns 0, or 1 (res says). */
+static int gap_window(struct rank *k, int graph, struct pt_measure_res *res) {
+  const struct pt_gpu_api *a = k->api;
+  pt_cu_graph g = NULL;
+  pt_cu_exec x = NULL;
+  int rc = 1, capturing = 0;
+  double best = -1;
+  if (!k->gap.fn || k->gap_window_us[graph] >= 0) return 0;
+  if (graph) {
+    CU("cudaStreamBeginCapture", a->StreamBeginCapture(k->st, PT_CU_CAPTURE_THREAD_LOCAL));
+    capturing = 1;
+    for (unsigned j = 0; j < k->c->ops; j++)
+      if (gap(k, res)) goto out;
+    capturing = 0;
+    CU("cudaStreamEndCapture", a->StreamEndCapture(k->st, &g));
+    CU("cudaGraphInstantiateWithFlags", a->GraphInstantiateWithFlags(&x, g, 0));
+    CU("cudaGraphUpload", a->GraphUpload(x, k->st));
+  }
+  for (unsigned i = 0; i < 4; i++) {
+    float ms = 0;
+    /* One untimed gap first, as the aligning collective precedes a timed
+     * window: the launch's latency then hides behind queued work in both.
+     * No NCCL call here: the tuner's counters are the candidate's. */
+    if (gap(k, res)) goto out;
+    CU("cudaEventRecord", a->EventRecord(k->ev0, k->st));
+    if (graph) CU("cudaGraphLaunch", a->GraphLaunch(x, k->st));
+    else
+      for (unsigned j = 0; j < k->c->ops; j++)
+        if (gap(k, res)) goto out;
+    CU("cudaEventRecord", a->EventRecord(k->ev1, k->st));
+    CU("cudaEventSynchronize", a->EventSynchronize(k->ev1));
+    CU("cudaEventElapsedTime", a->EventElapsedTime(&ms, k->ev0, k->ev1));
+    if (i && (best < 0 || ms * 1000.0 < best)) best = (double)ms * 1000.0;
+  }
+  k->gap_window_us[graph] = best;
+  rc = 0;
+out:
+  if (capturing) a->StreamEndCapture(k->st, &g);
+  if (x) a->GraphExecDestroy(x);
+  if (g) a->GraphDestroy(g);
+  return rc;
+}
+
+/* Microseconds per collective of a timed launch of ms milliseconds. */
+static double per_op(const struct rank *k, int graph, float ms) {
+  double us = (double)ms * 1000.0 - (k->gap.fn ? k->gap_window_us[graph] : 0);
+  return us > 0 ? us / k->c->ops : 1e-3;
+}
+
 /* The LL128 screen (measure/screen.h): replay r reads input set r % 2 (ops
  * 0..nout-1, then nout..2*nout-1: every word differs from the previous
  * replay's), outputs NaN before each replay, every output checked after.
@@ -343,7 +413,7 @@ static int screen(struct rank *k, pt_cu_exec exec, size_t count, unsigned nout, 
       if (res->state == PT_PT_OK) outcome(res, PT_PT_CRASH, "GPU %d: an LL128 screen replay failed", k->dev);
       return 0;
     }
-    samples[r] = ms > 0 ? (double)ms * 1000.0 / k->c->ops : 1e-3;
+    samples[r] = per_op(k, exec != NULL, ms);
     snprintf(when, sizeof when, "LL128 screen replay %u", r + 1);
     if (bad.state == PT_PT_OK) check_ops(k, count, nout, base, when, &bad);
     if (bad.state == PT_PT_CRASH) break;
@@ -466,6 +536,7 @@ static int measure(struct rank *k, const struct pt_rank_cmd *cmd, double *sample
   if ((rc = ensure(k, count, nout))) return rc;
   if (cmd->do_force && force(k, q, res)) return 0;
   if (probe(k, cmd, count, res)) return 0;
+  if (gap_window(k, graph, res)) return 0;
   if ((rc = nan_fill(k, bytes * nout))) return rc;
   if (graph && capture(k, count, nout, &exec, res)) goto out;
   if (graph && verdict(k, cmd, res)) goto out; /* captured, never run */
@@ -505,7 +576,7 @@ static int measure(struct rank *k, const struct pt_rank_cmd *cmd, double *sample
     CU("cudaEventRecord", a->EventRecord(k->ev1, k->st));
     CU("cudaEventSynchronize", a->EventSynchronize(k->ev1));
     CU("cudaEventElapsedTime", a->EventElapsedTime(&ms, k->ev0, k->ev1));
-    samples[i] = (double)ms * 1000.0 / k->c->ops;
+    samples[i] = per_op(k, graph, ms);
     snprintf(when, sizeof when, "timed replay %u", q->first_rep + i + 1);
     if (bad.state == PT_PT_OK) check(k, count, nout, when, &bad);
     if (bad.state == PT_PT_CRASH) break;
@@ -538,6 +609,10 @@ static void prov(struct rank *k, char *out, size_t len) {
   fprintf(f, ";\n      cuda_driver = %d;\n      cuda_runtime = %d;\n", drv, rt);
   fprintf(f, "      datatype = \"float32\";\n      ops_per_launch = %u;\n      warmup = %u;\n      warmup_ms = %g;\n",
           k->c->ops, k->c->warmup, k->c->warmup_ms);
+  fprintf(f, "      gap_us = %g;\n      shape = \"%s\";\n", k->c->gap_us,
+          k->gap.fn ? "each timed all-reduce after a kernel that keeps every SM busy for gap_us; the gaps' own time "
+                      "(timed alone, same mode) subtracted"
+                    : "the timed all-reduces back to back");
   fprintf(f, "      placement = \"%s\";\n      buffers = \"%s\";\n", k->c->in_place ? "in-place" : "out-of-place",
           k->c->nccl_mem ? "ncclMemAlloc" : "cudaMalloc");
   fputs("      check = \"exact integer pattern, every output of every op of every rank, every timed replay\";\n", f);

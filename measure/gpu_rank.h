@@ -59,6 +59,7 @@ struct pt_rank_cfg {
   int in_place; /* 1: each op reduces its buffer in place (inputs restored before each replay) */
   int nccl_mem; /* 1: buffers from ncclMemAlloc, 0: cudaMalloc (docs/gpu.md, "Buffers") */
   double warmup_ms; /* after the counted warm-up, replay until this much GPU time passed */
+  double gap_us;    /* compute before each timed all-reduce (measure/gpu_gap.h); 0: back to back */
 };
 
 /* Serves one rank on fd until the coordinator closes it. Returns the exit

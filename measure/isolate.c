@@ -35,7 +35,7 @@ struct iso {
   char **argv; /* exe, "worker", args..., NULL */
   int64_t timeout_ms, start_ms;
   unsigned ops, warmup;
-  double warmup_ms;
+  double warmup_ms, gap_us;
   char *scratch;
   size_t nsizes; /* slowest OK median per measured size, for deadlines */
   uint64_t sizes[MAX_SIZES];
@@ -292,6 +292,10 @@ static int64_t window_ms(const struct iso *w, uint64_t nbytes) {
   if (!w->ops) return w->timeout_ms;
   double s = pt_isolate_window_s((double)w->timeout_ms / 1000, w->ops, w->warmup, w->warmup_ms, nbytes, w->sizes,
                                  w->slowest, w->nsizes);
+  /* The gaps (measure/gpu_gap.h) lengthen every launch by ops gaps, known
+   * in advance: four times those of the batch and of the gaps' own timing
+   * (four launches, once per worker and mode). */
+  s += 4.0 * w->ops * (w->warmup + 6.0) * w->gap_us / 1e6;
   return (int64_t)(s * 1000 + 0.5);
 }
 
@@ -435,6 +439,7 @@ int pt_backend_isolated_open(struct pt_backend *b, const struct pt_isolate_opts 
   w->ops = o->ops;
   w->warmup = o->warmup;
   w->warmup_ms = o->warmup_ms;
+  w->gap_us = o->gap_us;
   if (o->scratch && !(w->scratch = strdup(o->scratch))) goto fail;
   w->argv = calloc(nargs + 3, sizeof *w->argv);
   if (!w->argv) goto fail;

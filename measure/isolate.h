@@ -49,6 +49,7 @@ struct pt_isolate_opts {
   /* A directory the workers write into (NCCL logs), removed with all it
    * holds at close, also what killed workers left there. May be NULL. */
   const char *scratch;
+  double gap_us; /* compute before each timed collective (measure/gpu_gap.h), us */
 };
 
 /* The time the isolated backend allows a request before the first

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "measure/backend_nccl.h"
+#include "measure/gpu_gap.h"
 #include "measure/gpu_ncclog.h"
 #include "measure/gpu_pattern.h"
 #include "measure/gpu_prov.h"
@@ -191,6 +192,45 @@ START_TEST(profiler_side_open_reports_the_workers_reason) {
 END_TEST
 
 /* Defect 8: the channel count and transports come from NCCL's INFO lines. */
+/* The gap kernel through the driver entry points as the backend resolves
+ * them (here the double's, which refuses what CUDA's driver would): its
+ * PTX loads and its entry is found; another image, another entry, or a
+ * launch CUDA would reject fail with the driver's codes and texts. */
+START_TEST(gap_kernel_loads_and_bad_launches_fail) {
+  struct pt_gpu_api a;
+  struct pt_gap g;
+  char why[512];
+  const char *what = NULL;
+  pt_cu_module m = NULL;
+  pt_cu_function f = NULL;
+  pt_cu_stream st = NULL;
+  ck_assert_msg(pt_gpu_api_load(&a, double_so(), NULL, why, sizeof why) == 0, "%s", why);
+  ck_assert_ptr_nonnull(a.LaunchKernel);
+  ck_assert_int_eq(a.SetDevice(0), 0);
+  ck_assert_int_eq(a.StreamCreateWithFlags(&st, PT_CU_STREAM_NON_BLOCKING), 0);
+  ck_assert_int_eq(pt_gap_open(&g, &a, 0, 0, why, sizeof why), 0);
+  ck_assert_ptr_null(g.fn); /* --gap 0: nothing loaded */
+  ck_assert_msg(pt_gap_open(&g, &a, 0, 50, why, sizeof why) == 0, "%s", why);
+  ck_assert_ptr_nonnull(g.fn);
+  ck_assert_uint_eq(g.ns, 50000);
+  ck_assert_uint_ge(g.blocks, 1);
+  ck_assert_int_eq(pt_gap_launch(&g, &a, st, &what), 0);
+  ck_assert_int_eq(a.ModuleLoadData(&m, "not ptx"), 200); /* CUDA_ERROR_INVALID_IMAGE */
+  ck_assert_int_eq(a.ModuleGetFunction(&f, g.mod, "pt_gap_other"), 500); /* CUDA_ERROR_NOT_FOUND */
+  ck_assert_int_eq(a.DrvErrorString(500, &what), 0);
+  ck_assert_str_eq(what, "named symbol not found");
+  unsigned long long ns = 1000;
+  void *params[] = {&ns};
+  ck_assert_int_eq(a.LaunchKernel(g.fn, 1, 1, 1, 2048, 1, 1, 0, st, params, NULL), 1); /* > 1024 threads */
+  ck_assert_int_eq(a.LaunchKernel(g.fn, 1, 1, 1, 32, 1, 1, 0, st, NULL, NULL), 1);     /* no parameters */
+  ck_assert_int_eq(a.LaunchKernel(NULL, 1, 1, 1, 32, 1, 1, 0, st, params, NULL), 400);
+  pt_gap_close(&g, &a);
+  ck_assert_ptr_null(g.fn);
+  a.StreamDestroy(st);
+  pt_gpu_api_unload(&a);
+}
+END_TEST
+
 START_TEST(nccl_log_gives_channels_and_transports) {
   const char *text =
       "h:1:1 [0] NCCL INFO NCCL version 2.28.9+cuda13.0\n"
@@ -239,6 +279,7 @@ int main(void) {
   tcase_add_test(tc, always_built_and_says_why_it_cannot_measure);
   tcase_add_test(tc, nccl_log_gives_channels_and_transports);
   tcase_add_test(tc, ops_of_a_launch_differ);
+  tcase_add_test(tc, gap_kernel_loads_and_bad_launches_fail);
   tcase_add_test(tc, profiler_side_open_reports_the_workers_reason);
   suite_add_tcase(s, tc);
   return pt_test_main(s);

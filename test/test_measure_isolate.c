@@ -41,7 +41,7 @@ static int open_iso(struct pt_backend *b, double timeout_s, const char *const *f
     args[k++] = faults[i];
   }
   args[k] = NULL;
-  struct pt_isolate_opts o = {pt_test_cli(), args, timeout_s, 10, devnull, NULL, 0, 0, 0, NULL};
+  struct pt_isolate_opts o = {pt_test_cli(), args, timeout_s, 10, devnull, NULL, 0, 0, 0, NULL, 0};
   return pt_backend_isolated_open(b, &o, e);
 }
 
@@ -196,7 +196,7 @@ START_TEST(a_worker_that_cannot_start_fails_open) {
   struct pt_backend b;
   struct pt_error_rec e;
   const char *bad_box[] = {"--backend", "sim", "--box", "no-such-box", NULL};
-  struct pt_isolate_opts o = {pt_test_cli(), bad_box, 5, 5, devnull, NULL, 0, 0, 0, NULL};
+  struct pt_isolate_opts o = {pt_test_cli(), bad_box, 5, 5, devnull, NULL, 0, 0, 0, NULL, 0};
   /* The worker's own reason arrives in its FAIL frame. */
   ck_assert_int_eq(pt_backend_isolated_open(&b, &o, &e), PT_EIO);
   ck_assert_msg(strstr(e.msg, "no-such-box"), "%s", e.msg);
@@ -224,7 +224,7 @@ START_TEST(a_worker_that_stays_silent_at_start_is_killed) {
   char *dir = pt_test_tmpdir();
   char *script = pt_test_write(dir, "silent.sh", "#!/bin/sh\nexec sleep 30\n");
   ck_assert_int_eq(chmod(script, 0755), 0);
-  struct pt_isolate_opts o = {script, NULL, 5, 1, devnull, NULL, 0, 0, 0, NULL};
+  struct pt_isolate_opts o = {script, NULL, 5, 1, devnull, NULL, 0, 0, 0, NULL, 0};
   int64_t t0 = pt_proto_now_ms();
   ck_assert_int_eq(pt_backend_isolated_open(&b, &o, &e), PT_EIO);
   ck_assert_msg(strstr(e.msg, "worker not ready after 1.0 s; killed"), "%s", e.msg);

@@ -37,11 +37,12 @@ struct dbl_op {
   int value;
   size_t bytes;
 };
-enum { DBL_OP_ALLREDUCE = 1, DBL_OP_MEMSET = 2, DBL_OP_COPY = 3 };
+enum { DBL_OP_ALLREDUCE = 1, DBL_OP_MEMSET = 2, DBL_OP_COPY = 3, DBL_OP_SPIN = 4 /* bytes: ns to spin */ };
 
 struct pt_cu_stream_s {
   int dev;
   double vtime; /* us: when the stream's last work completes */
+  int after_coll; /* its last work was an all-reduce (back to back: the overlap model) */
   struct pt_cu_graph_s *capturing;
 };
 struct pt_cu_event_s {
@@ -72,6 +73,10 @@ struct dbl_env {
   double log_us;   /* host time of one log line written */
   double init_s;   /* wall-clock seconds ncclCommInitRank takes */
   int log_tuning;  /* NCCL_DEBUG_SUBSYS has TUNING (or ALL): a line per collective */
+  /* Overlap of back-to-back collectives (README, "Overlap"): the fraction
+   * of an all-reduce's time hidden when it is queued right behind another
+   * one on its stream, per protocol (NCCL_PROTO_*); 0 by default. */
+  double overlap[3];
 };
 /* Loads PTDOUBLE_* once; NULL (and a line on stderr) when unusable. */
 const struct dbl_env *dbl_env(void);

@@ -126,6 +126,15 @@ static void load(void) {
   env.host_skew = num("PTDOUBLE_HOST_SKEW", 0.25);
   env.log_us = num("PTDOUBLE_LOG_US", 10.0);
   env.init_s = num("PTDOUBLE_INIT_S", 0.0);
+  static const char *const ov[3] = {"PTDOUBLE_OVERLAP_LL", "PTDOUBLE_OVERLAP_LL128", "PTDOUBLE_OVERLAP_SIMPLE"};
+  for (int p = 0; p < 3; p++) {
+    env.overlap[p] = num(ov[p], 0.0);
+    if (env.overlap[p] < 0 || env.overlap[p] > 0.9) {
+      fprintf(stderr, "nccl double: %s=%g: want a fraction 0..0.9\n", ov[p], env.overlap[p]);
+      env_ok = 0;
+      return;
+    }
+  }
   const char *subsys = getenv("NCCL_DEBUG_SUBSYS");
   env.log_tuning = subsys && (strcasestr(subsys, "TUNING") || strcasestr(subsys, "ALL")) && !strchr(subsys, '^');
   const char *fs = getenv("PTDOUBLE_FAULTS");

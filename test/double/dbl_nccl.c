@@ -304,6 +304,12 @@ static void tear(const struct dbl_op *op) {
 int dbl_run_op(struct pt_cu_stream_s *st, const struct dbl_op *op, int mode, double submit_us) {
   const struct dbl_env *e = dbl_env();
   double arrive = st->vtime > submit_us ? st->vtime : submit_us, slow = 0;
+  int back_to_back = st->after_coll && st->vtime >= submit_us;
+  st->after_coll = 0;
+  if (op->kind == DBL_OP_SPIN) { /* an ideal GPU: exactly the time asked for */
+    st->vtime = arrive + (double)op->bytes / 1000.0;
+    return PT_CU_SUCCESS;
+  }
   if (op->kind == DBL_OP_MEMSET || op->kind == DBL_OP_COPY) {
     if (op->kind == DBL_OP_MEMSET) memset(op->dst, op->value, op->bytes);
     else memcpy(op->dst, op->src, op->bytes);
@@ -322,7 +328,14 @@ int dbl_run_op(struct pt_cu_stream_s *st, const struct dbl_op *op, int mode, dou
   double start = dbl_shm_allreduce(op->comm->shm, op->send, op->recv, op->count, arrive);
   if (f == DBL_F_CORRUPT && op->comm->rank == 0 && op->count) op->recv[op->count / 2] += 1.0f;
   if (f == DBL_F_TEAR) tear(op);
-  st->vtime = start + pt_box_true_us(&e->box, PT_ALLREDUCE, mode, op->algo, op->proto, op->channels, nbytes);
+  double us = pt_box_true_us(&e->box, PT_ALLREDUCE, mode, op->algo, op->proto, op->channels, nbytes);
+  /* Queued right behind another all-reduce, NCCL's next kernel starts
+   * while the peers still finish the previous one (connection buffers
+   * persist across kernels): part of its time hides in the previous op's
+   * tail. Anything else in between (a compute kernel) ends the burst. */
+  if (back_to_back && op->proto >= 0 && op->proto < 3) us *= 1.0 - e->overlap[op->proto];
+  st->vtime = start + us;
+  st->after_coll = 1;
   return PT_CU_SUCCESS;
 }
 
