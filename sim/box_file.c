@@ -245,15 +245,58 @@ static int parse_env(struct ctx *c, const config_setting_t *g, struct pt_hw *hw)
 }
 
 /* The hardware group, replacing any inherited hardware as a whole. */
+/* The CPU keys of a hardware group: cpus, cpu_vendor, intel_gen. */
+static int parse_cpu(struct ctx *c, const config_setting_t *g, struct pt_hw *hw) {
+  static const char *const vendors[] = {"other", "intel", "amd", NULL};
+  static const char *const gens[] = {"bdw", "skl", "srp", "erp", NULL};
+  const config_setting_t *s;
+  char v[16] = "";
+  int rc;
+  if ((rc = get_int(c, g, "cpus", 1, PT_HW_MAX_CPUS, &hw->ncpus)) || (rc = get_str(c, g, "cpu_vendor", v, sizeof v, 1)))
+    return rc;
+  hw->cpu_vendor = -1;
+  for (int i = 0; vendors[i]; i++)
+    if (!strcmp(v, vendors[i])) hw->cpu_vendor = i;
+  if (hw->cpu_vendor < 0)
+    return fail(c, config_setting_get_member(g, "cpu_vendor"), PT_EINVAL, "unknown cpu_vendor '%s' (amd, intel or other)",
+                v);
+  hw->cpu_model = PT_INTEL_SKL;
+  if (!(s = config_setting_get_member(g, "intel_gen"))) return 0;
+  const char *gv = config_setting_get_string(s);
+  hw->cpu_model = -1;
+  for (int i = 0; gv && gens[i]; i++)
+    if (!strcmp(gv, gens[i])) hw->cpu_model = i;
+  if (hw->cpu_model < 0) return fail(c, s, PT_EINVAL, "unknown intel_gen '%s' (bdw, skl, srp or erp)", gv ? gv : "?");
+  return 0;
+}
+
+/* The device lists of a hardware group: switches (optional), then gpus. */
+static int parse_devs(struct ctx *c, const config_setting_t *g, struct pt_hw *hw) {
+  int rc = 0;
+  for (int is_gpu = 0; is_gpu < 2; is_gpu++) {
+    const char *key = is_gpu ? "gpus" : "switches";
+    const config_setting_t *l = config_setting_get_member(g, key);
+    if (!l) {
+      if (is_gpu) return missing(c, g, key);
+      continue;
+    }
+    if (!config_setting_is_list(l)) return fail(c, l, PT_EINVAL, "'%s' must be a list ( ... )", key);
+    for (int i = 0; i < config_setting_length(l) && !rc; i++) {
+      const config_setting_t *e = config_setting_get_elem(l, (unsigned)i);
+      rc = config_setting_is_group(e) ? parse_dev(c, e, hw, is_gpu)
+                                      : fail(c, e, PT_EINVAL, "each entry of '%s' must be a group", key);
+    }
+    if (rc) return rc;
+  }
+  return 0;
+}
+
 static int parse_hw(struct ctx *c, const config_setting_t *g, struct pt_box *b) {
   static const char *const keys[] = {"cpus", "cpu_vendor", "intel_gen", "switches", "gpus", "p2p", "env",
                                      "host_staging_gbs", NULL};
-  static const char *const vendors[] = {"other", "intel", "amd", NULL};
-  static const char *const gens[] = {"bdw", "skl", "srp", "erp", NULL};
   struct pt_hw *hw = &b->hw;
   const config_setting_t *s;
   int rc, inherited = c->inherited;
-  char v[16] = "";
   if (!config_setting_is_group(g)) return fail(c, g, PT_EINVAL, "'hardware' must be a group { ... }");
   /* Over a based_on box with hardware, a group of only 'env' and 'p2p'
    * changes those on the inherited hardware (the same box run with other
@@ -270,46 +313,7 @@ static int parse_hw(struct ctx *c, const config_setting_t *g, struct pt_box *b) 
   }
   memset(hw, 0, sizeof *hw);
   c->inherited = 0; /* every hardware key but switches and env is required */
-  if ((rc = only_keys(c, g, keys)) || (rc = get_int(c, g, "cpus", 1, PT_HW_MAX_CPUS, &hw->ncpus)) ||
-      (rc = get_str(c, g, "cpu_vendor", v, sizeof v, 1)))
-    goto out;
-  hw->cpu_vendor = -1;
-  for (int i = 0; vendors[i]; i++)
-    if (!strcmp(v, vendors[i])) hw->cpu_vendor = i;
-  if (hw->cpu_vendor < 0) {
-    rc = fail(c, config_setting_get_member(g, "cpu_vendor"), PT_EINVAL, "unknown cpu_vendor '%s' (amd, intel or other)", v);
-    goto out;
-  }
-  hw->cpu_model = PT_INTEL_SKL;
-  if ((s = config_setting_get_member(g, "intel_gen"))) {
-    const char *gv = config_setting_get_string(s);
-    hw->cpu_model = -1;
-    for (int i = 0; gv && gens[i]; i++)
-      if (!strcmp(gv, gens[i])) hw->cpu_model = i;
-    if (hw->cpu_model < 0) {
-      rc = fail(c, s, PT_EINVAL, "unknown intel_gen '%s' (bdw, skl, srp or erp)", gv ? gv : "?");
-      goto out;
-    }
-  }
-  for (int is_gpu = 0; is_gpu < 2; is_gpu++) {
-    const char *key = is_gpu ? "gpus" : "switches";
-    const config_setting_t *l = config_setting_get_member(g, key);
-    if (!l) {
-      if (is_gpu) rc = missing(c, g, key);
-      if (rc) goto out;
-      continue;
-    }
-    if (!config_setting_is_list(l)) {
-      rc = fail(c, l, PT_EINVAL, "'%s' must be a list ( ... )", key);
-      goto out;
-    }
-    for (int i = 0; i < config_setting_length(l) && !rc; i++) {
-      const config_setting_t *e = config_setting_get_elem(l, (unsigned)i);
-      rc = config_setting_is_group(e) ? parse_dev(c, e, hw, is_gpu)
-                                      : fail(c, e, PT_EINVAL, "each entry of '%s' must be a group", key);
-    }
-    if (rc) goto out;
-  }
+  if ((rc = only_keys(c, g, keys)) || (rc = parse_cpu(c, g, hw)) || (rc = parse_devs(c, g, hw))) goto out;
   if ((rc = get_bool(c, g, "p2p", &hw->p2p))) goto out;
   /* Optional: a server host stages SHM far faster than the consumer tables
    * the fitted shm_bw comes from (docs/sim.md, "Host staging"). */

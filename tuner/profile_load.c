@@ -321,6 +321,29 @@ static int load_margin(struct loader *L, const config_setting_t *s, struct pt_pr
   return 0;
 }
 
+/* provenance.extra: free-form, kept as text, but a sweep records its
+ * progress (measure/sweepfile.c) and the LL128 screen it ran
+ * (measure/screen.c) there. */
+static int load_extra(struct loader *L, const config_setting_t *x, struct pt_profile *p) {
+  int rc;
+  if (!config_setting_is_group(x)) return fail(L, x, "provenance.extra must be a group");
+  if ((rc = pt__render_setting_body(x, &p->prov.extra))) return rc;
+  const config_setting_t *sw = config_setting_get_member(x, "sweep");
+  const config_setting_t *st = sw && config_setting_is_group(sw) ? config_setting_get_member(sw, "state") : NULL;
+  if (sw) {
+    p->sweep_state =
+        pt_strdup(st && config_setting_type(st) == CONFIG_TYPE_STRING ? config_setting_get_string(st) : "unknown");
+    if (!p->sweep_state) return PT_ENOMEM;
+  }
+  const config_setting_t *sc = config_setting_get_member(x, "ll128_screen");
+  const char *res = NULL;
+  if (sc && config_setting_is_group(sc)) config_setting_lookup_string(sc, "result", &res);
+  p->ll128_screen = res && !strcmp(res, "pass")   ? PT_LL128_SCREENED
+                    : res && !strcmp(res, "fail") ? PT_LL128_UNUSABLE
+                                                  : PT_LL128_UNSCREENED;
+  return 0;
+}
+
 static int load_header(struct loader *L, const config_setting_t *root, struct pt_profile *p) {
   static const char *const match_keys[] = {"nranks", "nnodes", NULL};
   static const char *const prov_keys[] = {"tool", "backend", "nccl_version", "date", "mode",
@@ -371,29 +394,7 @@ static int load_header(struct loader *L, const config_setting_t *root, struct pt
   const config_setting_t *x = config_setting_get_member(pv, "box");
   if (x && (rc = pt__load_box(x, L->file, &p->prov.box, L->err))) return rc;
   x = config_setting_get_member(pv, "extra");
-  if (x) {
-    if (!config_setting_is_group(x)) return fail(L, x, "provenance.extra must be a group");
-    if ((rc = pt__render_setting_body(x, &p->prov.extra))) return rc;
-    /* A sweep records its progress here (measure/sweepfile.c). */
-    const config_setting_t *sw = config_setting_get_member(x, "sweep");
-    const config_setting_t *st = sw && config_setting_is_group(sw)
-                                     ? config_setting_get_member(sw, "state")
-                                     : NULL;
-    if (sw) {
-      p->sweep_state = pt_strdup(st && config_setting_type(st) == CONFIG_TYPE_STRING
-                                     ? config_setting_get_string(st)
-                                     : "unknown");
-      if (!p->sweep_state) return PT_ENOMEM;
-    }
-    /* And the LL128 screen it ran (measure/screen.c). */
-    const config_setting_t *sc = config_setting_get_member(x, "ll128_screen");
-    const char *res = NULL;
-    if (sc && config_setting_is_group(sc)) config_setting_lookup_string(sc, "result", &res);
-    p->ll128_screen = res && !strcmp(res, "pass")   ? PT_LL128_SCREENED
-                      : res && !strcmp(res, "fail") ? PT_LL128_UNUSABLE
-                                                    : PT_LL128_UNSCREENED;
-  }
-  return 0;
+  return x ? load_extra(L, x, p) : 0;
 }
 
 static int load_root(struct loader *L, const config_setting_t *root, struct pt_profile *p) {
