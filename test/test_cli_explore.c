@@ -5,7 +5,6 @@
  * budget are refused. */
 #include <check.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,15 +23,8 @@ static void teardown(void) {
   free(dir);
 }
 
-static int run(char **out, char **err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int run(char **out, char **err, const char *fmt, ...) {
-  char args[2048];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(args, sizeof args, fmt, ap);
-  va_end(ap);
-  return pt_test_cli_run(dir, 300, out, err, "%s", args);
-}
+/* pcie-tune ARGS in dir (printf-style), a 300 s guard. */
+#define run(out, err, ...) pt_test_cli_run(dir, 300, out, err, __VA_ARGS__)
 
 static struct pt_profile *load(const char *name) { return pt_test_load_profile(dir, name); }
 
@@ -187,10 +179,8 @@ START_TEST(sim_keeps_nccl_count_where_more_channels_do_not_pay) {
 END_TEST
 
 START_TEST(nccl_backend_records_the_variable) {
-  char *out = NULL, *err = NULL, dbl[1200], *so = strdup(pt_test_so()), *slash = strrchr(so, '/');
-  *slash = 0;
-  snprintf(dbl, sizeof dbl, "%s/test/double/libnccl-double-cudart-nccl.so", so);
-  free(so);
+  char *out = NULL, *err = NULL;
+  const char *dbl = pt_test_double();
   /* Three workload sizes, the middle one four times: only they are measured. */
   char wpath[1200];
   snprintf(wpath, sizeof wpath, "%s/w.txt", dir);

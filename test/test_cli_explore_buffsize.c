@@ -6,7 +6,6 @@
  * warns when a job's value differs; bad values are refused. */
 #include <check.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,15 +26,8 @@ static void teardown(void) {
   free(dir);
 }
 
-static int run(char **out, char **err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int run(char **out, char **err, const char *fmt, ...) {
-  char args[2048];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(args, sizeof args, fmt, ap);
-  va_end(ap);
-  return pt_test_cli_run(dir, 300, out, err, "%s", args);
-}
+/* pcie-tune ARGS in dir (printf-style), a 300 s guard. */
+#define run(out, err, ...) pt_test_cli_run(dir, 300, out, err, __VA_ARGS__)
 
 /* NCCL's default on the verify step by the box's truth with buffsize. */
 static double default_total(const char *name, uint64_t buffsize) {
@@ -122,10 +114,8 @@ END_TEST
  * (the double, like NCCL, would read "1M" as 1 byte), the profile records
  * it, and the double's truth runs it. */
 START_TEST(nccl_backend_runs_and_records_the_value) {
-  char *out = NULL, *err = NULL, dbl[1200], *so = strdup(pt_test_so()), *slash = strrchr(so, '/');
-  *slash = 0;
-  snprintf(dbl, sizeof dbl, "%s/test/double/libnccl-double-cudart-nccl.so", so);
-  free(so);
+  char *out = NULL, *err = NULL;
+  const char *dbl = pt_test_double();
   char wpath[1200];
   snprintf(wpath, sizeof wpath, "%s/w.txt", dir);
   FILE *f = fopen(wpath, "w");

@@ -24,7 +24,7 @@ static void setup(void) {
   out = err = NULL;
   snprintf(so, sizeof so, "%s", pt_test_so());
   *strrchr(so, '/') = 0;
-  snprintf(dbl, sizeof dbl, "%s/test/double/libnccl-double-cudart-nccl.so", so);
+  snprintf(dbl, sizeof dbl, "%s", pt_test_double());
   snprintf(verdbl, sizeof verdbl, "%s/test/ncclver_double/libnccl-double-version.so", so);
   /* site/torch/__init__.py, site/nvidia/nccl/lib/libnccl.so.2 -> the double,
    * and bin/python3 printing site as its sys.path. */

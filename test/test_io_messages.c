@@ -16,10 +16,7 @@
 static char *dir, *out, *err, dbl[1200];
 
 static void setup(void) {
-  char *so = strdup(pt_test_so()), *slash = strrchr(so, '/');
-  *slash = 0;
-  snprintf(dbl, sizeof dbl, "%s/test/double/libnccl-double-cudart-nccl.so", so);
-  free(so);
+  snprintf(dbl, sizeof dbl, "%s", pt_test_double());
   dir = pt_test_tmpdir();
   out = err = NULL;
 }

@@ -38,10 +38,7 @@ static void clear_stray(void) {
 
 static void setup(void) {
   dir = pt_test_tmpdir();
-  char *so = strdup(pt_test_so()), *slash = strrchr(so, '/');
-  *slash = 0;
-  snprintf(dbl, sizeof dbl, "%s/test/double/libnccl-double-cudart-nccl.so", so);
-  free(so);
+  snprintf(dbl, sizeof dbl, "%s", pt_test_double());
 }
 static void teardown(void) {
   pt_test_rmtree(dir);

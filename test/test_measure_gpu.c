@@ -114,14 +114,6 @@ START_TEST(gpu_lists) {
 }
 END_TEST
 
-static char *double_so(void) {
-  static char path[1200];
-  char *so = strdup(pt_test_so()), *slash = strrchr(so, '/');
-  if (slash) *slash = 0;
-  snprintf(path, sizeof path, "%s/test/double/libnccl-double-cudart-nccl.so", so);
-  free(so);
-  return path;
-}
 
 /* Defect 10: no CUDA at build time; at run time the error says which
  * library is missing, or which driver and runtime do not fit. */
@@ -134,12 +126,12 @@ START_TEST(always_built_and_says_why_it_cannot_measure) {
   ck_assert_msg(strstr(err, "cannot load NCCL") && strstr(err, "--nccl-lib"), "%s", err);
   free(out), free(err);
   snprintf(cmd, sizeof cmd, "PTDOUBLE_FAIL=nodevice %s worker --backend nccl --gpus 0 --nccl-lib %s </dev/null",
-           pt_test_cli(), double_so());
+           pt_test_cli(), pt_test_double());
   ck_assert_int_eq(pt_test_run(cmd, &out, &err), 1);
   ck_assert_msg(strstr(err, "no CUDA device"), "%s", err);
   free(out), free(err);
   snprintf(cmd, sizeof cmd, "PTDOUBLE_DRIVER=12080 %s worker --backend nccl --gpus 0 --nccl-lib %s </dev/null",
-           pt_test_cli(), double_so());
+           pt_test_cli(), pt_test_double());
   ck_assert_int_eq(pt_test_run(cmd, &out, &err), 1);
   ck_assert_msg(strstr(err, "driver supports CUDA 12.8") && strstr(err, "13.0") &&
                     strstr(err, "older than the runtime"), "%s", err);
@@ -174,7 +166,7 @@ START_TEST(profiler_side_open_reports_the_workers_reason) {
   o.exe = pt_test_cli();
   o.stderr_fd = devnull;
   o.gpus = "0-1";
-  const char *args[] = {"--gpus", "0-1", "--nccl-lib", double_so(), NULL};
+  const char *args[] = {"--gpus", "0-1", "--nccl-lib", pt_test_double(), NULL};
   o.args = args;
   o.start_timeout_s = 20;
   setenv("PTDOUBLE_FAIL", "init", 1);
@@ -204,7 +196,7 @@ START_TEST(gap_kernel_loads_and_bad_launches_fail) {
   pt_cu_module m = NULL;
   pt_cu_function f = NULL;
   pt_cu_stream st = NULL;
-  ck_assert_msg(pt_gpu_api_load(&a, double_so(), NULL, why, sizeof why) == 0, "%s", why);
+  ck_assert_msg(pt_gpu_api_load(&a, pt_test_double(), NULL, why, sizeof why) == 0, "%s", why);
   ck_assert_ptr_nonnull(a.LaunchKernel);
   ck_assert_int_eq(a.SetDevice(0), 0);
   ck_assert_int_eq(a.StreamCreateWithFlags(&st, PT_CU_STREAM_NON_BLOCKING), 0);

@@ -26,10 +26,7 @@ static void setup(void) {
     if (!strncmp(*e, "PTDOUBLE_", 9)) snprintf(names[n++], sizeof names[0], "%.*s", (int)strcspn(*e, "="), *e);
   for (size_t i = 0; i < n; i++) unsetenv(names[i]); /* a stray one of the user's */
   dir = pt_test_tmpdir();
-  char *so = strdup(pt_test_so()), *slash = strrchr(so, '/');
-  *slash = 0;
-  snprintf(dbl, sizeof dbl, "%s/test/double/libnccl-double-cudart-nccl.so", so);
-  free(so);
+  snprintf(dbl, sizeof dbl, "%s", pt_test_double());
 }
 static void teardown(void) {
   pt_test_rmtree(dir);

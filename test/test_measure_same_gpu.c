@@ -20,12 +20,9 @@
 static char *dir, *out, *err, dbl[1200];
 
 static void setup(void) {
-  char so[1024];
   dir = pt_test_tmpdir();
   out = err = NULL;
-  snprintf(so, sizeof so, "%s", pt_test_so());
-  *strrchr(so, '/') = 0;
-  snprintf(dbl, sizeof dbl, "%s/test/double/libnccl-double-cudart-nccl.so", so);
+  snprintf(dbl, sizeof dbl, "%s", pt_test_double());
 }
 
 static void teardown(void) {

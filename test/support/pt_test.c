@@ -2,6 +2,7 @@
 #include "pt_test.h"
 
 #include <check.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -23,6 +24,14 @@ static const char *env_or_abort(const char *name) {
 
 const char *pt_test_so(void) { return env_or_abort("PCIE_TUNER_SO"); }
 const char *pt_test_cli(void) { return env_or_abort("PCIE_TUNE"); }
+
+const char *pt_test_double(void) {
+  static char path[PATH_MAX];
+  const char *so = pt_test_so(), *slash = strrchr(so, '/');
+  snprintf(path, sizeof path, "%.*s/test/double/libnccl-double-cudart-nccl.so", slash ? (int)(slash - so) : 1,
+           slash ? so : ".");
+  return path;
+}
 const char *pt_test_srcdir(void) { return env_or_abort("PT_SRCDIR"); }
 
 char *pt_test_exports(void) {

@@ -9,6 +9,9 @@
 /* $PCIE_TUNER_SO / $PCIE_TUNE / $PT_SRCDIR; abort the test when unset. */
 const char *pt_test_so(void);
 const char *pt_test_cli(void);
+/* The device double (CUDA runtime + NCCL), built beside the plugin under test:
+ * what --nccl-lib names in the suites that measure "on GPUs". */
+const char *pt_test_double(void);
 const char *pt_test_srcdir(void);
 /* mk/exports.txt's symbols, sorted, one per line (malloc'ed): the plugin's
  * whole dynamic interface. */
