@@ -355,35 +355,30 @@ static int run_full(struct pt_sweep *s, struct pt_sweep_series *se, size_t idx,
  * and still get the rest of its screening repetitions. */
 #define SCREEN_FAR 4
 
-static int run_adaptive(struct pt_sweep *s, struct pt_sweep_series *se, size_t idx,
-                        const struct pt_backend *b, struct pt_error_rec *err) {
-  const struct pt_sweep_opts *o = &s->opts;
-  /* Sizes the user listed (--sizes LIST, --workload) are each measured:
-   * NCCL's default and every contender there, so the compiler knows both
-   * ends of every segment. Only a generated grid is screened coarsely. */
-  size_t step = o->coarse_log2 && !o->nsizes ? o->coarse_log2 : 1, ncoarse = count_coarse(se, step), nalive = 0;
+/* Screen every candidate on the coarse grid with few repetitions: one
+ * repetition first; only a candidate within SCREEN_FAR margins of the best
+ * there is brought to screen_reps. A slower one cannot be a contender (a
+ * repetition's noise is far below that), and most candidates are: Simple
+ * at small sizes, LL at large ones. */
+static int screen(struct pt_sweep *s, struct pt_sweep_series *se, size_t idx, const struct pt_backend *b,
+                  struct pt_error_rec *err) {
   double best;
   int rc = 0;
-  for (size_t i = 0; i < se->ngrid; i += step) se->in_set[i] = 1;
-  se->in_set[se->ngrid - 1] = 1;
-
-  /* Screen every candidate on the coarse grid with few repetitions. */
-  phase(s, se, idx, "screen", 0, 0.55, ncoarse * se->ncand);
-  /* One repetition first; only a candidate within SCREEN_FAR margins of the
-   * best there is brought to screen_reps. A slower one cannot be a
-   * contender (a repetition's noise is far below that), and most
-   * candidates are: Simple at small sizes, LL at large ones. */
   for (size_t i = 0; i < se->ngrid && !rc; i++) {
-    for (size_t r = 0; se->in_set[i] && r < se->ncand && !rc; r++)
-      rc = measure(s, se, idx, b, r, i, 1, err);
+    for (size_t r = 0; se->in_set[i] && r < se->ncand && !rc; r++) rc = measure(s, se, idx, b, r, i, 1, err);
     if (rc || !se->in_set[i] || winner(se, i, 0, 1, &best) < 0) continue;
     for (size_t r = 0; r < se->ncand && !rc; r++)
-      if (PT(se, r, i)->state == PT_PT_OK && PT(se, r, i)->med <= (1 + SCREEN_FAR * o->margin) * best)
-        rc = measure(s, se, idx, b, r, i, o->screen_reps, err);
+      if (PT(se, r, i)->state == PT_PT_OK && PT(se, r, i)->med <= (1 + SCREEN_FAR * s->opts.margin) * best)
+        rc = measure(s, se, idx, b, r, i, s->opts.screen_reps, err);
   }
-  if (rc) return rc;
+  return rc;
+}
 
-  /* Keep a candidate only if it is within the margin somewhere. */
+/* Keeps a candidate only if it is within the margin somewhere; returns how
+ * many are kept. */
+static size_t keep_contenders(const struct pt_sweep *s, struct pt_sweep_series *se) {
+  double best;
+  size_t nalive = 0;
   for (size_t r = 0; r < se->ncand; r++) se->alive[r] = 0;
   for (size_t i = 0; i < se->ngrid; i++) {
     if (!se->in_set[i] || winner(se, i, 0, 1, &best) < 0) continue;
@@ -391,56 +386,94 @@ static int run_adaptive(struct pt_sweep *s, struct pt_sweep_series *se, size_t i
       if (contender(s, se, r, i, best)) se->alive[r] = 1;
   }
   for (size_t r = 0; r < se->ncand; r++) nalive += se->alive[r];
+  return nalive;
+}
 
-  /* Confirm the contenders of each coarse size with full repetitions. */
-  phase(s, se, idx, "confirm", 0.55, 0.7, ncoarse * (nalive < 4 ? nalive : 4));
+/* Confirms the contenders of each coarse size with full repetitions. */
+static int confirm(struct pt_sweep *s, struct pt_sweep_series *se, size_t idx, const struct pt_backend *b,
+                   struct pt_error_rec *err) {
+  double best;
+  int rc = 0;
   for (size_t i = 0; i < se->ngrid && !rc; i++) {
     if (!se->in_set[i] || winner(se, i, 1, 1, &best) < 0) continue;
     for (size_t r = 0; r < se->ncand && !rc; r++)
-      if (se->alive[r] && contender(s, se, r, i, best)) rc = measure(s, se, idx, b, r, i, o->reps, err);
+      if (se->alive[r] && contender(s, se, r, i, best)) rc = measure(s, se, idx, b, r, i, s->opts.reps, err);
   }
-  if (rc) return rc;
+  return rc;
+}
 
-  /* Bisect intervals whose decision is still uncertain, measuring there
-   * only the contenders of either end. */
-  phase(s, se, idx, "refine", 0.7, 0.9, 2 * ncoarse * nalive);
+/* Bisects the interval (i, j) when its decision is still uncertain,
+ * measuring at its middle only the contenders of either end. Returns 1
+ * when it did (or the measurement's code through *rc). */
+static int bisect(struct pt_sweep *s, struct pt_sweep_series *se, size_t idx, const struct pt_backend *b,
+                  size_t i, size_t j, int *rc, struct pt_error_rec *err) {
+  if (j >= se->ngrid || j == i + 1 || !needs_refine(s, se, i, j)) return 0;
+  size_t m = (i + j) / 2;
+  double bi, bj;
+  winner(se, i, 1, s->opts.reps, &bi);
+  winner(se, j, 1, s->opts.reps, &bj);
+  se->in_set[m] = 1;
+  for (size_t r = 0; r < se->ncand && !*rc; r++)
+    if (se->alive[r] && (contender(s, se, r, i, bi) || contender(s, se, r, j, bj)))
+      *rc = measure(s, se, idx, b, r, m, s->opts.reps, err);
+  return 1;
+}
+
+static int refine(struct pt_sweep *s, struct pt_sweep_series *se, size_t idx, const struct pt_backend *b,
+                  struct pt_error_rec *err) {
+  int rc = 0;
   for (int changed = 1; changed && !rc;) {
     changed = 0;
     for (size_t i = 0; i < se->ngrid && !rc; i++) {
       if (!se->in_set[i]) continue;
       size_t j = i + 1;
       while (j < se->ngrid && !se->in_set[j]) j++;
-      if (j >= se->ngrid || j == i + 1 || !needs_refine(s, se, i, j)) continue;
-      size_t m = (i + j) / 2;
-      double bi, bj;
-      winner(se, i, 1, o->reps, &bi);
-      winner(se, j, 1, o->reps, &bj);
-      se->in_set[m] = 1;
-      changed = 1;
-      for (size_t r = 0; r < se->ncand && !rc; r++)
-        if (se->alive[r] && (contender(s, se, r, i, bi) || contender(s, se, r, j, bj)))
-          rc = measure(s, se, idx, b, r, m, o->reps, err);
-    }
-  }
-  if (rc) return rc;
-
-  size_t nset = 0;
-  for (size_t i = 0; i < se->ngrid; i++) nset += se->in_set[i];
-  phase(s, se, idx, "default", 0.9, 1, nset);
-  for (size_t i = 0; i < se->ngrid && !rc; i++) {
-    if (!se->in_set[i]) continue;
-    rc = measure(s, se, idx, b, se->ncand, i, o->reps, err);
-    /* The compiler recognises what NCCL ran at a size by the candidates
-     * measured as fast as NCCL's default there (tuner/table.c, identify):
-     * only a point with full repetitions is steady enough to match. */
-    const struct spoint *d = PT(se, se->ncand, i);
-    for (size_t r = 0; r < se->ncand && !rc && d->state == PT_PT_OK; r++) {
-      const struct spoint *p = PT(se, r, i);
-      if (p->state == PT_PT_OK && fabs(p->med / d->med - 1) <= o->margin)
-        rc = measure(s, se, idx, b, r, i, o->reps, err);
+      changed |= bisect(s, se, idx, b, i, j, &rc, err);
     }
   }
   return rc;
+}
+
+/* NCCL's default at every measured size. The compiler recognises what
+ * NCCL ran at a size by the candidates measured as fast as NCCL's default
+ * there (tuner/table.c, identify): only a point with full repetitions is
+ * steady enough to match, so those are brought to full repetitions. */
+static int measure_default(struct pt_sweep *s, struct pt_sweep_series *se, size_t idx, const struct pt_backend *b,
+                           struct pt_error_rec *err) {
+  int rc = 0;
+  for (size_t i = 0; i < se->ngrid && !rc; i++) {
+    if (!se->in_set[i]) continue;
+    rc = measure(s, se, idx, b, se->ncand, i, s->opts.reps, err);
+    const struct spoint *d = PT(se, se->ncand, i);
+    for (size_t r = 0; r < se->ncand && !rc && d->state == PT_PT_OK; r++) {
+      const struct spoint *p = PT(se, r, i);
+      if (p->state == PT_PT_OK && fabs(p->med / d->med - 1) <= s->opts.margin)
+        rc = measure(s, se, idx, b, r, i, s->opts.reps, err);
+    }
+  }
+  return rc;
+}
+
+static int run_adaptive(struct pt_sweep *s, struct pt_sweep_series *se, size_t idx,
+                        const struct pt_backend *b, struct pt_error_rec *err) {
+  const struct pt_sweep_opts *o = &s->opts;
+  /* Sizes the user listed (--sizes LIST, --workload) are each measured:
+   * NCCL's default and every contender there, so the compiler knows both
+   * ends of every segment. Only a generated grid is screened coarsely. */
+  size_t step = o->coarse_log2 && !o->nsizes ? o->coarse_log2 : 1, ncoarse = count_coarse(se, step), nset = 0;
+  for (size_t i = 0; i < se->ngrid; i += step) se->in_set[i] = 1;
+  se->in_set[se->ngrid - 1] = 1;
+  phase(s, se, idx, "screen", 0, 0.55, ncoarse * se->ncand);
+  int rc = screen(s, se, idx, b, err);
+  if (rc) return rc;
+  size_t nalive = keep_contenders(s, se);
+  phase(s, se, idx, "confirm", 0.55, 0.7, ncoarse * (nalive < 4 ? nalive : 4));
+  if ((rc = confirm(s, se, idx, b, err))) return rc;
+  phase(s, se, idx, "refine", 0.7, 0.9, 2 * ncoarse * nalive);
+  if ((rc = refine(s, se, idx, b, err))) return rc;
+  for (size_t i = 0; i < se->ngrid; i++) nset += se->in_set[i];
+  phase(s, se, idx, "default", 0.9, 1, nset);
+  return measure_default(s, se, idx, b, err);
 }
 
 int pt_sweep_run(struct pt_sweep *s, const struct pt_backend *b, struct pt_error_rec *err) {
