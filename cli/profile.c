@@ -20,6 +20,7 @@
 #include "cmds.h"
 #include "measure/isolate.h"
 #include "nccl/common.h"
+#include "pcie/chunk.h"
 #include "pcie/files.h"
 #include "pcie/sim_box.h"
 #include "progress.h"
@@ -108,31 +109,6 @@ static int open_backend(const struct profile_opts *o, const struct explore_at *a
   }
   print_error(&e);
   return rc == PT_EINVAL ? 2 : 1;
-}
-
-/* --chunks: a variant of every ring/simple candidate per chunk size. A
- * chunk changes what runs only where a channel carries more than nranks x
- * chunk (all_reduce.h runRing recomputes the chunk from the remainder of a
- * shorter loop; sim/ring_chunks.c): said here, and by show. Returns the
- * new candidate count. */
-static size_t chunk_variants(const struct profile_opts *o, const struct pt_backend_info *bi,
-                             struct pt_cand_spec *cands, size_t n) {
-  size_t base = n;
-  for (size_t c = 0; c < o->nchunks; c++) {
-    int lo = PT_MAX_CHANNELS, hi = 0;
-    for (size_t i = 0; i < base; i++) {
-      if (cands[i].algo != NCCL_ALGO_RING || cands[i].proto != NCCL_PROTO_SIMPLE) continue;
-      cands[n++] = (struct pt_cand_spec){cands[i].algo, cands[i].proto, cands[i].channels, o->chunks[c]};
-      lo = cands[i].channels < lo ? cands[i].channels : lo;
-      hi = cands[i].channels > hi ? cands[i].channels : hi;
-    }
-    if (hi && !o->quiet)
-      fprintf(stderr, "pcie-tune profile: chunk %u B changes ring/simple only above %d x %u B per channel: from "
-                      "%llu B on %d channel%s to %llu B on %d; below, NCCL's device code recomputes the chunk\n",
-              o->chunks[c], bi->nranks, o->chunks[c], (unsigned long long)bi->nranks * o->chunks[c] * (unsigned)lo,
-              lo, lo == 1 ? "" : "s", (unsigned long long)bi->nranks * o->chunks[c] * (unsigned)hi, hi);
-  }
-  return n;
 }
 
 /* Before any LL128 candidate is measured, the correctness screen
@@ -257,7 +233,14 @@ static int sweep_opts(const struct profile_opts *o, const struct pt_backend_info
   so->stop = &interrupted;
   so->cands = cands;
   so->ncand = pt_sweep_cands(o->algo_mask, o->proto_mask, o->channels, o->nch, bi->max_channels, cands, max);
-  if ((so->ncand = chunk_variants(o, bi, cands, so->ncand))) return 0;
+  if (o->nchunks && !pt_chunk_asked(bi->nccl_version)) {
+    fprintf(stderr, "pcie-tune profile: --chunks: NCCL %s never asks a tuner for its chunk (getChunkSize came "
+                    "with tuner ABI v6 in NCCL 2.30); nothing to measure: profile without --chunks\n", bi->nccl_version);
+    return 2;
+  }
+  so->measures = profile_chunk_measured;
+  so->measures_arg = (void *)bi;
+  if ((so->ncand = profile_chunk_variants(o, bi, cands, so->ncand, max))) return 0;
   fprintf(stderr, "pcie-tune profile: no candidate left: every --channels value is above the "
                   "target's %d channels\n", bi->max_channels);
   return 2;

@@ -33,7 +33,7 @@ struct profile_opts {
   size_t nsizes;
   int channels[PT_MAX_CHANNELS];
   size_t nch;
-  uint32_t chunks[PROFILE_MAX_CHUNKS]; /* --chunks: ring/simple chunk variants, bytes, ascending */
+  uint32_t chunks[PROFILE_MAX_CHUNKS]; /* --chunks: ring/tree chunk variants, bytes, ascending */
   size_t nchunks;
   const struct pt_explore_var *explore_var; /* --explore VAR=LIST (--explore-channels LIST) */
   long long explore[PT_EXPLORE_MAX];        /* LIST, ascending */
@@ -45,6 +45,16 @@ struct profile_opts {
 };
 
 extern const struct cli_cmd profile_cli;
+
+/* --chunks (cli/profile_chunks.c): appends to cands[0 .. n) a variant of
+ * every ring or tree candidate per chunk below NCCL's ceiling for its
+ * protocol, at most max in all, and says on stderr (unless quiet) from
+ * which size each is measured. Returns the new count. */
+size_t profile_chunk_variants(const struct profile_opts *o, const struct pt_backend_info *bi,
+                              struct pt_cand_spec *cands, size_t n, size_t max);
+/* The sweep's measures filter for them (arg: the backend's info): a chunk
+ * variant only where every channel asked carries more than its reach. */
+int profile_chunk_measured(void *arg, int coll, const struct pt_cand_spec *c, uint64_t nbytes);
 
 /* Parses argv into o (--resume: the options the file's record holds, with
  * the few a resume may change) and checks them together; o->record is the

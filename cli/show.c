@@ -16,6 +16,7 @@
 #include "host_verdict.h"
 #include "json.h"
 #include "nccl/common.h"
+#include "pcie/chunk.h"
 #include "prov_text.h"
 #include "pcie/files.h"
 #include "pcie/table.h"
@@ -87,19 +88,27 @@ static void size_str(char *buf, size_t len, uint64_t n, int bytes) {
   snprintf(buf, len, "%llu %s", (unsigned long long)n, unit[u]);
 }
 
+/* " chunk N" after a name whose candidate sets a chunk (profile --chunks). */
+static void chunk_suffix(char *buf, size_t len, size_t chunk) {
+  size_t n = strlen(buf);
+  if (chunk && n < len) snprintf(buf + n, len - n, " chunk %zu", chunk);
+}
+
 static void choice_name(char *buf, size_t len, const struct pt_choice *c) {
   if (c->channels)
-    snprintf(buf, len, "%s/%s/%d%s", pt_algo_name(c->algo), pt_proto_name(c->proto), c->channels,
-             c->from_rule ? " (rule)" : "");
+    snprintf(buf, len, "%s/%s/%d", pt_algo_name(c->algo), pt_proto_name(c->proto), c->channels);
   else
-    snprintf(buf, len, "%s/%s%s", pt_algo_name(c->algo), pt_proto_name(c->proto),
-             c->from_rule ? " (rule)" : "");
+    snprintf(buf, len, "%s/%s", pt_algo_name(c->algo), pt_proto_name(c->proto));
+  chunk_suffix(buf, len, c->chunk);
+  size_t n = strlen(buf);
+  if (c->from_rule && n < len) snprintf(buf + n, len - n, " (rule)");
 }
 
 /* A measured candidate as show names it: channels 0 is NCCL's own count. */
 static void cand_name(char *buf, size_t len, const struct pt_candidate *c) {
   if (c->channels) snprintf(buf, len, "%s/%s/%d", pt_algo_name(c->algo), pt_proto_name(c->proto), c->channels);
   else snprintf(buf, len, "%s/%s (NCCL's count)", pt_algo_name(c->algo), pt_proto_name(c->proto));
+  chunk_suffix(buf, len, c->chunk);
 }
 
 /* The channel count NCCL runs for a choice: what the plugin writes, which
@@ -263,6 +272,31 @@ static const char *served_from(const struct pt_profile *p, int coll, int mode) {
                                  "series for this collective";
 }
 
+/* Chunk candidates (profile --chunks): where NCCL's device code uses the
+ * chunk, and where the plugin leaves NCCL its own (tuner/chunk.c). */
+static void print_chunks(const struct pt_profile *p, int coll, int mode) {
+  const struct pt_series *cs = pt_profile_series(p, coll, mode);
+  int any = 0;
+  for (size_t k = 0; cs && k < cs->ncand; k++) {
+    const struct pt_candidate *c = &cs->cand[k];
+    int first = 1;
+    for (size_t j = 0; j < k && first; j++)
+      first = cs->cand[j].chunk != c->chunk || cs->cand[j].algo != c->algo || cs->cand[j].proto != c->proto;
+    uint64_t reach = pt_chunk_reach(coll, c->algo, p->match_nranks, c->chunk);
+    if (!c->chunk || !first || !reach) continue;
+    printf("chunk %zu B on %s/%s: runs as measured only where a channel carries more than %llu B%s; below, %s %s and "
+           "the plugin leaves NCCL its own chunk\n", c->chunk, pt_algo_name(c->algo), pt_proto_name(c->proto),
+           (unsigned long long)reach, c->algo == NCCL_ALGO_RING && p->match_nranks <= 0 ? " per rank" : "",
+           pt_chunk_where(coll, c->algo),
+           c->algo == NCCL_ALGO_RING ? "recomputes the chunk in one loop" : "runs the part in one piece");
+    any = 1;
+  }
+  if (any)
+    printf("chunk: NCCL asks the plugin from 2.30 on (getChunkSize, tuner ABI v6; enqueue.cc calcCollChunking), "
+           "never before; it clamps a chunk to its own ceiling (LL 32768 B, LL128 576000 B, Simple NCCL_BUFFSIZE/2 "
+           "on a ring, /8 on a tree); CollNet, NVLS and PAT chunks are not offered\n");
+}
+
 /* The table's heading lines: what was measured, how channels and the
  * margin apply, and the column names. */
 static void print_heading(const struct pt_profile *p, const struct pt_table *t, const struct pt_ivset *set,
@@ -280,22 +314,7 @@ static void print_heading(const struct pt_profile *p, const struct pt_table *t, 
   cli_prov_box(p, prov, sizeof prov);
   printf("measured on: %s\n", prov); /* the box the plugin requires at init */
   if (served_from(p, coll, mode)) printf("note: %s\n", served_from(p, coll, mode));
-  /* Chunk candidates (profile --chunks): where the device code uses them. */
-  const struct pt_series *cs = pt_profile_series(p, coll, mode);
-  for (size_t k = 0; cs && k < cs->ncand; k++) {
-    const struct pt_candidate *c = &cs->cand[k];
-    int first = 1;
-    for (size_t j = 0; j < k && first; j++) first = cs->cand[j].chunk != c->chunk || !cs->cand[j].chunk;
-    if (!c->chunk || !first || c->algo != NCCL_ALGO_RING || c->proto != NCCL_PROTO_SIMPLE) continue;
-    if (p->match_nranks > 0)
-      printf("chunk %zu B: runs as measured only where a channel carries more than %d x %zu B (%llu B on one "
-             "channel); below, NCCL's device code recomputes the chunk (all_reduce.h runRing) and it runs as "
-             "NCCL's own\n", c->chunk, p->match_nranks, c->chunk,
-             (unsigned long long)p->match_nranks * (unsigned long long)c->chunk);
-    else
-      printf("chunk %zu B: runs as measured only where a channel carries more than nranks x %zu B; below, NCCL's "
-             "device code recomputes the chunk (all_reduce.h runRing)\n", c->chunk, c->chunk);
-  }
+  print_chunks(p, coll, mode);
   /* LL128 on PCIe only after its correctness screen (measure/screen.h). */
   if (p->ll128_screen == PT_LL128_SCREENED)
     printf("ll128: screened for torn lines before it was measured (provenance.extra.ll128_screen)\n");
@@ -475,6 +494,7 @@ static void print_json(const struct pt_profile *p, const struct pt_table *t,
       if (c->set_channels) printf("%d", c->set_channels);
       else printf("null");
       printf(", \"rule\": %s", c->from_rule ? "true" : "false");
+      if (c->chunk) printf(", \"chunk\": %u", c->chunk);
       if (c->pipe_lo || c->pipe_hi) printf(", \"min_pipe_ops\": %d, \"max_pipe_ops\": %d", c->pipe_lo, c->pipe_hi);
       if (c->lat_us > 0) printf(", \"lat_us\": %.3f", c->lat_us);
       printf("}");

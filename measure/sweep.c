@@ -254,6 +254,9 @@ static int measure(struct pt_sweep *s, struct pt_sweep_series *se, size_t idx,
                    struct pt_error_rec *err) {
   struct spoint *p = PT(se, row, i);
   if (DEAD(se, row, i) || (p->state != PT_PT_MISSING && p->state != PT_PT_OK)) return 0;
+  if (row < se->ncand && s->opts.measures &&
+      !s->opts.measures(s->opts.measures_arg, se->coll, &se->cands[row], se->grid[i]))
+    return 0;
   if (p->state == PT_PT_OK && p->nreps >= n) return 0;
   if ((s->opts.stop && *s->opts.stop) || (s->opts.budget && s->samples >= s->opts.budget)) {
     s->stopped = 1;

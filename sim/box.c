@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "nccl/common.h"
+#include "pcie/chunk.h"
 #include "pcie/sim_box.h"
 
 int pt_box_effective_channels(const struct pt_box *b, int channels) {
@@ -44,20 +45,20 @@ static double traffic(int coll, int algo, int n) {
   }
 }
 
-/* What the buffer size and a tuner's chunk change in Simple ring
- * all-reduce (sim/ring_chunks.c): the fitted truth stands for NCCL's
- * default buffer and chunk, so only the difference in slices the device
- * code runs is added. Tree and the other collectives are not modelled. */
+/* What the buffer size and a tuner's chunk change (sim/ring_chunks.c):
+ * the fitted truth stands for NCCL's default buffer and chunk, so only the
+ * difference in the pieces the device code runs is added. Paths where no
+ * chunk is offered (include/pcie/chunk.h) are not modelled. */
 static double chunking_us(const struct pt_box *b, int coll, int algo, int proto, int ch,
                           uint64_t nbytes, uint64_t chunk, double hop, double xfer) {
-  if (coll != PT_ALLREDUCE || algo != NCCL_ALGO_RING || proto != NCCL_PROTO_SIMPLE) return 0;
   uint64_t buf = pt_ring_buffsize(b->nccl_buffsize);
-  if (buf == PT_NCCL_BUFFSIZE_DEFAULT && (!chunk || chunk >= pt_ring_simple_chunk(buf))) return 0;
+  if (!pt_chunk_reach(coll, algo, b->nranks, 1) || (buf == PT_NCCL_BUFFSIZE_DEFAULT && !chunk)) return 0;
   int n = b->nranks, k = steps(coll, algo, n);
   uint64_t chan = nbytes / (uint64_t)(ch < 1 ? 1 : ch);
-  unsigned long now = pt_ring_simple_slices(buf, chunk, n, chan, NULL);
-  unsigned long dflt = pt_ring_simple_slices(PT_NCCL_BUFFSIZE_DEFAULT, 0, n, chan, NULL);
-  return pt_ring_pipe_us(k, now, hop, xfer) - pt_ring_pipe_us(k, dflt, hop, xfer);
+  unsigned long now = pt_chunk_pieces(coll, algo, proto, buf, chunk, n, chan, NULL);
+  unsigned long dflt = pt_chunk_pieces(coll, algo, proto, PT_NCCL_BUFFSIZE_DEFAULT, 0, n, chan, NULL);
+  unsigned w = pt_chunk_window(algo, proto);
+  return now == dflt ? 0 : pt_chunk_pipe_us(k, now, w, hop, xfer) - pt_chunk_pipe_us(k, dflt, w, hop, xfer);
 }
 
 double pt_box_true_us(const struct pt_box *b, int coll, int mode, int algo, int proto,

@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "core_internal.h"
+#include "pcie/chunk.h"
 #include "pcie/core.h"
 #include "table_hot.h"
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "nccl/common.h"
+#include "pcie/chunk.h"
 #include "pcie/core.h"
 #include "pcie/table.h"
 #include "table_hot.h"
@@ -136,7 +137,9 @@ static void identify(struct seg *g) {
   for (size_t k = 0; k < s->ncand; k++) {
     const struct pt_candidate *c = &s->cand[k];
     g->nccl[k] = 0;
-    if (!g->ok[k]) continue;
+    /* NCCL never runs a tuner's chunk on its own: a chunk variant that
+     * measures as NCCL's default is no evidence of what NCCL ran. */
+    if (!g->ok[k] || c->chunk) continue;
     for (int e = 0; e < 2; e++) {
       size_t i = e ? g->b : g->a;
       double tol = fmax(1e-3, 0.5 * (c->points[i].spread + s->nccl_default[i].spread));
@@ -718,6 +721,7 @@ int pt_table_build_for(struct pt_table *t, const struct pt_profile *p, size_t nr
   t->comm_channels = p->comm_channels;
   t->chan_cap = p->comm_channels ? p->comm_channels : smallest_measured(p);
   t->no_ll128 = p->ll128_screen == PT_LL128_UNUSABLE;
+  t->nranks = nranks ? (int)nranks : p->match_nranks;
   for (int c = 0; c < PT_NCOLL; c++) {
     int rc = build_set(t, &t->storage[c], p, c, nranks, nnodes);
     if (rc) {
@@ -795,16 +799,6 @@ int pt_table_decide(const struct pt_table *t, int coll, uint64_t nbytes, float *
   return k;
 }
 
-static size_t grain(int proto) {
-  /* enqueue.cc rounds the chunk down to these; below them it becomes 0. */
-  return proto == NCCL_PROTO_LL ? 16 : proto == NCCL_PROTO_LL128 ? 1920 : 512;
-}
-
-size_t pt_chunk_round(size_t chunk, int proto) {
-  size_t g = grain(proto), c = chunk / g * g;
-  return c < g ? g : c;
-}
-
 /* The chunk an interval's decision runs (algo, proto) with: the first ranked
  * entry with that pair is the one applied (every entry before it was
  * unusable); behind a numPipeOps-conditioned entry, the ones that can follow
@@ -849,6 +843,10 @@ long long pt_table_chunk(const struct pt_table *t, int coll, uint64_t nbytes, in
     if (v < 0 || (agreed != -2 && agreed != v)) return -1;
     agreed = v;
   }
+  /* Where the part is one loop of a ring or one piece of a tree, the device
+   * code recomputes or never uses the chunk (tuner/chunk.c): NCCL's own. */
+  uint64_t reach = agreed > 0 ? pt_chunk_reach(coll, algo, t->nranks, (uint64_t)agreed) : 0;
+  if (reach && nbytes <= reach) return 0;
   return agreed < 0 ? -1 : agreed;
 }
 

@@ -232,20 +232,29 @@ const struct pt_oos_err *pt_box_oos(const struct pt_box *b);
 /* One sentence for box and simulate: that error, or that it is unknown. */
 void pt_box_oos_line(const struct pt_box *b, char *buf, size_t len);
 
-/* ---- NCCL's ring chunking (sim/ring_chunks.c) ---- */
+/* ---- NCCL's chunking (sim/ring_chunks.c; where a tuner's chunk acts:
+ * include/pcie/chunk.h) ---- */
 #define PT_NCCL_BUFFSIZE_DEFAULT ((uint64_t)4 << 20) /* init.cc DEFAULT_BUFFSIZE */
 /* buffsize, or NCCL's default when 0. */
 uint64_t pt_ring_buffsize(uint64_t buffsize);
-/* Ring Simple's chunk with NCCL_BUFFSIZE buffsize (0: default): half of it. */
-uint64_t pt_ring_simple_chunk(uint64_t buffsize);
-/* Simple slices one channel's ring all-reduce of chan_bytes runs per step
- * chain, summed over its loops (*loops, may be NULL), with buffsize and a
- * chunk of chunk bytes (0 or above NCCL's ceiling: NCCL's own). */
-unsigned long pt_ring_simple_slices(uint64_t buffsize, uint64_t chunk, int nranks,
-                                    uint64_t chan_bytes, unsigned long *loops);
-/* Time of slices streamed through k dependent steps of hop_us latency
- * each, moving xfer_us of transfer in all. */
-double pt_ring_pipe_us(int k, unsigned long slices, double hop_us, double xfer_us);
+/* The chunk (coll, algo, proto) runs with for a channel's part of part
+ * bytes, NCCL_BUFFSIZE buffsize (0: default) and a tuner's chunk (0:
+ * NCCL's own; above NCCL's ceiling: the ceiling), rounded to the grain;
+ * 0 on a path pt_chunk_reach does not offer. */
+uint64_t pt_chunk_run(int coll, int algo, int proto, uint64_t buffsize, uint64_t chunk, int nranks,
+                      uint64_t part);
+/* The pieces one channel's part of chan_bytes runs each step of its chain
+ * in, summed over its loops (*loops, may be NULL): Simple slices on a
+ * ring, chunks on a tree. 1 on a path not offered. */
+unsigned long pt_chunk_pieces(int coll, int algo, int proto, uint64_t buffsize, uint64_t chunk, int nranks,
+                              uint64_t chan_bytes, unsigned long *loops);
+/* The pieces (algo, proto) may have in flight on one connection: NCCL_STEPS
+ * FIFO slots over the steps a piece takes. */
+unsigned pt_chunk_window(int algo, int proto);
+/* Time of pieces streamed through k dependent steps of hop_us latency
+ * each, moving xfer_us of transfer in all, at most window pieces in flight
+ * per link (sim/ring_chunks.c). */
+double pt_chunk_pipe_us(int k, unsigned long pieces, unsigned window, double hop_us, double xfer_us);
 
 /* ---- the truth (sim/box.c) ---- */
 /* True latency in us of (algo, proto, channels) without noise, or -1 when the
@@ -255,8 +264,8 @@ double pt_ring_pipe_us(int k, unsigned long slices, double hop_us, double xfer_u
  * really uses for this message (pt_box_running_channels). */
 double pt_box_true_us(const struct pt_box *b, int coll, int mode, int algo, int proto,
                       int channels, uint64_t nbytes);
-/* The same with a ring Simple chunk of chunk bytes (a tuner's
- * getChunkSize; 0: NCCL's own, NCCL_BUFFSIZE / 2). */
+/* The same with a chunk of chunk bytes (a tuner's getChunkSize; 0:
+ * NCCL's own), where pt_chunk_reach offers one. */
 double pt_box_true_chunk_us(const struct pt_box *b, int coll, int mode, int algo, int proto,
                             int channels, uint64_t nbytes, uint64_t chunk);
 /* The request after NCCL's clamp to comm->nChannels. */

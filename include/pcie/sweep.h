@@ -105,6 +105,11 @@ struct pt_sweep_opts {
                            across an interval costs at most this fraction */
   unsigned coarse_log2; /* coarse grid every 2^coarse_log2 */
   uint64_t budget;      /* stop after this many samples; 0 = no limit */
+  /* Whether candidate c is measured for coll at nbytes (NULL: every one
+   * everywhere); a point it refuses stays missing. profile --chunks
+   * measures a chunk variant only where NCCL's device code uses its chunk. */
+  int (*measures)(void *arg, int coll, const struct pt_cand_spec *c, uint64_t nbytes);
+  void *measures_arg;
   volatile sig_atomic_t *stop; /* set asynchronously (SIGINT) to stop early */
   void (*progress)(void *arg, const struct pt_sweep_progress *p);
   void *progress_arg;

@@ -97,6 +97,8 @@ struct pt_table {
   /* 1: the profile's LL128 correctness screen failed (pt_ll128_screen):
    * NCCL's LL128 entries are ignored (table.c, pt_table_decide). */
   int no_ll128;
+  /* The communicator's ranks (0 = unknown): where a chunk takes effect. */
+  int nranks;
   struct pt_ivset storage[PT_NCOLL];
 };
 
@@ -138,8 +140,6 @@ int pt_table_apply(const struct pt_interval *iv, float *cost, int num_algo, int 
 /* pt_table_apply over a packed ranked list (the profiler's forced choice). */
 int pt_table_apply_packed(const struct pt_hot *h, float *cost, int num_algo, int num_proto,
                           int num_pipe_ops, int *nchannels);
-/* A chunk size rounded down to the protocol's grain, never below one grain. */
-size_t pt_chunk_round(size_t chunk, int proto);
 
 /* The hot path: lookup and apply in one, on the packed mirrors. Returns the
  * applied rank (or -1, nothing changed); *iv gets the interval (or NULL). */
@@ -151,8 +151,9 @@ int pt_table_decide(const struct pt_table *t, int coll, uint64_t nbytes, float *
  * part of nbytes bytes (one channel's part of a call, or a whole CollNet
  * call; table.c says how NCCL asks). Every decision of calls that can have
  * such a part must agree. Returns the chunk rounded down to the protocol's
- * grain (never below it), 0 when that is NCCL's own, or -1 when they
- * disagree or the profile has no data. */
+ * grain (never below it), 0 when that is NCCL's own or the part is at most
+ * pt_chunk_reach (the device code recomputes or never uses the chunk
+ * there), or -1 when they disagree or the profile has no data. */
 long long pt_table_chunk(const struct pt_table *t, int coll, uint64_t nbytes, int algo, int proto);
 
 /* 1 when an NCCL version string ("2.31.0", "2.32", ...) is 2.31 or later:
