@@ -287,15 +287,23 @@ END_TEST
 
 START_TEST(chunk_rounds_to_the_grain) {
   load(HEAD "allreduce = { graph = { sizes = [ 1000L, 1000000L ]; nccl_default = ( 1000000.0, 1000000.0 );\n"
-            "  candidates = ( { algo = \"ring\"; proto = \"simple\"; channels = 4; chunk = 131000L; latency = ( 10.0, 100.0 ); },\n"
+            "  candidates = ( { algo = \"ring\"; proto = \"simple\"; channels = 4; chunk = 65000L; latency = ( 10.0, 100.0 ); },\n"
             "                 { algo = \"ring\"; proto = \"ll128\"; channels = 4; chunk = 100L; latency = ( 11.0, 110.0 ); },\n"
             "                 { algo = \"ring\"; proto = \"ll\"; channels = 4; latency = ( 12.0, 120.0 ); } );\n"
             "}; };\n");
-  ck_assert_int_eq(pt_table_chunk(&tab, PT_ALLREDUCE, 1000, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE),
-                   131000 / 512 * 512);
+  /* A part of 100 kB comes from calls of 100..800 kB (8 channels), all
+   * measured, and holds more than one chunk (the communicator's ranks are
+   * unknown: a ring of at least one). */
+  ck_assert_int_eq(pt_table_chunk(&tab, PT_ALLREDUCE, 100000, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE),
+                   65000 / 512 * 512);
   /* Below the grain it would round to 0, which NCCL divides by. */
-  ck_assert_int_eq(pt_table_chunk(&tab, PT_ALLREDUCE, 1000, NCCL_ALGO_RING, NCCL_PROTO_LL128), 1920);
-  ck_assert_int_eq(pt_table_chunk(&tab, PT_ALLREDUCE, 1000, NCCL_ALGO_RING, NCCL_PROTO_LL), 0);
+  ck_assert_int_eq(pt_table_chunk(&tab, PT_ALLREDUCE, 100000, NCCL_ALGO_RING, NCCL_PROTO_LL128), 1920);
+  ck_assert_int_eq(pt_table_chunk(&tab, PT_ALLREDUCE, 100000, NCCL_ALGO_RING, NCCL_PROTO_LL), 0);
+  /* A part of at most one chunk is one loop: runRing recomputes the chunk,
+   * NCCL keeps its own (tuner/chunk.c). */
+  ck_assert_int_eq(pt_table_chunk(&tab, PT_ALLREDUCE, 1000, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE), 0);
+  ck_assert_int_eq(pt_table_chunk(&tab, PT_ALLREDUCE, 64512, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE), 0);
+  ck_assert_int_eq(pt_table_chunk(&tab, PT_ALLREDUCE, 64513, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE), 64512);
   /* Tree/Simple runs only as NCCL's own choice: NCCL's chunk. */
   ck_assert_int_eq(pt_table_chunk(&tab, PT_ALLREDUCE, 1000, NCCL_ALGO_TREE, NCCL_PROTO_SIMPLE), 0);
   ck_assert_int_eq(pt_table_chunk(&tab, PT_ALLREDUCE, 1000, NCCL_ALGO_RING, 7), -1);

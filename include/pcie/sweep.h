@@ -43,8 +43,8 @@ struct pt_measure_req {
    * replays whose inputs change every replay, every output of every rank
    * checked; the samples need not be timed. */
   unsigned screen;
-  /* Ring/Simple chunk in bytes the tuner's getChunkSize answers (0: NCCL's
-   * own); sim/ring_chunks.c says where it changes anything. */
+  /* Chunk in bytes the tuner's getChunkSize answers (0: NCCL's own);
+   * include/pcie/chunk.h says where it changes anything. */
   uint32_t chunk;
 };
 
