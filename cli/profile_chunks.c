@@ -61,8 +61,11 @@ static void say_where(const struct profile_opts *o, const struct pt_backend_info
         if (v[j].chunk != c->chunk || v[j].algo != c->algo || v[j].proto != c->proto) continue;
         size_t i = 0;
         while (i < ng && !profile_chunk_measured((void *)bi, coll, &v[j], g[i])) i++;
-        if (i < ng) fprintf(stderr, " %d channels from %llu B;", v[j].channels, (unsigned long long)g[i]);
-        else fprintf(stderr, " %d channels at no size;", v[j].channels);
+        char who[32];
+        if (v[j].channels) snprintf(who, sizeof who, "%d channels", v[j].channels);
+        else snprintf(who, sizeof who, "NCCL's %d channels", (int)asked_channels(bi, 0));
+        if (i < ng) fprintf(stderr, " %s from %llu B;", who, (unsigned long long)g[i]);
+        else fprintf(stderr, " %s at no size;", who);
       }
       fputc('\n', stderr);
     }

@@ -99,6 +99,33 @@ START_TEST(variants_are_measured_only_where_the_chunk_acts) {
 }
 END_TEST
 
+/* All-gather's ring walks a channel's part in the same loops of nranks x
+ * chunk (all_gather.h runRing): its variant, measured with NCCL's channel
+ * count (2 on this box), starts where all-reduce's does. */
+START_TEST(all_gather_variants_follow_its_ring) {
+  char *out = NULL, *err = NULL;
+  int rc = pt_test_cli_run(dir, 120, &out, &err,
+                           "profile --backend sim --box gen5-8x-dual-misdetect --collectives allgather --algos ring "
+                           "--protos simple --channels 2 --chunks 8K --sizes 131072,262144,524288,1048576 --full "
+                           "--reps 1 --graph --out g.cfg");
+  ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+  ck_assert_msg(strstr(err, "chunk 8192 B on allgather ring/simple: measured only where a channel carries more than "
+                            "65536 B (all_gather.h runRing recomputes the chunk in one loop)"),
+                "%s", err);
+  free(out);
+  free(err);
+  struct pt_profile *p = pt_test_load_profile(dir, "g.cfg");
+  const struct pt_series *s = p->series[PT_ALLGATHER][PT_MODE_GRAPH];
+  ck_assert_ptr_nonnull(s);
+  const struct pt_candidate *var = NULL;
+  for (size_t k = 0; k < s->ncand; k++)
+    if (s->cand[k].chunk == 8192) var = &s->cand[k];
+  ck_assert_ptr_nonnull(var);
+  ck_assert_uint_eq(measured(s, var), 0xe);
+  pt_test_free_profile(p);
+}
+END_TEST
+
 struct host {
   struct ph_plugin pl;
   struct ph_comm comm;
@@ -240,6 +267,7 @@ int main(void) {
   tcase_add_checked_fixture(t, setup, teardown);
   tcase_set_timeout(t, 120);
   tcase_add_test(t, variants_are_measured_only_where_the_chunk_acts);
+  tcase_add_test(t, all_gather_variants_follow_its_ring);
   tcase_add_test(t, the_plugin_answers_the_chosen_variant);
   tcase_add_test(t, the_plugin_leaves_the_chunk_where_the_device_code_recomputes_it);
   tcase_add_test(t, an_nccl_that_never_asks_is_refused);
