@@ -353,15 +353,20 @@ END_TEST
 
 START_TEST(chunk_size_from_profile) {
   use_profile("c.cfg",
-              HEAD("") "allreduce = { graph = { sizes = [ 1024L, 1048576L ]; nccl_default = ( 1000000.0, 1000000.0 ); candidates = (\n"
-              "  { algo = \"ring\"; proto = \"simple\"; channels = 2; chunk = 70000L; latency = ( 5.0, 50.0 ); } ); }; };\n");
+              HEAD("") "allreduce = { graph = { sizes = [ 1024L, 67108864L ]; nccl_default = ( 1000000.0, 1000000.0 ); candidates = (\n"
+              "  { algo = \"ring\"; proto = \"simple\"; channels = 2; chunk = 70000L; latency = ( 5.0, 500.0 ); } ); }; };\n");
   struct ph_plugin pl;
   struct ph_comm c;
   open_plugin(&pl, 6);
   ck_assert_int_eq(ph_comm_init(&c, &pl, 4, 1, 1), 0);
+  /* A part past one loop (4 ranks x 69632 B) runs the chunk as set. */
   size_t chunk = 131072;
-  ck_assert_int_eq(ph_chunk_size(&c, ncclFuncAllReduce, 1024, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, &chunk), 0);
+  ck_assert_int_eq(ph_chunk_size(&c, ncclFuncAllReduce, 300000, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, &chunk), 0);
   ck_assert_uint_eq(chunk, 70000 / 512 * 512);
+  /* One loop: runRing recomputes the chunk, NCCL's own stays. */
+  chunk = 131072;
+  ck_assert_int_eq(ph_chunk_size(&c, ncclFuncAllReduce, 1024, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, &chunk), 0);
+  ck_assert_uint_eq(chunk, 131072);
   chunk = 4096;
   ck_assert_int_eq(ph_chunk_size(&c, ncclFuncAllReduce, 1024, NCCL_ALGO_RING, NCCL_PROTO_LL, &chunk), 0);
   ck_assert_uint_eq(chunk, 4096);
