@@ -126,6 +126,15 @@ START_TEST(all_gather_variants_follow_its_ring) {
 }
 END_TEST
 
+/* CMD's profile, c.cfg, without its report. */
+static void profile_quietly(void) {
+  char *out = NULL, *err = NULL;
+  int rc = pt_test_cli_run(dir, 120, &out, &err, "%s --quiet", CMD);
+  ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+  free(out);
+  free(err);
+}
+
 struct host {
   struct ph_plugin pl;
   struct ph_comm comm;
@@ -159,11 +168,7 @@ static size_t chunk_for(struct host *h, size_t part, int algo, int proto) {
 /* Wherever the table puts a chunk variant first, NCCL's getChunkSize for
  * a channel's part gets that chunk. */
 START_TEST(the_plugin_answers_the_chosen_variant) {
-  char *out = NULL, *err = NULL;
-  int rc = pt_test_cli_run(dir, 120, &out, &err, "%s --quiet", CMD);
-  ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
-  free(out);
-  free(err);
+  profile_quietly();
   struct pt_profile *p = pt_test_load_profile(dir, "c.cfg");
   const struct pt_series *s = p->series[PT_ALLREDUCE][PT_MODE_GRAPH];
   struct pt_table t;
@@ -204,11 +209,7 @@ END_TEST
  * the plugin leaves NCCL's own; above, it answers 8192. Tree: at most one
  * chunk a part is one piece. */
 START_TEST(the_plugin_leaves_the_chunk_where_the_device_code_recomputes_it) {
-  char *out = NULL, *err = NULL;
-  int rc = pt_test_cli_run(dir, 120, &out, &err, "%s --quiet", CMD);
-  ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
-  free(out);
-  free(err);
+  profile_quietly();
   char path[1200];
   snprintf(path, sizeof path, "%s/c.cfg", dir);
   FILE *f = fopen(path, "a");
