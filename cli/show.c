@@ -284,9 +284,11 @@ static void print_chunks(const struct pt_profile *p, int coll, int mode) {
       first = cs->cand[j].chunk != c->chunk || cs->cand[j].algo != c->algo || cs->cand[j].proto != c->proto;
     uint64_t reach = pt_chunk_reach(coll, c->algo, p->match_nranks, c->chunk);
     if (!c->chunk || !first || !reach) continue;
-    printf("chunk %zu B on %s/%s: runs as measured only where a channel carries more than %llu B%s; below, %s %s and "
-           "the plugin leaves NCCL its own chunk\n", c->chunk, pt_algo_name(c->algo), pt_proto_name(c->proto),
-           (unsigned long long)reach, c->algo == NCCL_ALGO_RING && p->match_nranks <= 0 ? " per rank" : "",
+    char more[64];
+    if (c->algo == NCCL_ALGO_RING && p->match_nranks <= 0) snprintf(more, sizeof more, "nranks x %zu B", c->chunk);
+    else snprintf(more, sizeof more, "%llu B", (unsigned long long)reach);
+    printf("chunk %zu B on %s/%s: runs as measured only where a channel carries more than %s; below, %s %s and "
+           "the plugin leaves NCCL its own chunk\n", c->chunk, pt_algo_name(c->algo), pt_proto_name(c->proto), more,
            pt_chunk_where(coll, c->algo),
            c->algo == NCCL_ALGO_RING ? "recomputes the chunk in one loop" : "runs the part in one piece");
     any = 1;
