@@ -21,10 +21,11 @@
  *   BENCH_NET_CAP_MBIT   the capped link's per-connection rate (default 1000)
  *   BENCH_NET_TUNED      NCCL's transport tuned by hand, "THREADS,SOCKS"
  *                        (NCCL_SOCKET_NTHREADS, NCCL_NSOCKS_PERTHREAD;
- *                        default "4,2": 8 data sockets)
+ *                        default "4,2": 8 data sockets; "0": not run)
  *   BENCH_NET_ALT        "VAR=VAL,...": the plugin once more with these
  *                        settings ("alt"), interleaved with the others
  *   BENCH_NET_ALT_SO     that second plugin from another build (a baseline)
+ *   BENCH_NET_EACH       set: every run's figure on stderr too
  * The plugin always runs with its own defaults (PCIE_NET_* unset), each
  * transport chooses its interface through NCCL_SOCKET_IFNAME.
  *
@@ -607,6 +608,8 @@ static void measure(const struct job *proto, const struct contender *c, int ncon
       struct fig f = run_job(&j);
       v[who][r] = f.v;
       v2[who][r] = f.v2;
+      if (getenv("BENCH_NET_EACH"))
+        fprintf(stderr, "  run %d %s %.3f\n", r, c[who].name, f.v);
     }
   int rtt = proto->kind == RTT;
   printf("%-7s %-16s", proto->l->label, what);
@@ -690,9 +693,11 @@ int main(int argc, char **argv)
     p = *end ? end + 1 : end;
   }
   const char *tuned = getenv("BENCH_NET_TUNED");
-  if (tuned && (sscanf(tuned, "%d,%d", &tuned_threads, &tuned_socks) != 2 ||
-                tuned_threads < 1 || tuned_socks < 1))
-    die("bad BENCH_NET_TUNED='%s': expected THREADS,SOCKS", tuned);
+  int no_tuned = tuned && strcmp(tuned, "0") == 0;
+  if (tuned && !no_tuned &&
+      (sscanf(tuned, "%d,%d", &tuned_threads, &tuned_socks) != 2 || tuned_threads < 1 ||
+       tuned_socks < 1))
+    die("bad BENCH_NET_TUNED='%s': expected THREADS,SOCKS or 0", tuned);
   unsetenv("PCIE_NET_NSTREAMS"); /* the plugin picks its own stream count */
   signal(SIGPIPE, SIG_IGN);
 
@@ -704,7 +709,8 @@ int main(int argc, char **argv)
            anchor ? "the --anchor library is not readable" : "no --anchor given");
   } else {
     c[ncont++] = (struct contender){"nccl", anchor, 0, NULL};
-    c[ncont++] = (struct contender){"tuned", anchor, 1, NULL};
+    if (!no_tuned)
+      c[ncont++] = (struct contender){"tuned", anchor, 1, NULL};
   }
   /* BENCH_NET_ALT="PCIE_NET_NTHREADS=0,...": the plugin once more with
    * these settings, interleaved with the others (to choose a default) */

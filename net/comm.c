@@ -10,8 +10,8 @@
 #include <unistd.h>
 #include "internal.h"
 
-ncclResult_t pt__comm_create(struct pt_net_ctx *ctx, uint32_t magic, const int *fds, int n, const char *peer,
-                             struct pt_comm **out) {
+ncclResult_t pt__comm_create(struct pt_net_ctx *ctx, uint32_t magic, const int *fds, int n, int adapt_mbps,
+                             const char *peer, struct pt_comm **out) {
   ncclResult_t res = ncclSystemError;
   int added = 0, pooled = 0;
   struct pt_comm *c = calloc(1, sizeof(*c));
@@ -23,6 +23,8 @@ ncclResult_t pt__comm_create(struct pt_net_ctx *ctx, uint32_t magic, const int *
   c->magic = magic;
   c->ctx = ctx;
   c->nstreams = n;
+  c->active = adapt_mbps > 0 && n > 1 ? 1 : n;
+  c->adapt.link_mbps = c->active < n ? adapt_mbps : 0;
   c->max_chunk = pt__cfg()->max_chunk;
   snprintf(c->peer, sizeof(c->peer), "%s", peer);
   if (magic == PT_MAGIC_SEND)

@@ -96,6 +96,7 @@ ncclResult_t pt_net_listen(struct pt_net_ctx *ctx, int dev, void *handle, void *
   h->magic = PT_WIRE_MAGIC;
   h->version = PT_WIRE_VERSION;
   h->nstreams = (uint16_t)l->nstreams;
+  h->flags = d->adapt ? PT_HANDLE_ADAPT : 0;
   h->nonce = l->nonce;
   h->addr = addr;
   pt__ctx_ref(ctx);
@@ -281,7 +282,7 @@ ncclResult_t pt_net_accept(void *listen_comm, void **recv_comm) {
   socklen_t plen = sizeof(pa);
   if (getpeername(l->fds[0], &pa.sa, &plen) == 0) pt__addr_str(&pa, peer, sizeof(peer));
   struct pt_comm *c;
-  res = pt__comm_create(l->ctx, PT_MAGIC_RECV, l->fds, l->nstreams, peer, &c);
+  res = pt__comm_create(l->ctx, PT_MAGIC_RECV, l->fds, l->nstreams, 0, peer, &c);
   reset_group(l, 0); /* the comm owns (or closed) the fds now */
   if (res == ncclSuccess) *recv_comm = c;
   return res;

@@ -98,11 +98,9 @@ static void push(struct pt_comm *c) {
    * sends each task on its next socket (net_socket.cc, nextSock): where
    * each flow is capped, every stream's share of the cap serves a message
    * in turn instead of all queuing behind one flow. */
-  for (int k = 0; k < c->nstreams; k++) {
-    if (!c->caller_only && c->magic == PT_MAGIC_SEND &&
-        (uint32_t)(atomic_load(&c->cursor) >> 32) == atomic_load(&c->send_tail))
-      return;
-    pt__stream_run(&c->streams[(c->send_first + k) % c->nstreams], PT_INLINE_BUDGET);
+  for (int k = 0; k < c->active; k++) {
+    if (!c->caller_only && (uint32_t)(atomic_load(&c->cursor) >> 32) == atomic_load(&c->send_tail)) return;
+    pt__stream_run(&c->streams[(c->send_first + k) % c->active], PT_INLINE_BUDGET);
   }
 }
 
@@ -132,9 +130,13 @@ static void poll_some(struct pt_comm *c, const struct pt_req_head *h) {
   unsigned turn = c->poll_rr++;
   int in_progress = started((const struct pt_recv_slot *)h);
   if (c->caller_only && in_progress) {
-    /* no helper streams the rest: every stream, every call */
+    /* No helper streams the rest: every stream in use, every call. Those
+     * the sender has not used yet (it starts on one and widens only where
+     * a flow is capped, adapt.c) on every 16th call: soon enough to
+     * find a first chunk there, without a recv per call on idle streams. */
+    unsigned seen = (turn & 15) ? atomic_load_explicit(&c->rx_seen, memory_order_relaxed) : ~0U;
     for (int i = 0; i < c->nstreams; i++)
-      if (i != hint) pt__stream_run(&c->streams[i], PT_INLINE_BUDGET);
+      if (i != hint && (seen >> i & 1)) pt__stream_run(&c->streams[i], PT_INLINE_BUDGET);
     return;
   }
   if (!in_progress && (turn & 3)) return;
@@ -148,7 +150,7 @@ static size_t chunk_for(const struct pt_comm *c, size_t size) {
    * streams then take more of them). Splitting mid-size messages finer
    * only bought wake-ups and hand-offs: two chunks per stream cost 1 MiB
    * messages ~20% of their throughput in bench/net. */
-  size_t chunk = (size + (size_t)c->nstreams - 1) / (size_t)c->nstreams;
+  size_t chunk = (size + (size_t)c->active - 1) / (size_t)c->active;
   chunk = (chunk + 4095) & ~(size_t)4095;
   if (chunk < PT_MIN_CHUNK) chunk = PT_MIN_CHUNK;
   return chunk > c->max_chunk ? c->max_chunk : chunk;
@@ -184,7 +186,8 @@ ncclResult_t pt_net_isend(void *send_comm, void *data, size_t size, int tag, voi
   atomic_store_explicit(&c->send_tail, c->send_next, memory_order_release);
   *request = m;
   push(c);
-  c->send_first = (c->send_first + 1) % c->nstreams;
+  c->send_first = (c->send_first + 1) % c->active;
+  if (c->adapt.link_mbps) pt__adapt_look(c, size);
   return ncclSuccess;
 }
 

@@ -21,6 +21,9 @@ static void open_version(int i)
 {
   setenv("PCIE_NET_IFNAME", "=lo", 1);
   setenv("PCIE_NET_NSTREAMS", "4", 1);
+  /* helper threads whatever the box (a 2-core one has none by default);
+   * a test of the caller-only path sets 0 first */
+  setenv("PCIE_NET_NTHREADS", "2", 0);
   setenv("PCIE_NET_CONNECT_TIMEOUT_MS", "3000", 1);
   ck_assert_msg(nh_open(&net, nh_versions[i]) == 0, "dlopen/dlsym of v%d", nh_versions[i]);
   ck_assert_int_eq(nh_init(&net, &ctx), ncclSuccess);
@@ -899,7 +902,7 @@ START_TEST(stream_count_from_nccl_variables)
   unsetenv("PCIE_NET_NSTREAMS");
   unsetenv("NCCL_SOCKET_NTHREADS");
   unsetenv("NCCL_NSOCKS_PERTHREAD");
-  ck_assert_int_eq(handle_streams(), 4); /* lo: no speed, not a cloud NIC */
+  ck_assert_int_eq(handle_streams(), 1); /* lo: never a capped flow, one stream as NCCL */
   setenv("NCCL_SOCKET_NTHREADS", "4", 1);
   setenv("NCCL_NSOCKS_PERTHREAD", "2", 1);
   ck_assert_int_eq(handle_streams(), 8);
@@ -920,6 +923,48 @@ START_TEST(stream_count_from_nccl_variables)
   ck_assert_msg(strstr(nh_last_warn(), "NCCL_SOCKET_NTHREADS"), "%s", nh_last_warn());
   unsetenv("NCCL_SOCKET_NTHREADS");
   unsetenv("NCCL_NSOCKS_PERTHREAD");
+}
+END_TEST
+
+/* With no setting, a box below 3 cores gets no helper thread: the proxy
+ * thread moves every byte, as NCCL's transport (on 2 cores helpers only
+ * cost, bench/net ring mode); bigger boxes one per core up to 4. And a
+ * comm to lo uses one stream and never adapts (no network to cap it). */
+START_TEST(defaults_follow_cores_and_link)
+{
+  void *sc, *rc;
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  int want = ncpu < 3 ? 0 : ncpu > 4 ? 4 : (int)ncpu;
+  unsetenv("PCIE_NET_NTHREADS");
+  unsetenv("NCCL_SOCKET_NTHREADS");
+  unsetenv("NCCL_NSOCKS_PERTHREAD");
+  setenv("PCIE_NET_IFNAME", "=lo", 1);
+  unsetenv("PCIE_NET_NSTREAMS");
+  nh_warm_threads();
+  int threads = nh_count_threads();
+  ck_assert_int_eq(nh_open(&net, 12), 0);
+  ck_assert_int_eq(nh_init(&net, &ctx), ncclSuccess);
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void *lc;
+  ck_assert_int_eq(nh_listen(&net, ctx, 0, handle, &lc), ncclSuccess);
+  const struct nw_handle *h = (const struct nw_handle *)handle;
+  ck_assert_int_eq(h->nstreams, 1);
+  ck_assert_int_eq(h->flags, 0);
+  nh_close_listen(&net, lc);
+  ck_assert_int_eq(nh_pair(&net, ctx, 0, &sc, &rc, NULL), 0);
+  ck_assert_int_eq(nh_count_threads() - threads, want);
+  /* every byte, both ways of the pair's one stream, caller-driven */
+  unsigned char *s = malloc(3 << 20), *r = malloc(3 << 20);
+  int got = 0;
+  nh_fill(s, 3 << 20, 29);
+  ck_assert_int_eq(nh_xfer(&net, sc, rc, s, 3 << 20, r, 3 << 20, &got), ncclSuccess);
+  ck_assert_int_eq(got, 3 << 20);
+  ck_assert_int_eq(nh_check(r, 3 << 20, 29), -1);
+  free(s);
+  free(r);
+  nh_close_send(&net, sc);
+  nh_close_recv(&net, rc);
+  nh_finalize(&net, ctx);
 }
 END_TEST
 
@@ -997,6 +1042,7 @@ static Suite *net_suite(void)
   tcase_add_loop_test(tc, abi_and_properties, 0, NH_NVERSIONS);
   tcase_add_loop_test(tc, setup_never_blocks, 0, NH_NVERSIONS);
   tcase_add_loop_test(tc, sizes_small_to_large, 0, NH_NVERSIONS);
+  tcase_add_test(tc, defaults_follow_cores_and_link);
   tcase_add_test(tc, size_256mb);
   tcase_add_loop_test(tc, many_in_flight, 0, NH_NVERSIONS);
   tcase_add_loop_test(tc, small_and_large_interleaved, 0, NH_NVERSIONS);
