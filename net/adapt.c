@@ -46,7 +46,7 @@ static double measure(struct pt_comm *c) {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   int64_t now = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec, dt = now - a->t_ns;
   uint64_t moved = 0;
-  for (int i = 0; i < c->active; i++) {
+  for (int i = 0; i < atomic_load_explicit(&c->active, memory_order_relaxed); i++) {
     uint64_t v = acked(c, i);
     moved += v - a->acked[i];
     a->acked[i] = v;
@@ -56,8 +56,10 @@ static double measure(struct pt_comm *c) {
   return first || dt <= 0 ? -1 : (double)moved * 8 * 1e3 / (double)dt;
 }
 
+/* Streams beyond n finish the chunk they hold and then claim no more
+ * (stream.c, send_step); xfer.c's push still runs them until then. */
 static void set_active(struct pt_comm *c, int n) {
-  c->active = n;
+  atomic_store_explicit(&c->active, n, memory_order_relaxed);
   c->send_first = 0;
   for (int i = 0; i < n; i++) c->adapt.acked[i] = acked(c, i);
 }

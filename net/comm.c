@@ -23,8 +23,8 @@ ncclResult_t pt__comm_create(struct pt_net_ctx *ctx, uint32_t magic, const int *
   c->magic = magic;
   c->ctx = ctx;
   c->nstreams = n;
-  c->active = adapt_mbps > 0 && n > 1 ? 1 : n;
-  c->adapt.link_mbps = c->active < n ? adapt_mbps : 0;
+  atomic_init(&c->active, adapt_mbps > 0 && n > 1 ? 1 : n);
+  c->adapt.link_mbps = adapt_mbps > 0 && n > 1 ? adapt_mbps : 0;
   c->max_chunk = pt__cfg()->max_chunk;
   snprintf(c->peer, sizeof(c->peer), "%s", peer);
   if (magic == PT_MAGIC_SEND)

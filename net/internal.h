@@ -295,9 +295,10 @@ struct pt_comm {
   struct pt_net_ctx *ctx;
   int nstreams;
   int caller_only; /* no helper threads: isend/irecv/test move every byte */
-  /* send side, progress thread only: streams new messages go on (the
-   * first `active` ones); all of them unless the handle asked to adapt */
-  int active;
+  /* send side: streams that claim chunks (the first `active` ones); all
+   * of them unless the handle asked to adapt. Written by the progress
+   * thread only; read by the streams' owners before they claim a chunk. */
+  atomic_int active;
   struct pt_adapt adapt;
   char peer[64];
   size_t max_chunk;

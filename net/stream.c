@@ -95,7 +95,7 @@ static uint32_t send_step(struct pt_stream *s, size_t budget, uint32_t fired) {
     if (!s->cur) {
       struct pt_send_slot *m;
       uint32_t k;
-      if (!claim(c, &m, &k)) break;
+      if (s->index >= atomic_load_explicit(&c->active, memory_order_relaxed) || !claim(c, &m, &k)) break;
       start_chunk(s, m, k);
     }
     struct iovec iov[2];

@@ -98,10 +98,16 @@ static void push(struct pt_comm *c) {
    * sends each task on its next socket (net_socket.cc, nextSock): where
    * each flow is capped, every stream's share of the cap serves a message
    * in turn instead of all queuing behind one flow. */
-  for (int k = 0; k < c->active; k++) {
+  int active = atomic_load_explicit(&c->active, memory_order_relaxed);
+  for (int k = 0; k < active; k++) {
     if (!c->caller_only && (uint32_t)(atomic_load(&c->cursor) >> 32) == atomic_load(&c->send_tail)) return;
-    pt__stream_run(&c->streams[(c->send_first + k) % c->active], PT_INLINE_BUDGET);
+    pt__stream_run(&c->streams[(c->send_first + k) % active], PT_INLINE_BUDGET);
   }
+  /* Streams the sender stopped using (adapt.c) may still hold a chunk;
+   * with no helper thread nobody else finishes it. Only this thread owns
+   * streams then, so their cur is ours to read. */
+  for (int k = active; c->caller_only && k < c->nstreams; k++)
+    if (c->streams[k].cur) pt__stream_run(&c->streams[k], PT_INLINE_BUDGET);
 }
 
 /* 1 when a chunk of the request's message has arrived (it is in progress,
@@ -150,7 +156,8 @@ static size_t chunk_for(const struct pt_comm *c, size_t size) {
    * streams then take more of them). Splitting mid-size messages finer
    * only bought wake-ups and hand-offs: two chunks per stream cost 1 MiB
    * messages ~20% of their throughput in bench/net. */
-  size_t chunk = (size + (size_t)c->active - 1) / (size_t)c->active;
+  size_t n = (size_t)atomic_load_explicit(&c->active, memory_order_relaxed);
+  size_t chunk = (size + n - 1) / n;
   chunk = (chunk + 4095) & ~(size_t)4095;
   if (chunk < PT_MIN_CHUNK) chunk = PT_MIN_CHUNK;
   return chunk > c->max_chunk ? c->max_chunk : chunk;
@@ -186,7 +193,7 @@ ncclResult_t pt_net_isend(void *send_comm, void *data, size_t size, int tag, voi
   atomic_store_explicit(&c->send_tail, c->send_next, memory_order_release);
   *request = m;
   push(c);
-  c->send_first = (c->send_first + 1) % c->active;
+  c->send_first = (c->send_first + 1) % atomic_load_explicit(&c->active, memory_order_relaxed);
   if (c->adapt.link_mbps) pt__adapt_look(c, size);
   return ncclSuccess;
 }
