@@ -21,7 +21,7 @@
 #include <time.h>
 #include "internal.h"
 
-#define PT_ADAPT_BYTES (4u << 20)
+#define PT_ADAPT_BYTES (512u << 10)
 #define PT_ADAPT_LOOKS 2
 #define PT_ADAPT_GAIN 1.5
 #define PT_ADAPT_BACKOFF_MAX 10
