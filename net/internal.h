@@ -323,6 +323,7 @@ struct pt_comm {
   atomic_int rx_hint;          /* stream where the next message most likely starts */
   atomic_uint rx_seen;         /* streams that have carried a chunk (bit per stream) */
   unsigned poll_rr;            /* progress thread only: rotation of test's polling */
+  unsigned probe_rr;           /* progress thread only: rotation over streams not seen yet */
   struct pt_recv_slot *rslots; /* PT_RECV_SLOTS */
 };
 

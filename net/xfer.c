@@ -135,12 +135,17 @@ static void poll_some(struct pt_comm *c, const struct pt_req_head *h) {
   if (c->nstreams == 1 || atomic_load_explicit(&h->state, memory_order_relaxed) == PT_SLOT_DONE) return;
   unsigned turn = c->poll_rr++;
   int in_progress = started((const struct pt_recv_slot *)h);
+  /* Streams the sender has not used yet (it starts on one and widens only
+   * where a flow is capped, adapt.c): one of them, in turn, every 16th
+   * call, soon enough to find a first chunk there without a recv on idle
+   * streams in every call. The others as they always were. */
+  unsigned seen = atomic_load_explicit(&c->rx_seen, memory_order_relaxed);
+  if ((turn & 15) == 0) {
+    int p = (int)(c->probe_rr++ % (unsigned)c->nstreams);
+    if (p != hint && !(seen >> p & 1)) pt__stream_run(&c->streams[p], PT_INLINE_BUDGET);
+  }
   if (c->caller_only && in_progress) {
-    /* No helper streams the rest: every stream in use, every call. Those
-     * the sender has not used yet (it starts on one and widens only where
-     * a flow is capped, adapt.c) on every 16th call: soon enough to
-     * find a first chunk there, without a recv per call on idle streams. */
-    unsigned seen = (turn & 15) ? atomic_load_explicit(&c->rx_seen, memory_order_relaxed) : ~0U;
+    /* no helper streams the rest: every stream in use, every call */
     for (int i = 0; i < c->nstreams; i++)
       if (i != hint && (seen >> i & 1)) pt__stream_run(&c->streams[i], PT_INLINE_BUDGET);
     return;
@@ -148,7 +153,7 @@ static void poll_some(struct pt_comm *c, const struct pt_req_head *h) {
   if (!in_progress && (turn & 3)) return;
   int other = (int)((turn >> 2) % (unsigned)c->nstreams);
   if (other == hint) other = (other + 1) % c->nstreams;
-  pt__stream_run(&c->streams[other], PT_INLINE_BUDGET);
+  if (seen >> other & 1) pt__stream_run(&c->streams[other], PT_INLINE_BUDGET);
 }
 
 static size_t chunk_for(const struct pt_comm *c, size_t size) {
