@@ -9,14 +9,15 @@
  * So the sender measures: once PT_ADAPT_BYTES were posted and at least
  * PT_ADAPT_MIN_NS passed since the last look, it reads the bytes its
  * streams had acknowledged (TCP_INFO) and the clock. A flow that moves
- * less than half the link's speed may be capped: after two such looks it
+ * less than half the link's speed although its socket filled up (so the
+ * sender was not the limit) may be capped: after two such looks it
  * tries every stream for two looks and keeps them if they moved at least
  * PT_ADAPT_GAIN times as much, else goes back to one and waits twice as
  * long as last time before trying again (a starved CPU also makes one flow
- * slow, and there more streams do not help). Looks shorter than a few ms
- * misjudged a plain veth pair (bursts of ACKs: bench/net ring mode lost a
- * third to probes with 512 KiB looks); a capped flow needs ~5 ms per look,
- * so it widens within ~20 ms. The receiver takes chunks on
+ * slow, and there more streams do not help). A look spans at least 1 ms
+ * (a plain veth pair moves 512 KiB in a fraction of that, and ACKs come in
+ * bursts); a flow capped at 1 Gbit/s needs ~4 ms per look, so it widens
+ * within ~20 ms (about 2 MiB). The receiver takes chunks on
  * any stream, so nothing needs to be agreed on the wire. Progress thread
  * only (isend); no allocation, no lock, no log. */
 #include <linux/tcp.h>
@@ -26,7 +27,7 @@
 #include "internal.h"
 
 #define PT_ADAPT_BYTES (512u << 10)
-#define PT_ADAPT_MIN_NS 5000000
+#define PT_ADAPT_MIN_NS 1000000
 #define PT_ADAPT_LOOKS 2
 #define PT_ADAPT_GAIN 2.0
 #define PT_ADAPT_BACKOFF_MAX 10
@@ -77,13 +78,16 @@ void pt__adapt_look(struct pt_comm *c, size_t size) {
   if (a->t_ns && now - a->t_ns < PT_ADAPT_MIN_NS) return;
   a->bytes = 0;
   double mbps = measure(c, now);
+  /* a flow whose socket never filled was not held back by anything on
+   * the way: latency-bound traffic (round trips) proves no cap */
+  int backlogged = atomic_exchange_explicit(&c->send_full, 0, memory_order_relaxed);
   if (mbps < 0) return;
   if (a->state == PT_ADAPT_NARROW) {
     if (a->wait) {
       a->wait--;
       return;
     }
-    if (mbps >= (double)a->link_mbps / 2) {
+    if (!backlogged || mbps >= (double)a->link_mbps / 2) {
       a->looks = 0;
       a->sum = 0;
       return;

@@ -299,6 +299,7 @@ struct pt_comm {
    * of them unless the handle asked to adapt. Written by the progress
    * thread only; read by the streams' owners before they claim a chunk. */
   atomic_int active;
+  atomic_int send_full; /* a stream found its socket full since adapt's last look */
   struct pt_adapt adapt;
   char peer[64];
   size_t max_chunk;

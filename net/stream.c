@@ -108,9 +108,10 @@ static uint32_t send_step(struct pt_stream *s, size_t budget, uint32_t fired) {
     ssize_t n = sendmsg(s->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK)
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
         want_out = 1;
-      else
+        atomic_store_explicit(&c->send_full, 1, memory_order_relaxed);
+      } else
         fail_errno(c, errno);
       break;
     }
