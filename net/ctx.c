@@ -15,8 +15,8 @@
  * only add wake-ups). Networks that cap each TCP flow (per-flow shaping,
  * ECMP pinning a flow to one path) are invisible from the host, and there
  * four streams move four times what one does; elsewhere extra streams cost
- * (bench/net ring mode on a plain veth pair, 2 cores: four streams moved
- * 0.5-0.7x of one). So these are opened, but the sender uses one until a
+ * (bench/net ring mode on a plain veth pair, 2 cores, no helpers: four
+ * streams moved 0.71-0.96x of NCCL's one socket). So these are opened, but the sender uses one until a
  * flow shows a cap (adapt.c). Loopback never crosses a network that
  * could cap a flow: one stream, as NCCL's transport. */
 #define PT_STREAMS_PER_MBPS 10000
@@ -24,9 +24,9 @@
 #define PT_AUTO_STREAMS_MAX 8
 /* Helper threads pay where a core is free to run them. With two cores and
  * both directions busy, each process's proxy thread already keeps one
- * busy: helpers only add context switches (bench/net ring mode, 2 cores:
- * the plugin with helpers 0.5-0.7x of itself without, and equal on the
- * capped link). Below this many cores the proxy thread moves every byte,
+ * busy: helpers only add context switches (bench/net ring mode, 2 cores,
+ * veth: 4 streams with helpers 0.71-1.01x of the same without; on the
+ * capped link 0.95-1.02x). Below this many cores the proxy thread moves every byte,
  * as NCCL's transport does by default. */
 #define PT_HELPERS_MIN_CPUS 3
 #define PT_DEFAULT_THREADS_MAX 4

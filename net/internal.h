@@ -359,7 +359,8 @@ void pt__comm_quiesce(struct pt_comm *comm);
 ncclResult_t pt__comm_report(struct pt_comm *comm);
 
 /* Counts size bytes posted on a send comm with c->adapt.link_mbps set and,
- * every few MiB, decides how many streams new messages use (adapt.c). */
+ * every 512 KiB and 1 ms at most, decides how many streams new messages
+ * use (adapt.c). */
 void pt__adapt_look(struct pt_comm *comm, size_t size);
 
 /* Progresses a stream if no other thread owns it, else leaves a note for
