@@ -24,7 +24,10 @@ ncclResult_t pt__comm_create(struct pt_net_ctx *ctx, uint32_t magic, const int *
   c->ctx = ctx;
   c->nstreams = n;
   atomic_init(&c->active, adapt_mbps > 0 && n > 1 ? 1 : n);
-  c->adapt.link_mbps = adapt_mbps > 0 && n > 1 ? adapt_mbps : 0;
+  c->adapt.link_mbps = magic == PT_MAGIC_SEND && adapt_mbps > 0 && n > 1 ? adapt_mbps : 0;
+  /* a sender that does not adapt uses every stream from its first
+   * message: the receiver looks at all of them from the start */
+  atomic_init(&c->rx_seen, adapt_mbps > 0 ? 0U : (1U << n) - 1);
   c->max_chunk = pt__cfg()->max_chunk;
   snprintf(c->peer, sizeof(c->peer), "%s", peer);
   if (magic == PT_MAGIC_SEND)

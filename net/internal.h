@@ -342,8 +342,9 @@ enum pt_why {
 };
 
 /* Takes ownership of fds (closed on failure too). */
-/* adapt_mbps (send side): 0 = use every stream from the start, else
- * start on one and widen when a flow moves less than half of this. */
+/* adapt_mbps: 0 = the sender uses every stream from the start; else it
+ * starts on one and widens when a flow moves less than half of this
+ * (Mb/s; a receive comm only tests it for nonzero). */
 ncclResult_t pt__comm_create(struct pt_net_ctx *ctx, uint32_t magic, const int *fds, int n, int adapt_mbps,
                              const char *peer, struct pt_comm **out);
 void pt__comm_destroy(struct pt_comm *comm);
