@@ -21,10 +21,11 @@
  *   BENCH_NET_CAP_MBIT   the capped link's per-connection rate (default 1000)
  *   BENCH_NET_TUNED      NCCL's transport tuned by hand, "THREADS,SOCKS"
  *                        (NCCL_SOCKET_NTHREADS, NCCL_NSOCKS_PERTHREAD;
- *                        default "4,2": 8 data sockets)
+ *                        default "4,2": 8 data sockets; "0": not run)
  *   BENCH_NET_ALT        "VAR=VAL,...": the plugin once more with these
  *                        settings ("alt"), interleaved with the others
  *   BENCH_NET_ALT_SO     that second plugin from another build (a baseline)
+ *   BENCH_NET_EACH       set: every run's figure on stderr too
  * The plugin always runs with its own defaults (PCIE_NET_* unset), each
  * transport chooses its interface through NCCL_SOCKET_IFNAME.
  *
@@ -607,6 +608,8 @@ static void measure(const struct job *proto, const struct contender *c, int ncon
       struct fig f = run_job(&j);
       v[who][r] = f.v;
       v2[who][r] = f.v2;
+      if (getenv("BENCH_NET_EACH"))
+        fprintf(stderr, "  run %d %s %.3f\n", r, c[who].name, f.v);
     }
   int rtt = proto->kind == RTT;
   printf("%-7s %-16s", proto->l->label, what);
@@ -655,13 +658,124 @@ static int listed(const char *var, const char *name)
   return 0;
 }
 
-int main(int argc, char **argv)
+/* What one link's measurements share. */
+struct runs {
+  const struct contender *c;
+  int ncont, reps, quick;
+  const struct nn *ns;
+  double bytes; /* per measurement */
+};
+
+static void run_p2p(const struct runs *r, const struct link *l)
 {
   static const size_t all_sizes[] = {64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20};
   static const size_t quick_sizes[] = {1 << 20, 16 << 20};
+  const size_t *sizes = r->quick ? quick_sizes : all_sizes;
+  size_t nsizes = r->quick ? 2 : sizeof(all_sizes) / sizeof(all_sizes[0]);
+  for (size_t k = 0; k < nsizes; k++) {
+    char label[32], what[48];
+    int count = (int)(r->bytes / (double)sizes[k]);
+    struct job j = {.l = l, .ns = r->ns, .kind = THROUGHPUT, .size = sizes[k],
+                    .count = count < 2 ? 2 : count};
+    label_size(label, sizeof(label), sizes[k]);
+    snprintf(what, sizeof(what), "p2p %s", label);
+    measure(&j, r->c, r->ncont, r->reps, what);
+  }
+}
+
+static void run_ring(const struct runs *r, const struct link *l)
+{
   static const size_t ring_sizes[] = {1 << 20, 4 << 20, 16 << 20, 64 << 20};
+  for (int nch = 1; nch <= MAX_CH; nch++)
+    for (size_t k = 0; k < sizeof(ring_sizes) / sizeof(ring_sizes[0]); k++) {
+      if (r->quick && (k % 2 || nch == 1))
+        continue;
+      char label[32], what[48];
+      int count = (int)(r->bytes / (double)ring_sizes[k]);
+      struct job j = {.l = l, .ns = r->ns, .kind = RING, .size = ring_sizes[k],
+                      .count = count < 2 ? 2 : count, .nch = nch, .proto = P_SIMPLE};
+      label_size(label, sizeof(label), ring_sizes[k]);
+      snprintf(what, sizeof(what), "ring%d %s", nch, label);
+      measure(&j, r->c, r->ncont, r->reps, what);
+    }
+  /* LL and LL128 step shapes, at sizes NCCL would run them over a net */
+  for (int p = P_LL; p <= P_LL128 && !r->quick; p++) {
+    size_t size = p == P_LL ? 256 << 10 : 4 << 20;
+    char label[32], what[48];
+    int count = (int)(r->bytes / (double)size);
+    struct job j = {.l = l, .ns = r->ns, .kind = RING, .size = size,
+                    .count = count < 2 ? 2 : count, .nch = 2, .proto = (enum proto)p};
+    label_size(label, sizeof(label), size);
+    snprintf(what, sizeof(what), "ring2 %s %s", protos[p].name, label);
+    measure(&j, r->c, r->ncont, r->reps, what);
+  }
+}
+
+/* BENCH_NET_RTT_SIZES: the round trips' sizes in bytes, a comma list;
+ * else the default sweep (fewer with --quick). */
+static size_t rtt_plan(size_t *out, size_t max, int quick)
+{
   static const size_t rtt_sizes[] = {8, 64, 128, 129, 160, 256, 1024, 4096, 16384, 16385, 65536};
   static const size_t quick_rtt[] = {8, 1024, 65536};
+  size_t n = 0;
+  for (const char *p = getenv("BENCH_NET_RTT_SIZES"); p && *p && n < max;) {
+    char *end;
+    unsigned long v = strtoul(p, &end, 10);
+    if (end == p || v > (size_t)stepsize || (*end && *end != ','))
+      die("bad BENCH_NET_RTT_SIZES: expected byte counts up to %zu, comma-separated", stepsize);
+    out[n++] = v;
+    p = *end ? end + 1 : end;
+  }
+  if (n)
+    return n;
+  const size_t *def = quick ? quick_rtt : rtt_sizes;
+  n = quick ? 3 : sizeof(rtt_sizes) / sizeof(rtt_sizes[0]);
+  memcpy(out, def, n * sizeof(*def));
+  return n;
+}
+
+static void run_rtt(const struct runs *r, const struct link *l, const size_t *sizes, size_t n)
+{
+  for (size_t k = 0; k < n; k++) {
+    char label[32], what[48];
+    struct job j = {.l = l, .ns = r->ns, .kind = RTT, .size = sizes[k]};
+    label_size(label, sizeof(label), sizes[k]);
+    snprintf(what, sizeof(what), "rtt %s", label);
+    measure(&j, r->c, r->ncont, r->reps, what);
+  }
+}
+
+/* The contenders: the plugin, NCCL's transport (defaults, and tuned
+ * unless BENCH_NET_TUNED=0) when the anchor is readable, and "alt". */
+static int contenders(struct contender *c, const char *so, const char *anchor)
+{
+  const char *tuned = getenv("BENCH_NET_TUNED");
+  int no_tuned = tuned && strcmp(tuned, "0") == 0, n = 0;
+  if (tuned && !no_tuned &&
+      (sscanf(tuned, "%d,%d", &tuned_threads, &tuned_socks) != 2 || tuned_threads < 1 ||
+       tuned_socks < 1))
+    die("bad BENCH_NET_TUNED='%s': expected THREADS,SOCKS or 0", tuned);
+  c[n++] = (struct contender){"pcie", so, 0, NULL};
+  if (!anchor || access(anchor, R_OK) != 0) {
+    printf("bench/net: NCCL's socket transport skipped (%s); plugin figures only. Build it with "
+           "nccl-socket/build.sh of the shared tools and pass --anchor.\n",
+           anchor ? "the --anchor library is not readable" : "no --anchor given");
+  } else {
+    c[n++] = (struct contender){"nccl", anchor, 0, NULL};
+    if (!no_tuned)
+      c[n++] = (struct contender){"tuned", anchor, 1, NULL};
+  }
+  /* BENCH_NET_ALT="PCIE_NET_NTHREADS=0,...": the plugin once more with
+   * these settings, interleaved with the others (to choose a default) */
+  const char *alt = getenv("BENCH_NET_ALT"), *alt_so = getenv("BENCH_NET_ALT_SO");
+  if ((alt && *alt) || (alt_so && *alt_so))
+    c[n++] = (struct contender){"alt", alt_so && *alt_so ? alt_so : so, 0,
+                                alt && *alt ? alt : NULL};
+  return n;
+}
+
+int main(int argc, char **argv)
+{
   const char *anchor = NULL, *so = getenv("PCIE_TUNER_SO");
   int quick = 0;
   for (int i = 1; i < argc; i++) {
@@ -679,39 +793,11 @@ int main(int argc, char **argv)
   int reps = (int)env_long("BENCH_NET_REPS", quick ? 1 : 5, 1, MAX_REPS);
   int cap = (int)env_long("BENCH_NET_CAP_MBIT", 1000, 10, 100000);
   double secs = (double)env_long("BENCH_NET_MS", 1000, 10, 600000) / 1000;
-  /* BENCH_NET_RTT_SIZES: the round trips' sizes in bytes, a comma list */
-  size_t mine[16], nmine = 0;
-  for (const char *p = getenv("BENCH_NET_RTT_SIZES"); p && *p && nmine < 16;) {
-    char *end;
-    unsigned long v = strtoul(p, &end, 10);
-    if (end == p || v > (size_t)stepsize || (*end && *end != ','))
-      die("bad BENCH_NET_RTT_SIZES: expected byte counts up to %zu, comma-separated", stepsize);
-    mine[nmine++] = v;
-    p = *end ? end + 1 : end;
-  }
-  const char *tuned = getenv("BENCH_NET_TUNED");
-  if (tuned && (sscanf(tuned, "%d,%d", &tuned_threads, &tuned_socks) != 2 ||
-                tuned_threads < 1 || tuned_socks < 1))
-    die("bad BENCH_NET_TUNED='%s': expected THREADS,SOCKS", tuned);
+  size_t rtt[16], nrtt = rtt_plan(rtt, 16, quick);
+  struct contender c[NCONT];
+  int ncont = contenders(c, so, anchor);
   unsetenv("PCIE_NET_NSTREAMS"); /* the plugin picks its own stream count */
   signal(SIGPIPE, SIG_IGN);
-
-  struct contender c[NCONT] = {{"pcie", so, 0, NULL}};
-  int ncont = 1;
-  if (!anchor || access(anchor, R_OK) != 0) {
-    printf("bench/net: NCCL's socket transport skipped (%s); plugin figures only. Build it with "
-           "nccl-socket/build.sh of the shared tools and pass --anchor.\n",
-           anchor ? "the --anchor library is not readable" : "no --anchor given");
-  } else {
-    c[ncont++] = (struct contender){"nccl", anchor, 0, NULL};
-    c[ncont++] = (struct contender){"tuned", anchor, 1, NULL};
-  }
-  /* BENCH_NET_ALT="PCIE_NET_NTHREADS=0,...": the plugin once more with
-   * these settings, interleaved with the others (to choose a default) */
-  const char *alt = getenv("BENCH_NET_ALT"), *alt_so = getenv("BENCH_NET_ALT_SO");
-  if ((alt && *alt) || (alt_so && *alt_so))
-    c[ncont++] = (struct contender){"alt", alt_so && *alt_so ? alt_so : so, 0,
-                                    alt && *alt ? alt : NULL};
 
   struct nn ns;
   char why[256];
@@ -744,59 +830,13 @@ int main(int argc, char **argv)
     double bytes = l->cap_mbit ? l->cap_mbit * 1e6 / 8 * 0.3 : secs * 1e9;
     if (quick)
       bytes /= 8;
-    if (listed("BENCH_NET_MODES", "p2p")) {
-      const size_t *sizes = quick ? quick_sizes : all_sizes;
-      size_t nsizes = quick ? 2 : sizeof(all_sizes) / sizeof(all_sizes[0]);
-      for (size_t k = 0; k < nsizes; k++) {
-        char label[32], what[48];
-        int count = (int)(bytes / (double)sizes[k]);
-        struct job j = {.l = l, .ns = &ns, .kind = THROUGHPUT, .size = sizes[k],
-                        .count = count < 2 ? 2 : count};
-        label_size(label, sizeof(label), sizes[k]);
-        snprintf(what, sizeof(what), "p2p %s", label);
-        measure(&j, c, ncont, reps, what);
-      }
-    }
-    if (listed("BENCH_NET_MODES", "ring")) {
-      for (int nch = 1; nch <= MAX_CH; nch++)
-        for (size_t k = 0; k < sizeof(ring_sizes) / sizeof(ring_sizes[0]); k++) {
-          if (quick && (k % 2 || nch == 1))
-            continue;
-          char label[32], what[48];
-          int count = (int)(bytes / (double)ring_sizes[k]);
-          struct job j = {.l = l, .ns = &ns, .kind = RING, .size = ring_sizes[k],
-                          .count = count < 2 ? 2 : count, .nch = nch, .proto = P_SIMPLE};
-          label_size(label, sizeof(label), ring_sizes[k]);
-          snprintf(what, sizeof(what), "ring%d %s", nch, label);
-          measure(&j, c, ncont, reps, what);
-        }
-      /* LL and LL128 step shapes, at sizes NCCL would run them over a net */
-      for (int p = P_LL; p <= P_LL128 && !quick; p++) {
-        size_t size = p == P_LL ? 256 << 10 : 4 << 20;
-        char label[32], what[48];
-        int count = (int)(bytes / (double)size);
-        struct job j = {.l = l, .ns = &ns, .kind = RING, .size = size,
-                        .count = count < 2 ? 2 : count, .nch = 2, .proto = (enum proto)p};
-        label_size(label, sizeof(label), size);
-        snprintf(what, sizeof(what), "ring2 %s %s", protos[p].name, label);
-        measure(&j, c, ncont, reps, what);
-      }
-    }
-    if (listed("BENCH_NET_MODES", "rtt")) {
-      const size_t *sizes = quick ? quick_rtt : rtt_sizes;
-      size_t nsizes = quick ? 3 : sizeof(rtt_sizes) / sizeof(rtt_sizes[0]);
-      if (nmine) {
-        sizes = mine;
-        nsizes = nmine;
-      }
-      for (size_t k = 0; k < nsizes; k++) {
-        char label[32], what[48];
-        struct job j = {.l = l, .ns = &ns, .kind = RTT, .size = sizes[k]};
-        label_size(label, sizeof(label), sizes[k]);
-        snprintf(what, sizeof(what), "rtt %s", label);
-        measure(&j, c, ncont, reps, what);
-      }
-    }
+    struct runs r = {c, ncont, reps, quick, &ns, bytes};
+    if (listed("BENCH_NET_MODES", "p2p"))
+      run_p2p(&r, l);
+    if (listed("BENCH_NET_MODES", "ring"))
+      run_ring(&r, l);
+    if (listed("BENCH_NET_MODES", "rtt"))
+      run_rtt(&r, l, rtt, nrtt);
   }
   if (have_ns)
     nn_destroy(&ns);

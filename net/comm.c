@@ -10,8 +10,8 @@
 #include <unistd.h>
 #include "internal.h"
 
-ncclResult_t pt__comm_create(struct pt_net_ctx *ctx, uint32_t magic, const int *fds, int n, const char *peer,
-                             struct pt_comm **out) {
+ncclResult_t pt__comm_create(struct pt_net_ctx *ctx, uint32_t magic, const int *fds, int n, int adapt_mbps,
+                             const char *peer, struct pt_comm **out) {
   ncclResult_t res = ncclSystemError;
   int added = 0, pooled = 0;
   struct pt_comm *c = calloc(1, sizeof(*c));
@@ -23,6 +23,11 @@ ncclResult_t pt__comm_create(struct pt_net_ctx *ctx, uint32_t magic, const int *
   c->magic = magic;
   c->ctx = ctx;
   c->nstreams = n;
+  atomic_init(&c->active, adapt_mbps > 0 && n > 1 ? 1 : n);
+  c->adapt.link_mbps = magic == PT_MAGIC_SEND && adapt_mbps > 0 && n > 1 ? adapt_mbps : 0;
+  /* a sender that does not adapt uses every stream from its first
+   * message: the receiver looks at all of them from the start */
+  atomic_init(&c->rx_seen, adapt_mbps > 0 ? 0U : (1U << n) - 1);
   c->max_chunk = pt__cfg()->max_chunk;
   snprintf(c->peer, sizeof(c->peer), "%s", peer);
   if (magic == PT_MAGIC_SEND)

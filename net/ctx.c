@@ -10,17 +10,25 @@
 #include <unistd.h>
 #include "internal.h"
 
-/* A single TCP stream on one core moves roughly 10 Gb/s: one stream per
- * 10 Gb/s of link, at most eight (more streams than cores only add
- * wake-ups). At least four whatever the link says: networks that cap each
- * TCP flow (per-flow shaping, ECMP pinning a flow to one path) are common
- * in clouds and invisible from the host, and there four streams move four
- * times what one does (bench/net's capped link: 3.9x NCCL's single
- * socket), while on an uncapped link chunks still go to whichever stream
- * has room. */
+/* Streams a connection opens when no setting names a count: one per
+ * 10 Gb/s of link, at least four, at most eight (more streams than cores
+ * only add wake-ups). Networks that cap each TCP flow (per-flow shaping,
+ * ECMP pinning a flow to one path) are invisible from the host, and there
+ * four streams move four times what one does; elsewhere extra streams cost
+ * (bench/net ring mode on a plain veth pair, 2 cores, no helpers: four
+ * streams moved 0.71-0.96x of NCCL's one socket). So these are opened, but the sender uses one until a
+ * flow shows a cap (adapt.c). Loopback never crosses a network that
+ * could cap a flow: one stream, as NCCL's transport. */
 #define PT_STREAMS_PER_MBPS 10000
 #define PT_AUTO_STREAMS_MIN 4
 #define PT_AUTO_STREAMS_MAX 8
+/* Helper threads pay where a core is free to run them. With two cores and
+ * both directions busy, each process's proxy thread already keeps one
+ * busy: helpers only add context switches (bench/net ring mode, 2 cores,
+ * veth: 4 streams with helpers 0.71-1.01x of the same without; on the
+ * capped link 0.95-1.02x). Below this many cores the proxy thread moves every byte,
+ * as NCCL's transport does by default. */
+#define PT_HELPERS_MIN_CPUS 3
 #define PT_DEFAULT_THREADS_MAX 4
 #define PT_DEFAULT_CHUNK (512 * 1024)
 #define PT_DEFAULT_CONNECT_TIMEOUT_MS 30000
@@ -59,7 +67,9 @@ static int env_long(ncclDebugLogger_t log, const char *name, long lo, long hi, l
 static int load_cfg(ncclDebugLogger_t log, struct pt_cfg *cfg) {
   long nstreams, nthreads, chunk, timeout, latency;
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-  long def_threads = ncpu < 1 ? 1 : ncpu > PT_DEFAULT_THREADS_MAX ? PT_DEFAULT_THREADS_MAX : ncpu;
+  long def_threads = ncpu < PT_HELPERS_MIN_CPUS    ? 0
+                     : ncpu > PT_DEFAULT_THREADS_MAX ? PT_DEFAULT_THREADS_MAX
+                                                     : ncpu;
   const char *ifname = getenv("PCIE_NET_IFNAME"), *var = "PCIE_NET_IFNAME";
   const char *family = getenv("NCCL_SOCKET_FAMILY");
 
@@ -136,9 +146,13 @@ static int cloud_streams(const char *ifname) {
   return 0;
 }
 
-static int auto_streams(const struct pt_dev *d) {
+/* The stream count from the NIC; sets d->adapt where the sender should
+ * start narrow (a count of ours, not NCCL's cloud default). */
+static int auto_streams(struct pt_dev *d) {
   int cloud = cloud_streams(d->name);
   if (cloud) return cloud;
+  if (d->loopback) return 1;
+  d->adapt = 1;
   int n = (d->speed_mbps + PT_STREAMS_PER_MBPS - 1) / PT_STREAMS_PER_MBPS;
   return n < PT_AUTO_STREAMS_MIN ? PT_AUTO_STREAMS_MIN : n > PT_AUTO_STREAMS_MAX ? PT_AUTO_STREAMS_MAX : n;
 }
@@ -167,7 +181,10 @@ static ncclResult_t load_state(ncclDebugLogger_t log) {
     pt__addr_str(&g_devs[i].addr, addr, sizeof(addr));
     PT_INFO(log, "device %d: %s %s, %d Mb/s, %d streams (%s), %d helper threads", i, g_devs[i].name, addr,
             g_devs[i].speed_mbps, g_devs[i].nstreams,
-            g_cfg.nstreams_var ? g_cfg.nstreams_var : "from the NIC", g_cfg.nthreads);
+            g_cfg.nstreams_var  ? g_cfg.nstreams_var
+            : g_devs[i].adapt ? "from the NIC; one used until a flow shows a cap"
+                              : "from the NIC",
+            g_cfg.nthreads);
   }
   atomic_store(&g_ndevs, n);
   return ncclSuccess;

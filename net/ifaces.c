@@ -111,6 +111,7 @@ static int collect(struct ifaddrs *list, const char *spec, int family, int pass,
       i = n++;
       memset(&devs[i], 0, sizeof(devs[i]));
       strcpy(devs[i].name, ifa->ifa_name);
+      devs[i].loopback = (ifa->ifa_flags & IFF_LOOPBACK) != 0;
       ranks[i] = 99;
     }
     if (rank < ranks[i]) {

@@ -98,7 +98,7 @@ struct pt_handle {
   uint64_t magic;
   uint32_t version;
   uint16_t nstreams;
-  uint16_t reserved;
+  uint16_t flags; /* PT_HANDLE_*; 0 from builds before it: all streams at once */
   uint64_t nonce;
   union pt_addr addr;
   /* The id of the connector's progress object (0 = none yet); listen
@@ -106,6 +106,11 @@ struct pt_handle {
   uint64_t connect_state;
 };
 _Static_assert(sizeof(struct pt_handle) <= NCCL_NET_HANDLE_MAXSIZE, "handle fits NCCL's buffer");
+/* The receiver's stream count came from its NIC, not from a setting: the
+ * sender starts on one stream and widens to all of them once one flow
+ * shows a cap (adapt.c). The receiver takes chunks on any stream,
+ * so the sender's choice needs no agreement beyond this bit. */
+#define PT_HANDLE_ADAPT 1U
 
 struct pt_hello {
   uint64_t magic;
@@ -157,7 +162,9 @@ struct pt_dev {
   union pt_addr addr;
   socklen_t addrlen;
   int speed_mbps;
+  int loopback;
   int nstreams;
+  int adapt; /* nstreams came from the NIC: the sender widens only where a flow is capped */
 };
 
 /* Fills devs (at most PT_NET_MAX_DEVS) from the interfaces that are up,
@@ -238,6 +245,19 @@ struct pt_recv_slot {
 
 enum pt_rx_phase { PT_RX_HDR, PT_RX_PARKED, PT_RX_DATA, PT_RX_DEAD };
 
+/* The send side's choice of active streams (adapt.c); progress thread only. */
+struct pt_adapt {
+  int link_mbps; /* the link's speed, a flow's rate is judged against it; 0 = decided */
+  int state;     /* one stream, or trying all */
+  int looks;     /* looks so far in this state */
+  int wait;      /* looks to skip before the next try */
+  int backoff;
+  size_t bytes;  /* posted since the last look */
+  int64_t t_ns;  /* clock at the last look, 0 before the first */
+  double sum, narrow_mbps;
+  uint64_t acked[PT_MAX_STREAMS]; /* each stream's acknowledged bytes at the last look */
+};
+
 struct pt_stream {
   struct pt_comm *comm;
   int index;
@@ -275,6 +295,12 @@ struct pt_comm {
   struct pt_net_ctx *ctx;
   int nstreams;
   int caller_only; /* no helper threads: isend/irecv/test move every byte */
+  /* send side: streams that claim chunks (the first `active` ones); all
+   * of them unless the handle asked to adapt. Written by the progress
+   * thread only; read by the streams' owners before they claim a chunk. */
+  atomic_int active;
+  atomic_int send_full; /* a stream found its socket full since adapt's last look */
+  struct pt_adapt adapt;
   char peer[64];
   size_t max_chunk;
   atomic_int err;         /* first ncclResult_t failure, 0 while healthy */
@@ -295,8 +321,10 @@ struct pt_comm {
   uint32_t recv_next_seq;       /* progress thread only */
   _Atomic uint32_t recv_posted; /* messages below this seq have a buffer */
   atomic_uchar seq_map[PT_SEQ_MAP];
-  atomic_int rx_hint;          /* stream that completed the last chunk */
+  atomic_int rx_hint;          /* stream where the next message most likely starts */
+  atomic_uint rx_seen;         /* streams that have carried a chunk (bit per stream) */
   unsigned poll_rr;            /* progress thread only: rotation of test's polling */
+  unsigned probe_rr;           /* progress thread only: rotation over streams not seen yet */
   struct pt_recv_slot *rslots; /* PT_RECV_SLOTS */
 };
 
@@ -314,8 +342,11 @@ enum pt_why {
 };
 
 /* Takes ownership of fds (closed on failure too). */
-ncclResult_t pt__comm_create(struct pt_net_ctx *ctx, uint32_t magic, const int *fds, int n, const char *peer,
-                             struct pt_comm **out);
+/* adapt_mbps: 0 = the sender uses every stream from the start; else it
+ * starts on one and widens when a flow moves less than half of this
+ * (Mb/s; a receive comm only tests it for nonzero). */
+ncclResult_t pt__comm_create(struct pt_net_ctx *ctx, uint32_t magic, const int *fds, int n, int adapt_mbps,
+                             const char *peer, struct pt_comm **out);
 void pt__comm_destroy(struct pt_comm *comm);
 /* Records the first failure of a comm (cheap, lock-free, no logging). */
 void pt__comm_fail(struct pt_comm *comm, ncclResult_t res, enum pt_why why, int err);
@@ -327,6 +358,11 @@ void pt__comm_quiesce(struct pt_comm *comm);
 /* Logs a comm's failure once, fences it (pt__comm_quiesce) and returns
  * its code: whoever gets an error may free the buffers at once. */
 ncclResult_t pt__comm_report(struct pt_comm *comm);
+
+/* Counts size bytes posted on a send comm with c->adapt.link_mbps set and,
+ * every 512 KiB and 1 ms at most, decides how many streams new messages
+ * use (adapt.c). */
+void pt__adapt_look(struct pt_comm *comm, size_t size);
 
 /* Progresses a stream if no other thread owns it, else leaves a note for
  * the owner. budget bounds the payload bytes moved by this call. */

@@ -38,6 +38,7 @@ struct pt_listen {
   struct pt_net_ctx *ctx;
   int fd;
   int nstreams;
+  int adapt; /* the handle asked the sender to start on one stream */
   uint64_t nonce;
   char addr[80];
   int npending, cap;
@@ -89,6 +90,7 @@ ncclResult_t pt_net_listen(struct pt_net_ctx *ctx, int dev, void *handle, void *
   l->ctx = ctx;
   l->fd = fd;
   l->nstreams = d->nstreams;
+  l->adapt = d->adapt;
   reset_group(l, 0);
   pt__addr_str(&addr, l->addr, sizeof(l->addr));
   struct pt_handle *h = handle;
@@ -96,6 +98,7 @@ ncclResult_t pt_net_listen(struct pt_net_ctx *ctx, int dev, void *handle, void *
   h->magic = PT_WIRE_MAGIC;
   h->version = PT_WIRE_VERSION;
   h->nstreams = (uint16_t)l->nstreams;
+  h->flags = l->adapt ? PT_HANDLE_ADAPT : 0;
   h->nonce = l->nonce;
   h->addr = addr;
   pt__ctx_ref(ctx);
@@ -281,7 +284,7 @@ ncclResult_t pt_net_accept(void *listen_comm, void **recv_comm) {
   socklen_t plen = sizeof(pa);
   if (getpeername(l->fds[0], &pa.sa, &plen) == 0) pt__addr_str(&pa, peer, sizeof(peer));
   struct pt_comm *c;
-  res = pt__comm_create(l->ctx, PT_MAGIC_RECV, l->fds, l->nstreams, peer, &c);
+  res = pt__comm_create(l->ctx, PT_MAGIC_RECV, l->fds, l->nstreams, l->adapt, peer, &c);
   reset_group(l, 0); /* the comm owns (or closed) the fds now */
   if (res == ncclSuccess) *recv_comm = c;
   return res;

@@ -95,7 +95,7 @@ static uint32_t send_step(struct pt_stream *s, size_t budget, uint32_t fired) {
     if (!s->cur) {
       struct pt_send_slot *m;
       uint32_t k;
-      if (!claim(c, &m, &k)) break;
+      if (s->index >= atomic_load_explicit(&c->active, memory_order_relaxed) || !claim(c, &m, &k)) break;
       start_chunk(s, m, k);
     }
     struct iovec iov[2];
@@ -108,9 +108,10 @@ static uint32_t send_step(struct pt_stream *s, size_t budget, uint32_t fired) {
     ssize_t n = sendmsg(s->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK)
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
         want_out = 1;
-      else
+        atomic_store_explicit(&c->send_full, 1, memory_order_relaxed);
+      } else
         fail_errno(c, errno);
       break;
     }
@@ -167,6 +168,8 @@ static int place(struct pt_stream *s) {
     pt__comm_fail(c, ncclRemoteError, PT_WHY_BAD_CHUNK, 0);
     return -1;
   }
+  if (!(atomic_load_explicit(&c->rx_seen, memory_order_relaxed) >> s->index & 1))
+    atomic_fetch_or_explicit(&c->rx_seen, 1U << s->index, memory_order_relaxed);
   s->rreq = r;
   s->rbuf = b;
   s->bulk = hd->total > PT_SMALL_MSG;
@@ -182,8 +185,11 @@ static void finish_recv_chunk(struct pt_stream *s) {
       atomic_fetch_add(&r->msgs_done, 1) + 1 == r->n)
     atomic_store_explicit(&r->h.state, PT_SLOT_DONE, memory_order_release);
   /* the sender starts each message on the stream after the previous
-   * one's (xfer.c, push): that is where the next one most likely is */
-  atomic_store_explicit(&s->comm->rx_hint, (s->index + 1) % s->comm->nstreams, memory_order_relaxed);
+   * one's among those it uses (xfer.c, push: streams 0..n-1 once it has
+   * used n): that is where the next one most likely is */
+  struct pt_comm *c = s->comm;
+  int used = __builtin_popcount(atomic_load_explicit(&c->rx_seen, memory_order_relaxed));
+  atomic_store_explicit(&c->rx_hint, s->index + 1 < used ? s->index + 1 : 0, memory_order_relaxed);
   s->rreq = NULL;
   s->phase = PT_RX_HDR;
 }

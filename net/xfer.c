@@ -98,12 +98,16 @@ static void push(struct pt_comm *c) {
    * sends each task on its next socket (net_socket.cc, nextSock): where
    * each flow is capped, every stream's share of the cap serves a message
    * in turn instead of all queuing behind one flow. */
-  for (int k = 0; k < c->nstreams; k++) {
-    if (!c->caller_only && c->magic == PT_MAGIC_SEND &&
-        (uint32_t)(atomic_load(&c->cursor) >> 32) == atomic_load(&c->send_tail))
-      return;
-    pt__stream_run(&c->streams[(c->send_first + k) % c->nstreams], PT_INLINE_BUDGET);
+  int active = atomic_load_explicit(&c->active, memory_order_relaxed);
+  for (int k = 0; k < active; k++) {
+    if (!c->caller_only && (uint32_t)(atomic_load(&c->cursor) >> 32) == atomic_load(&c->send_tail)) return;
+    pt__stream_run(&c->streams[(c->send_first + k) % active], PT_INLINE_BUDGET);
   }
+  /* Streams the sender stopped using (adapt.c) may still hold a chunk;
+   * with no helper thread nobody else finishes it. Only this thread owns
+   * streams then, so their cur is ours to read. */
+  for (int k = active; c->caller_only && k < c->nstreams; k++)
+    if (c->streams[k].cur) pt__stream_run(&c->streams[k], PT_INLINE_BUDGET);
 }
 
 /* 1 when a chunk of the request's message has arrived (it is in progress,
@@ -131,16 +135,26 @@ static void poll_some(struct pt_comm *c, const struct pt_req_head *h) {
   if (c->nstreams == 1 || atomic_load_explicit(&h->state, memory_order_relaxed) == PT_SLOT_DONE) return;
   unsigned turn = c->poll_rr++;
   int in_progress = started((const struct pt_recv_slot *)h);
+  /* Streams the sender has not used yet (it starts on one and widens only
+   * where a flow is capped, adapt.c): one of them, in turn, every 256th
+   * call, which finds a first chunk there within a few thousand calls
+   * (once per stream: then it is seen). Every 16th call cost bench/net's
+   * ring mode on veth 5-20% (BENCH_NET_ALT_SO, 3 runs). */
+  unsigned seen = atomic_load_explicit(&c->rx_seen, memory_order_relaxed);
+  if ((turn & 255) == 0) {
+    int p = (int)(c->probe_rr++ % (unsigned)c->nstreams);
+    if (p != hint && !(seen >> p & 1)) pt__stream_run(&c->streams[p], PT_INLINE_BUDGET);
+  }
   if (c->caller_only && in_progress) {
-    /* no helper streams the rest: every stream, every call */
+    /* no helper streams the rest: every stream in use, every call */
     for (int i = 0; i < c->nstreams; i++)
-      if (i != hint) pt__stream_run(&c->streams[i], PT_INLINE_BUDGET);
+      if (i != hint && (seen >> i & 1)) pt__stream_run(&c->streams[i], PT_INLINE_BUDGET);
     return;
   }
   if (!in_progress && (turn & 3)) return;
   int other = (int)((turn >> 2) % (unsigned)c->nstreams);
   if (other == hint) other = (other + 1) % c->nstreams;
-  pt__stream_run(&c->streams[other], PT_INLINE_BUDGET);
+  if (seen >> other & 1) pt__stream_run(&c->streams[other], PT_INLINE_BUDGET);
 }
 
 static size_t chunk_for(const struct pt_comm *c, size_t size) {
@@ -148,7 +162,8 @@ static size_t chunk_for(const struct pt_comm *c, size_t size) {
    * streams then take more of them). Splitting mid-size messages finer
    * only bought wake-ups and hand-offs: two chunks per stream cost 1 MiB
    * messages ~20% of their throughput in bench/net. */
-  size_t chunk = (size + (size_t)c->nstreams - 1) / (size_t)c->nstreams;
+  size_t n = (size_t)atomic_load_explicit(&c->active, memory_order_relaxed);
+  size_t chunk = (size + n - 1) / n;
   chunk = (chunk + 4095) & ~(size_t)4095;
   if (chunk < PT_MIN_CHUNK) chunk = PT_MIN_CHUNK;
   return chunk > c->max_chunk ? c->max_chunk : chunk;
@@ -184,7 +199,8 @@ ncclResult_t pt_net_isend(void *send_comm, void *data, size_t size, int tag, voi
   atomic_store_explicit(&c->send_tail, c->send_next, memory_order_release);
   *request = m;
   push(c);
-  c->send_first = (c->send_first + 1) % c->nstreams;
+  c->send_first = (c->send_first + 1) % atomic_load_explicit(&c->active, memory_order_relaxed);
+  if (c->adapt.link_mbps) pt__adapt_look(c, size);
   return ncclSuccess;
 }
 

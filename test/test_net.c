@@ -21,6 +21,9 @@ static void open_version(int i)
 {
   setenv("PCIE_NET_IFNAME", "=lo", 1);
   setenv("PCIE_NET_NSTREAMS", "4", 1);
+  /* helper threads whatever the box (a 2-core one has none by default);
+   * a test of the caller-only path sets 0 first */
+  setenv("PCIE_NET_NTHREADS", "2", 0);
   setenv("PCIE_NET_CONNECT_TIMEOUT_MS", "3000", 1);
   ck_assert_msg(nh_open(&net, nh_versions[i]) == 0, "dlopen/dlsym of v%d", nh_versions[i]);
   ck_assert_int_eq(nh_init(&net, &ctx), ncclSuccess);
@@ -514,14 +517,12 @@ struct ring_dir {
   long posted, done;
 };
 
-/* 0, or a message in err. */
-static int ring_rank(int side, int to, int from, char *err, size_t len)
+/* Both ranks exchange handles and connect a send and a receive comm per
+ * channel, then register the buffers; 0, or a message in err. */
+static int ring_connect(int side, int to, int from, struct ring_dir *d, char *err, size_t len)
 {
   char mine[RING_CH][NCCL_NET_HANDLE_MAXSIZE], theirs[RING_CH][NCCL_NET_HANDLE_MAXSIZE];
   void *lc[RING_CH];
-  struct ring_dir d[2 * RING_CH];
-  long nsteps = (long)((RING_BYTES + RING_SLICE - 1) / RING_SLICE);
-  memset(d, 0, sizeof(d));
   for (int ch = 0; ch < RING_CH; ch++) {
     if (nh_listen(&net, ctx, 0, mine[ch], &lc[ch]) != ncclSuccess)
       return snprintf(err, len, "listen: %s", nh_last_warn()), 1;
@@ -556,51 +557,72 @@ static int ring_rank(int side, int to, int from, char *err, size_t len)
                             NCCL_PTR_HOST, &d[i].mh) != ncclSuccess)
       return snprintf(err, len, "regMr"), 1;
   }
-  end = nh_now_ms() + 30000;
+  return 0;
+}
+
+/* One proxy turn on direction i: post its next step if the slot is free,
+ * test the oldest, check a received step's every byte; 0, or a message. */
+static int ring_turn(struct ring_dir *d, int i, int side, char *err, size_t len)
+{
+  struct ring_dir *r = &d[i];
+  long nsteps = (long)((RING_BYTES + RING_SLICE - 1) / RING_SLICE);
+  int k = (int)(r->posted % RING_INFLIGHT), tag = 0;
+  char *slot = r->buf + (size_t)k * RING_SLICE;
+  if (r->posted < nsteps && !r->req[k]) {
+    size_t off = (size_t)r->posted * RING_SLICE;
+    size_t n = RING_BYTES - off < RING_SLICE ? RING_BYTES - off : RING_SLICE, cap = RING_SLICE;
+    void *data = slot;
+    ncclResult_t res;
+    if (r->send) {
+      nh_fill(slot, n, r->seed + (uint64_t)r->posted);
+      res = nh_isend(&net, r->comm, slot, n, tag, r->mh, &r->req[k]);
+    } else {
+      memset(slot, 0xee, RING_SLICE);
+      res = nh_irecv(&net, r->comm, 1, &data, &cap, &tag, &r->mh, &r->req[k]);
+    }
+    if (res != ncclSuccess)
+      return snprintf(err, len, "isend/irecv: %s", nh_last_warn()), 1;
+    if (r->req[k])
+      r->posted++;
+  }
+  int o = (int)(r->done % RING_INFLIGHT), fin = 0, sizes[64];
+  if (!r->req[o])
+    return 0;
+  if (nh_test(&net, r->req[o], &fin, sizes) != ncclSuccess)
+    return snprintf(err, len, "test: %s", nh_last_warn()), 1;
+  if (!fin)
+    return 0;
+  r->req[o] = NULL;
+  size_t off = (size_t)r->done * RING_SLICE;
+  size_t n = RING_BYTES - off < RING_SLICE ? RING_BYTES - off : RING_SLICE;
+  if (!r->send) {
+    char *got = r->buf + (size_t)o * RING_SLICE;
+    long bad = nh_check(got, n, r->seed + (uint64_t)r->done);
+    if ((size_t)sizes[0] != n || bad >= 0)
+      return snprintf(err, len, "rank %d channel %d step %ld: %d bytes (want %zu), first "
+                      "bad byte %ld", side, i / 2, r->done, sizes[0], n, bad), 1;
+  }
+  r->done++;
+  return 0;
+}
+
+/* 0, or a message in err. */
+static int ring_rank(int side, int to, int from, char *err, size_t len)
+{
+  struct ring_dir d[2 * RING_CH];
+  long nsteps = (long)((RING_BYTES + RING_SLICE - 1) / RING_SLICE);
+  memset(d, 0, sizeof(d));
+  if (ring_connect(side, to, from, d, err, len))
+    return 1;
+  double end = nh_now_ms() + 30000;
   for (int busy = 1; busy;) {
     busy = 0;
     for (int i = 0; i < 2 * RING_CH; i++) {
-      struct ring_dir *r = &d[i];
-      if (r->done == nsteps)
+      if (d[i].done == nsteps)
         continue;
       busy = 1;
-      int k = (int)(r->posted % RING_INFLIGHT), tag = 0;
-      char *slot = r->buf + (size_t)k * RING_SLICE;
-      if (r->posted < nsteps && !r->req[k]) {
-        size_t off = (size_t)r->posted * RING_SLICE;
-        size_t n = RING_BYTES - off < RING_SLICE ? RING_BYTES - off : RING_SLICE, cap = RING_SLICE;
-        void *data = slot;
-        ncclResult_t res;
-        if (r->send) {
-          nh_fill(slot, n, r->seed + (uint64_t)r->posted);
-          res = nh_isend(&net, r->comm, slot, n, tag, r->mh, &r->req[k]);
-        } else {
-          memset(slot, 0xee, RING_SLICE);
-          res = nh_irecv(&net, r->comm, 1, &data, &cap, &tag, &r->mh, &r->req[k]);
-        }
-        if (res != ncclSuccess)
-          return snprintf(err, len, "isend/irecv: %s", nh_last_warn()), 1;
-        if (r->req[k])
-          r->posted++;
-      }
-      int o = (int)(r->done % RING_INFLIGHT), fin = 0, sizes[64];
-      if (!r->req[o])
-        continue;
-      if (nh_test(&net, r->req[o], &fin, sizes) != ncclSuccess)
-        return snprintf(err, len, "test: %s", nh_last_warn()), 1;
-      if (!fin)
-        continue;
-      r->req[o] = NULL;
-      size_t off = (size_t)r->done * RING_SLICE;
-      size_t n = RING_BYTES - off < RING_SLICE ? RING_BYTES - off : RING_SLICE;
-      if (!r->send) {
-        char *got = r->buf + (size_t)o * RING_SLICE;
-        long bad = nh_check(got, n, r->seed + (uint64_t)r->done);
-        if ((size_t)sizes[0] != n || bad >= 0)
-          return snprintf(err, len, "rank %d channel %d step %ld: %d bytes (want %zu), first "
-                          "bad byte %ld", side, i / 2, r->done, sizes[0], n, bad), 1;
-      }
-      r->done++;
+      if (ring_turn(d, i, side, err, len))
+        return 1;
     }
     if (nh_now_ms() > end)
       return snprintf(err, len, "ring transfer unfinished after 30 s"), 1;
@@ -899,7 +921,7 @@ START_TEST(stream_count_from_nccl_variables)
   unsetenv("PCIE_NET_NSTREAMS");
   unsetenv("NCCL_SOCKET_NTHREADS");
   unsetenv("NCCL_NSOCKS_PERTHREAD");
-  ck_assert_int_eq(handle_streams(), 4); /* lo: no speed, not a cloud NIC */
+  ck_assert_int_eq(handle_streams(), 1); /* lo: never a capped flow, one stream as NCCL */
   setenv("NCCL_SOCKET_NTHREADS", "4", 1);
   setenv("NCCL_NSOCKS_PERTHREAD", "2", 1);
   ck_assert_int_eq(handle_streams(), 8);
@@ -920,6 +942,42 @@ START_TEST(stream_count_from_nccl_variables)
   ck_assert_msg(strstr(nh_last_warn(), "NCCL_SOCKET_NTHREADS"), "%s", nh_last_warn());
   unsetenv("NCCL_SOCKET_NTHREADS");
   unsetenv("NCCL_NSOCKS_PERTHREAD");
+}
+END_TEST
+
+/* With no setting, a box below 3 cores gets no helper thread: the proxy
+ * thread moves every byte, as NCCL's transport (on 2 cores helpers only
+ * cost, bench/net ring mode); bigger boxes one per core up to 4. And a
+ * comm to lo uses one stream and never adapts (no network to cap it). */
+START_TEST(defaults_follow_cores_and_link)
+{
+  void *sc, *rc;
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  int want = ncpu < 3 ? 0 : ncpu > 4 ? 4 : (int)ncpu;
+  unsetenv("PCIE_NET_NTHREADS");
+  unsetenv("NCCL_SOCKET_NTHREADS");
+  unsetenv("NCCL_NSOCKS_PERTHREAD");
+  setenv("PCIE_NET_IFNAME", "=lo", 1);
+  unsetenv("PCIE_NET_NSTREAMS");
+  nh_warm_threads();
+  int threads = nh_count_threads();
+  ck_assert_int_eq(nh_open(&net, 12), 0);
+  ck_assert_int_eq(nh_init(&net, &ctx), ncclSuccess);
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void *lc;
+  ck_assert_int_eq(nh_listen(&net, ctx, 0, handle, &lc), ncclSuccess);
+  const struct nw_handle *h = (const struct nw_handle *)handle;
+  ck_assert_int_eq(h->nstreams, 1);
+  ck_assert_int_eq(h->flags, 0);
+  nh_close_listen(&net, lc);
+  ck_assert_int_eq(nh_pair(&net, ctx, 0, &sc, &rc, NULL), 0);
+  ck_assert_int_eq(nh_count_threads() - threads, want);
+  /* every byte over the pair's one stream, moved by the caller alone
+   * where there is no helper */
+  check_size(sc, rc, (3 << 20) + 5, 4096, 29);
+  nh_close_send(&net, sc);
+  nh_close_recv(&net, rc);
+  nh_finalize(&net, ctx);
 }
 END_TEST
 
@@ -997,6 +1055,7 @@ static Suite *net_suite(void)
   tcase_add_loop_test(tc, abi_and_properties, 0, NH_NVERSIONS);
   tcase_add_loop_test(tc, setup_never_blocks, 0, NH_NVERSIONS);
   tcase_add_loop_test(tc, sizes_small_to_large, 0, NH_NVERSIONS);
+  tcase_add_test(tc, defaults_follow_cores_and_link);
   tcase_add_test(tc, size_256mb);
   tcase_add_loop_test(tc, many_in_flight, 0, NH_NVERSIONS);
   tcase_add_loop_test(tc, small_and_large_interleaved, 0, NH_NVERSIONS);

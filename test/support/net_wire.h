@@ -15,7 +15,7 @@ struct nw_handle {
   uint64_t magic;
   uint32_t version;
   uint16_t nstreams;
-  uint16_t reserved;
+  uint16_t flags; /* bit 0: the sender starts on one stream and adapts */
   uint64_t nonce;
   union {
     struct sockaddr sa;
