@@ -77,10 +77,14 @@ static int check_runs(struct build *b) {
       }
       const char *first = b->in[b->first].log.name;
       if (coll != b->coll)
-        return fail(b, log->name, r->line, "%s run mixed with %s runs (first in %s) in one profile",
+        return fail(b, log->name, r->line, "%s run mixed with %s runs (first in %s) in one profile; "
+                    "the plugin uses one profile per communicator: import one collective's logs "
+                    "(a tensor-parallel engine's are all-reduces)",
                     pt_coll_name(coll), pt_coll_name(b->coll), first);
       if (r->nranks != b->nranks)
-        return fail(b, log->name, r->line, "run on %d ranks mixed with %d-rank runs (first in %s)",
+        return fail(b, log->name, r->line, "run on %d ranks mixed with %d-rank runs (first in %s); "
+                    "import each rank count into its own profile, in one directory that "
+                    "PCIE_TUNER_PROFILE names: the plugin picks the one that fits",
                     r->nranks, b->nranks, first);
     }
   }
@@ -259,6 +263,15 @@ static void version_of(const struct nt_log *log, char *buf, size_t len) {
   }
 }
 
+int imp_log_shape(const struct nt_log *log, struct imp_shape *s, struct pt_error_rec *err) {
+  memset(s, 0, sizeof *s);
+  s->coll = log->nruns ? imp_run_coll(log, &log->runs[0], err) : -1;
+  if (s->coll < 0) return -1;
+  s->nranks = log->runs[0].nranks;
+  version_of(log, s->version, sizeof s->version);
+  return 0;
+}
+
 /* A GPU of the box, added once; NULL when the box is full. */
 static struct pt_fp_gpu *box_gpu(struct pt_box_fp *fp, const char *bus) {
   for (int j = 0; j < fp->ngpus; j++)
@@ -320,7 +333,9 @@ static int emit_provenance(struct build *b, struct pt_profile *p) {
       ver_from = b->in[i].log.name;
     } else if (strcmp(v, ver)) {
       return fail(b, b->in[i].log.name, b->in[i].log.nccl_version_line,
-                  "NCCL %s mixed with NCCL %s (%s) in one profile", v, ver, ver_from);
+                  "NCCL %s mixed with NCCL %s (%s) in one profile; import the logs of the NCCL "
+                  "the job loads (pcie-tune check names it): another minor version is refused",
+                  v, ver, ver_from);
     }
   }
   int modes = (p->series[b->coll][PT_MODE_EAGER] ? 1 : 0) | (p->series[b->coll][PT_MODE_GRAPH] ? 2 : 0);

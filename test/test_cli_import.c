@@ -29,6 +29,13 @@ static int import(const char *args, char **out, char **err) {
   return pt_test_run(cmd, out, err);
 }
 
+/* Runs a shell command from test/data/nccltests (fixture setup). */
+static int import_sh(const char *sh) {
+  char cmd[4608];
+  snprintf(cmd, sizeof cmd, "cd '%s/test/data/nccltests' && %s", pt_test_srcdir(), sh);
+  return pt_test_run(cmd, NULL, NULL);
+}
+
 static char *outpath(const char *name) {
   char *p = malloc(strlen(tmp) + strlen(name) + 2);
   sprintf(p, "%s/%s", tmp, name);
@@ -532,6 +539,48 @@ START_TEST(allgather_with_nccls_count) {
 }
 END_TEST
 
+/* A directory of logs from several runs, as a user collects them: LOG may
+ * be the directory. Runs on two rank counts make no one profile: import
+ * lists which logs go together and what to do; a truncated log is named
+ * with its line and what to do; a profile written beside the logs (*.cfg)
+ * is not read back as a log; what is left makes the profile. */
+START_TEST(directory_of_runs) {
+  char *logs = outpath("logs"), *out = NULL, *err = NULL, cmd[4096], args[1024];
+  snprintf(cmd, sizeof cmd,
+           "mkdir '%s' && cp info/ar8-eager-default.txt info/ar8-eager-ring-ll-4.txt "
+           "synth/ar4-eager-ring-ll-4.txt '%s'/ && head -c 3000 info/ar8-eager-ring-ll-4.txt > '%s'/cut.txt",
+           logs, logs, logs);
+  ck_assert_int_eq(import_sh(cmd), 0);
+  snprintf(args, sizeof args, "'%s'", logs);
+  /* The truncated log is read first (name order) and refused with its line. */
+  expect_fail(1, args, "/logs/cut.txt:32: table ends without its summary lines (truncated); rerun it, "
+                       "or leave this log out");
+  snprintf(cmd, sizeof cmd, "rm '%s'/cut.txt", logs);
+  ck_assert_int_eq(import_sh(cmd), 0);
+  expect_fail(1, args, "/logs/ar8-eager-default.txt:4: run on 8 ranks mixed with 4-rank runs (first in ");
+  expect_fail(1, args, "pcie-tune import: the logs hold 2 kinds of run, and a profile holds one kind:\n"
+                       "  allreduce on 4 ranks, NCCL 2.28.9: ");
+  expect_fail(1, args, "/logs/ar4-eager-ring-ll-4.txt\n  allreduce on 8 ranks, NCCL 2.28.9: ");
+  expect_fail(1, args, "several rank counts: import each into its own profile");
+  snprintf(cmd, sizeof cmd, "rm '%s'/ar4-eager-ring-ll-4.txt", logs);
+  ck_assert_int_eq(import_sh(cmd), 0);
+  snprintf(args, sizeof args, "--out '%s/box.cfg' '%s'", logs, logs);
+  ck_assert_msg(import(args, &out, &err) == 0, "%s", err);
+  ck_assert_msg(strstr(out, "box.cfg: allreduce eager on 8 ranks: 13 sizes, 1 candidate and NCCL's default"),
+                "%s", out);
+  free(out);
+  free(err);
+  /* Again with the profile beside the logs: still two logs, not three. */
+  snprintf(args, sizeof args, "--force --out '%s/box.cfg' '%s'", logs, logs);
+  ck_assert_msg(import(args, &out, &err) == 0, "%s", err);
+  free(out);
+  free(err);
+  snprintf(args, sizeof args, "--setting algo=ring '%s'", logs);
+  expect_fail(1, args, "--setting before the directory");
+  free(logs);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("import");
   TCase *tc = tcase_create("cli");
@@ -551,6 +600,7 @@ int main(void) {
   tcase_add_test(tc, pasted_tables);
   tcase_add_test(tc, wrong_candidate_does_not_lower_the_clamp);
   tcase_add_test(tc, allgather_with_nccls_count);
+  tcase_add_test(tc, directory_of_runs);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }
