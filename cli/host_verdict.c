@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "engine.h"
 #include "host_verdict.h"
 #include "nccl_pick.h"
 #include "pcie/core.h"
@@ -94,5 +95,6 @@ int cli_host_verdict(const struct pt_profile *p, size_t nnodes, char *buf, size_
   }
   snprintf(buf, len, "%s: the plugin uses this profile (%s)%s%s", where, note,
            warn[0] ? "; it warns: " : "", warn);
+  cli_engine_env_note(p, buf, len);
   return 0;
 }

@@ -190,6 +190,29 @@ START_TEST(check_judges_the_nccl_the_engine_loads) {
 }
 END_TEST
 
+/* The settings the engine sets: logs of nccl-tests run without vLLM's and
+ * SGLang's NCCL_CUMEM_ENABLE=0 (their nccl_env records the job's NCCL_*
+ * variables) are used, and check says that in those engines' jobs the
+ * plugin warns, and how to measure for them; a shell that sets the
+ * variable itself (the engines keep it) hears nothing about it. */
+START_TEST(check_names_the_settings_engines_set) {
+  char args[4096];
+  snprintf(args, sizeof args, "import --out p.cfg '%s/test/data/nccltests/info/ar8-eager-default.txt' "
+                              "'%s/test/data/nccltests/info/ar8-eager-ring-ll-4.txt'",
+           pt_test_srcdir(), pt_test_srcdir());
+  ck_assert_msg(on("right", args) == 0, "%s", err);
+  ck_assert_int_eq(on("right", "check p.cfg"), 0);
+  ck_assert_msg(strstr(out, "the plugin uses this profile") &&
+                    strstr(out, "; engines set what this measurement did not have (vLLM NCCL_CUMEM_ENABLE=0, "
+                                "SGLang NCCL_CUMEM_ENABLE=0 NCCL_NVLS_ENABLE=0): in their jobs the plugin warns "
+                                "that it differs and still decides; for such a job, measure under the same "
+                                "(pcie-tune profile --engine"),
+                "%s", out);
+  ck_assert_int_eq(on_with("NCCL_CUMEM_ENABLE=0", "right", "check p.cfg"), 0);
+  ck_assert_msg(strstr(out, "(SGLang NCCL_NVLS_ENABLE=0)") && !strstr(out, "vLLM NCCL_CUMEM"), "%s", out);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("cli-host");
   TCase *tc = tcase_create("cli");
@@ -199,6 +222,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, check_dir_nranks_applies_the_host_check);
   tcase_add_test(tc, import_box_here);
   tcase_add_test(tc, check_judges_the_nccl_the_engine_loads);
+  tcase_add_test(tc, check_names_the_settings_engines_set);
   suite_add_tcase(s, tc);
   return s;
 }
