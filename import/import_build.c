@@ -431,6 +431,35 @@ static int default_communicator(struct build *b, struct pt_profile *p) {
   return 0;
 }
 
+static int is_setting_var(const char *name) {
+  for (int v = 0; nt_env_name(v); v++)
+    if (!strcmp(name, nt_env_name(v))) return 1;
+  return 0;
+}
+
+/* A forced run measured under other NCCL settings than NCCL's default run
+ * (NCCL_P2P_LEVEL=SYS against PHB: another transport) compares a candidate
+ * with a default it never ran beside, and the profile would choose by the
+ * difference of the settings. Only a variable both logs show ("set by
+ * environment" lines) counts: NCCL logs a parameter when it reads it, and
+ * it reads some only on the paths a setting takes. The setting's own
+ * variables (NCCL_ALGO, NCCL_PROTO, the channel counts) may differ. */
+static int same_settings(struct build *b, const struct pt_profile *p) {
+  for (size_t i = 0; i < b->n; i++) {
+    const struct nt_log *log = &b->in[i].log;
+    for (size_t k = 0; !b->is_default[i] && k < log->nvars; k++) {
+      const struct nt_nccl_var *v = &log->vars[k];
+      const char *had = pt_profile_env(p, v->name);
+      if (!had || !strcmp(had, v->value) || is_setting_var(v->name)) continue;
+      return fail(b, log->name, v->line,
+                  "%s set to '%s' in this run but to '%s' in NCCL's default run: a candidate is "
+                  "compared with NCCL's default only under the same settings; rerun one of them so",
+                  v->name, v->value, had);
+    }
+  }
+  return 0;
+}
+
 /* The channels a setting's log ran with at least: the setting's count,
  * NCCL_MIN_NCHANNELS (a floor NCCL raises nChannels to), the log's own
  * "coll channels" line. */
@@ -482,7 +511,7 @@ static int build(struct build *b, struct pt_profile *p) {
       return rc;
     b->nforced += b->forced[i] != 0;
   }
-  if ((rc = default_communicator(b, p)) || (rc = drop_above(b))) return rc;
+  if ((rc = default_communicator(b, p)) || (rc = same_settings(b, p)) || (rc = drop_above(b))) return rc;
   if (b->o->dropped) memcpy(b->o->dropped, b->dropped, b->n * sizeof *b->dropped);
   if (b->o->forced) memcpy(b->o->forced, b->forced, b->n * sizeof *b->forced);
   if ((rc = collect_sizes(b)) || (rc = fill_slots(b))) return rc;

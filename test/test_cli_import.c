@@ -539,6 +539,26 @@ START_TEST(allgather_with_nccls_count) {
 }
 END_TEST
 
+/* A forced run under another NCCL setting than NCCL's default run (here
+ * NCCL_P2P_LEVEL=SYS against the default's PHB: another transport) would
+ * credit the candidate with the setting's gain: refused, with the line. A
+ * variable only one of the logs shows proves nothing (NCCL logs a
+ * parameter when it reads it): the untouched pair imports. */
+START_TEST(forced_run_under_other_settings) {
+  char *dir = outpath("set"), cmd[4096], args[1024];
+  snprintf(cmd, sizeof cmd,
+           "mkdir '%s' && cp info/ar8-eager-default.txt '%s'/ && sed '8a pcie8:4242:4242 [0] NCCL INFO "
+           "NCCL_P2P_LEVEL set by environment to SYS' info/ar8-eager-ring-ll-4.txt > '%s'/ll.txt",
+           dir, dir, dir);
+  ck_assert_int_eq(import_sh(cmd), 0);
+  snprintf(args, sizeof args, "'%s'", dir);
+  expect_fail(1, args, "/set/ll.txt:9: NCCL_P2P_LEVEL set to 'SYS' in this run but to 'PHB' in NCCL's "
+                       "default run: a candidate is compared with NCCL's default only under the same "
+                       "settings; rerun one of them so");
+  free(dir);
+}
+END_TEST
+
 /* A directory of logs from several runs, as a user collects them: LOG may
  * be the directory. Runs on two rank counts make no one profile: import
  * lists which logs go together and what to do; a truncated log is named
@@ -601,6 +621,7 @@ int main(void) {
   tcase_add_test(tc, wrong_candidate_does_not_lower_the_clamp);
   tcase_add_test(tc, allgather_with_nccls_count);
   tcase_add_test(tc, directory_of_runs);
+  tcase_add_test(tc, forced_run_under_other_settings);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }
