@@ -165,11 +165,13 @@ START_TEST(bad_input_and_usage) {
 }
 END_TEST
 
-/* The real plugin's lines, as `simulate` prints them with NCCL_DEBUG=INFO. */
+/* The real plugin's lines, as `simulate` prints them with NCCL_DEBUG=INFO
+ * (the example profile records no box: forced onto the simulated one). */
 START_TEST(reads_what_simulate_prints) {
   char *dir = pt_test_tmpdir(), *cmd = NULL, *out, *err;
   ck_assert(asprintf(&cmd,
-                     "cd '%s' && NCCL_DEBUG=INFO PCIE_TUNER_TRACE=1 PCIE_TUNER_SO='%s' '%s' simulate "
+                     "cd '%s' && NCCL_DEBUG=INFO PCIE_TUNER_TRACE=1 PCIE_TUNER_ACCEPT_FOREIGN=1 "
+                     "PCIE_TUNER_SO='%s' '%s' simulate "
                      "'%s/profiles/example-8x-pcie.cfg' --box gen5-8x-p2p --tokens 1,64 > sim.log && "
                      "'%s' doctor sim.log",
                      dir, pt_test_so(), pt_test_cli(), pt_test_srcdir(), pt_test_cli()) > 0);
