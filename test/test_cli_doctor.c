@@ -110,6 +110,17 @@ START_TEST(refusals_leave_it_idle) {
   has(r.out, "[ambiguous] profiles /etc/pt/a.cfg and /etc/pt/b.cfg both match");
   has(r.out, "verdict: LOADED BUT IDLE");
   done(&r);
+  /* Each refusal whose reason does not say what to do gets it, once per
+   * kind: a profile for the job's communicators, the sweep to finish. */
+  r = doctor("no-profile-fits-v2.30.log");
+  has(r.out, "  what to do (not fitting): give the job a profile for its communicators (measure with as "
+             "many GPUs as the job uses, or import nccl-tests logs of that rank count)");
+  has(r.out, "`pcie-tune check DIR --nranks N --nnodes M` says why each profile there does not fit");
+  done(&r);
+  r = doctor("reworded-v2.30.log");
+  has(r.out, "  what to do (partial): finish the sweep: pcie-tune profile --resume --out FILE\n");
+  ck_assert_ptr_null(strstr(strstr(r.out, "what to do (partial)") + 1, "what to do (partial)"));
+  done(&r);
 }
 END_TEST
 
