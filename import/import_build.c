@@ -91,6 +91,39 @@ static int check_runs(struct build *b) {
   return 0;
 }
 
+/* Whether run r has a rank on the GPU at bus (either id may be partial,
+ * as nccl-tests versions print them). */
+static int in_run(const struct nt_run *r, const char *bus) {
+  for (size_t k = 0; k < r->ndev; k++) {
+    const char *x = r->dev[k].bus;
+    if (x[0] && (pt_fp_bus_id_matches(x, bus) || pt_fp_bus_id_matches(bus, x))) return 1;
+  }
+  return 0;
+}
+
+/* Every run on the GPUs of the first log's first run (as the device lines
+ * give them; a run without bus ids is not compared): logs collected from
+ * several boxes, or from other GPUs of one box, measure another PCIe path
+ * each and make no one profile. */
+static int same_gpus(struct build *b) {
+  const struct nt_log *first = &b->in[b->first].log;
+  const struct nt_run *ref = &first->runs[0];
+  for (size_t i = 0; i < b->n; i++) {
+    const struct nt_log *log = &b->in[i].log;
+    for (size_t r = 0; r < log->nruns; r++)
+      for (size_t k = 0; k < log->runs[r].ndev; k++) {
+        const struct nt_device *d = &log->runs[r].dev[k];
+        if (!d->bus[0] || in_run(ref, d->bus)) continue;
+        return fail(b, log->name, d->line,
+                    "rank %d ran on GPU %s (host %s), which the runs of %s did not use: logs of one "
+                    "set of GPUs make one profile; import each box's (or each GPU set's) logs "
+                    "into a profile of its own",
+                    d->rank, d->bus, d->host, first->name);
+      }
+  }
+  return 0;
+}
+
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return x < y ? -1 : x > y;
@@ -175,7 +208,8 @@ static int fill_slots(struct build *b) {
         size_t x = size_index(b, m, row->size);
         if (s->row[x] && !same_row(s->row[x], row))
           return fail(b, log->name, row->line,
-                      "size %llu measured twice with different values (first at %s:%d)",
+                      "size %llu measured twice with different values (first at %s:%d): give one "
+                      "log per setting (the run to keep)",
                       (unsigned long long)row->size, s->from[x], s->row[x]->line);
         s->row[x] = row;
         s->from[x] = log->name;
@@ -504,7 +538,7 @@ static int build(struct build *b, struct pt_profile *p) {
   b->forced = calloc(b->n, sizeof *b->forced);
   if (!b->set || !b->is_default || !b->dropped || !b->forced) return oom(b);
   /* The collective first: it decides whether a setting's count is NCCL's. */
-  if ((rc = check_runs(b))) return rc;
+  if ((rc = check_runs(b)) || (rc = same_gpus(b))) return rc;
   for (size_t i = 0; i < b->n; i++) {
     if ((rc = imp_setting_resolve(&b->in[i].log, &b->in[i].cli, b->coll, &b->set[i], &b->is_default[i],
                                   &b->forced[i], b->err)))
