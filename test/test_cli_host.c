@@ -81,16 +81,17 @@ static int on_with(const char *more, const char *root, const char *args) {
 
 static int on(const char *root, const char *args) { return on_with("", root, args); }
 
-static void import_logs(void) {
+/* import --out p.cfg of NCCL's default and ring/LL/4 from test/data/nccltests/SET. */
+static void import_set(const char *set) {
   char args[4096];
-  snprintf(args, sizeof args, "import --out p.cfg '%s/test/data/nccltests/synth/ar8-eager-default.txt' "
-                              "'%s/test/data/nccltests/synth/ar8-eager-ring-ll-4.txt'",
-           pt_test_srcdir(), pt_test_srcdir());
+  snprintf(args, sizeof args, "import --out p.cfg '%s/test/data/nccltests/%s/ar8-eager-default.txt' "
+                              "'%s/test/data/nccltests/%s/ar8-eager-ring-ll-4.txt'",
+           pt_test_srcdir(), set, pt_test_srcdir(), set);
   ck_assert_msg(on("right", args) == 0, "%s", err);
 }
 
 START_TEST(import_check_show_say_whether_the_plugin_uses_it) {
-  import_logs();
+  import_set("synth");
   ck_assert_msg(strstr(out, "p.cfg: on this host, with NCCL 2.28.9 from ") &&
                     strstr(out, "libnccl.so.2: the plugin uses this profile (NCCL 2.28.9, box compared on: "
                                 "bus ids (as nccl-tests gave them: domain:bus:device)"),
@@ -124,7 +125,7 @@ END_TEST
 /* check DIR --nranks N: the profile the selection picks, then the host
  * check; refused there, no profile (it named one the plugin refuses). */
 START_TEST(check_dir_nranks_applies_the_host_check) {
-  import_logs();
+  import_set("synth");
   char *d = pt_test_path(dir, "profiles"), *from = pt_test_path(dir, "p.cfg"), *to = pt_test_path(d, "p.cfg");
   ck_assert_int_eq(mkdir(d, 0755), 0);
   ck_assert_int_eq(rename(from, to), 0);
@@ -174,7 +175,7 @@ END_TEST
  * give 2.30.7 here. */
 START_TEST(check_judges_the_nccl_the_engine_loads) {
   char more[4400];
-  import_logs();
+  import_set("synth");
   snprintf(more, sizeof more, "LD_LIBRARY_PATH= PTDOUBLE_NCCL_VERSION=23007 VLLM_NCCL_SO_PATH='%s'", double_so);
   ck_assert_int_eq(on_with(more, "right", "check p.cfg"), 0);
   ck_assert_msg(strstr(out, "on this host, with NCCL 2.30.7 from ") &&
@@ -196,11 +197,7 @@ END_TEST
  * plugin warns, and how to measure for them; a shell that sets the
  * variable itself (the engines keep it) hears nothing about it. */
 START_TEST(check_names_the_settings_engines_set) {
-  char args[4096];
-  snprintf(args, sizeof args, "import --out p.cfg '%s/test/data/nccltests/info/ar8-eager-default.txt' "
-                              "'%s/test/data/nccltests/info/ar8-eager-ring-ll-4.txt'",
-           pt_test_srcdir(), pt_test_srcdir());
-  ck_assert_msg(on("right", args) == 0, "%s", err);
+  import_set("info");
   ck_assert_int_eq(on("right", "check p.cfg"), 0);
   ck_assert_msg(strstr(out, "the plugin uses this profile") &&
                     strstr(out, "; engines set what this measurement did not have (vLLM NCCL_CUMEM_ENABLE=0, "
