@@ -208,9 +208,10 @@ static int expand_dirs(struct args *a) {
   return rc;
 }
 
-/* Reads all of path ('-': stdin) into a malloc'ed buffer; a FIFO, a
- * device or a directory given by name is refused at once
- * (include/pcie/files.h), standard input is the user's own pipe. */
+/* Reads all of path ('-': stdin) into a malloc'ed buffer; a FIFO or a
+ * device given by name is refused at once (include/pcie/files.h; a
+ * directory was replaced by its logs), standard input is the user's own
+ * pipe. */
 static int read_all(const char *path, char **buf, size_t *len) {
   struct pt_error_rec e;
   char line[1200];
@@ -267,8 +268,9 @@ static int same_shape(const struct imp_shape *x, const struct imp_shape *y) {
 
 /* After imp_build refused logs of several shapes (collective, rank count,
  * NCCL version), which make no one profile: prints which logs go together
- * and what to do with each kind of difference. Returns 1 when so. */
-static int several_shapes(const struct imp_input *in, size_t n) {
+ * and what to do with each kind of difference (nothing when the logs are
+ * of one shape: the refusal was another). */
+static void several_shapes(const struct imp_input *in, size_t n) {
   struct imp_shape *sh = calloc(n, sizeof *sh);
   struct pt_error_rec e;
   size_t kinds = 0;
@@ -306,11 +308,8 @@ static int several_shapes(const struct imp_input *in, size_t n) {
     fprintf(stderr, "several NCCL versions: the plugin refuses a profile measured with another NCCL "
                     "minor version than the job's: import the logs of the NCCL the job loads (pcie-tune "
                     "check on the profile names it)\n");
-  free(sh);
-  return 1;
 none:
   free(sh);
-  return 0;
 }
 
 /* The one collective an imported profile holds (import_build.h). */
