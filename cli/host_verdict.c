@@ -49,22 +49,21 @@ static int env_on(const char *name) {
 }
 
 /* What to do about each cause pt_prov_check names (a profile from another
- * box measured with another NCCL gets both). */
+ * box measured with another NCCL gets both): the advice, then the words
+ * of the causes it answers. */
 static void advice(const char *must, char *buf, size_t len) {
-  static const char *const what[][2] = {
-      {"records no provenance.box", "import on the box that ran nccl-tests with --box-here, or measure "
-                                    "this box with pcie-tune profile"},
-      {"another box", "measure this box with pcie-tune profile, or, if the logs came from this box, "
-                      "import them here with --box-here"},
-      {"cannot read this host", "measure this box with pcie-tune profile, or, if the logs came from "
-                                "this box, import them here with --box-here"},
-      {"measured with NCCL", "measure with the NCCL the job loads (pcie-tune profile --nccl-lib PATH)"},
-      {"single node", "measure on as many nodes as the job runs"},
+  static const char *const what[][3] = {
+      {"import on the box that ran nccl-tests with --box-here, or measure this box with pcie-tune "
+       "profile", "records no provenance.box", NULL},
+      {"measure this box with pcie-tune profile, or, if the logs came from this box, import them here "
+       "with --box-here", "another box", "cannot read this host"},
+      {"measure with the NCCL the job loads (pcie-tune profile --nccl-lib PATH)", "measured with NCCL", NULL},
+      {"measure on as many nodes as the job runs", "single node", NULL},
   };
   for (size_t i = 0; i < sizeof what / sizeof what[0]; i++) {
     size_t n = strlen(buf);
-    if (strstr(must, what[i][0]) && (i != 2 || !strstr(must, what[1][0])))
-      snprintf(buf + n, len > n ? len - n : 0, "; %s", what[i][1]);
+    if (strstr(must, what[i][1]) || (what[i][2] && strstr(must, what[i][2])))
+      snprintf(buf + n, len > n ? len - n : 0, "; %s", what[i][0]);
   }
   snprintf(buf + strlen(buf), len > strlen(buf) ? len - strlen(buf) : 0,
            " (or set PCIE_TUNER_ACCEPT_FOREIGN=1 to use it anyway)");
