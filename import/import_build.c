@@ -101,17 +101,24 @@ static int in_run(const struct nt_run *r, const char *bus) {
   return 0;
 }
 
-/* Every run on the GPUs of the first log's first run (as the device lines
- * give them; a run without bus ids is not compared): logs collected from
- * several boxes, or from other GPUs of one box, measure another PCIe path
- * each and make no one profile. */
+static int has_bus_ids(const struct nt_run *r) {
+  for (size_t k = 0; k < r->ndev; k++)
+    if (r->dev[k].bus[0]) return 1;
+  return 0;
+}
+
+/* Every run on the GPUs of the first run whose device lines give bus ids
+ * (a run without them is not compared): logs collected from several boxes,
+ * or from other GPUs of one box, measure another PCIe path each and make
+ * no one profile. */
 static int same_gpus(struct build *b) {
-  const struct nt_log *first = &b->in[b->first].log;
-  const struct nt_run *ref = &first->runs[0];
+  const struct nt_log *first = NULL;
+  const struct nt_run *ref = NULL;
   for (size_t i = 0; i < b->n; i++) {
     const struct nt_log *log = &b->in[i].log;
-    for (size_t r = 0; r < log->nruns; r++)
-      for (size_t k = 0; k < log->runs[r].ndev; k++) {
+    for (size_t r = 0; r < log->nruns; r++) {
+      if (!ref && has_bus_ids(&log->runs[r])) first = log, ref = &log->runs[r];
+      for (size_t k = 0; ref && k < log->runs[r].ndev; k++) {
         const struct nt_device *d = &log->runs[r].dev[k];
         if (!d->bus[0] || in_run(ref, d->bus)) continue;
         return fail(b, log->name, d->line,
@@ -120,6 +127,7 @@ static int same_gpus(struct build *b) {
                     "into a profile of its own",
                     d->rank, d->bus, d->host, first->name);
       }
+    }
   }
   return 0;
 }

@@ -565,6 +565,20 @@ START_TEST(forced_run_under_other_settings) {
   expect_fail(1, args, "/set/ll.txt:9: NCCL_P2P_LEVEL set to 'SYS' in this run but to 'PHB' in NCCL's "
                        "default run: a candidate is compared with NCCL's default only under the same "
                        "settings; rerun one of them so");
+  /* The untouched forced log, beside a default log whose device lines
+   * give no bus id of a known form (nothing to compare the GPUs with):
+   * imported. */
+  snprintf(cmd, sizeof cmd,
+           "cp info/ar8-eager-ring-ll-4.txt '%s'/ll.txt && sed 's/\\[0000:4[0-9]:00\\]/[gpu]/' "
+           "info/ar8-eager-default.txt > '%s'/ar8-eager-default.txt",
+           dir, dir);
+  ck_assert_int_eq(import_sh(cmd), 0);
+  char *out = outpath("set.cfg"), *so = NULL, *se = NULL;
+  snprintf(args, sizeof args, "--out '%s' '%s'", out, dir);
+  ck_assert_msg(import(args, &so, &se) == 0, "%s", se);
+  free(so);
+  free(se);
+  free(out);
   free(dir);
 }
 END_TEST
