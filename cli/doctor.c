@@ -222,6 +222,7 @@ static int judge(struct dr_doctor *d, int quiet, int strict) {
     fprintf(stderr, "pcie-tune doctor: out of memory\n");
     return EXIT_NOINPUT;
   }
+  d->last_job = (int)j.n - 1;
   if (j.n > 1 && !quiet)
     printf("%zu jobs in the input (told apart by commId; ordered by file time, then input order; "
            "see docs/cli.md)\n",
@@ -368,6 +369,7 @@ static int judge_logs(int n, const char **logs, int quiet, int strict) {
     d.mtime = strcmp(argv[i], "-") && !stat(argv[i], &st)
                   ? (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec
                   : 0;
+    d.file = i, d.last_proc = -1;
     if (dr_read(argv[i], take_line, &d)) rc = EXIT_NOINPUT;
   }
   if (rc == EXIT_WORKING) dr_tie(&d);

@@ -115,6 +115,16 @@ struct dr_coll {
   unsigned long long count;
 };
 
+/* An engine line (not NCCL's) a finding rests on, tied to the process of
+ * the nearest NCCL line of its input: the one before it, else the one
+ * after it; proc -1 when its input holds no NCCL line. */
+enum { DR_ENG_EXPANDABLE, DR_ENG_CUSTOM_AR };
+#define DR_MAX_ENG 256
+struct dr_engine_note {
+  int kind, proc, file;
+  char text[256];
+};
+
 struct dr_doctor {
   struct dr_proc *procs;
   size_t nproc;
@@ -134,8 +144,11 @@ struct dr_doctor {
   unsigned long nccl_lines;
   long long mtime;       /* the input being read: its modification time (ns), 0 unknown */
   const char *label;     /* "job 2: " before an error when the input holds several jobs */
-  char expandable[256];  /* an engine line showing expandable_segments:True */
-  char custom_ar[256];   /* an engine line showing vLLM's custom all-reduce */
+  struct dr_engine_note *eng; /* the engine's lines that findings rest on */
+  size_t neng;
+  int file;      /* the input being read: its index */
+  int last_proc; /* the process of this input's last NCCL line; -1 none yet */
+  int last_job;  /* dr_jobs: the most recent job (for notes in no job's file) */
   int oom, too_many;
 };
 
@@ -227,6 +240,8 @@ void dr_defects(const char *version, struct dr_findings *fs);
  * are the whole input's. */
 void dr_log_findings(const struct dr_doctor *d, int job, struct dr_findings *fs);
 void dr_engine_line(struct dr_doctor *d, const char *line);
+/* Ties the input's engine lines seen before its first NCCL line to pi. */
+void dr_engine_tie(struct dr_doctor *d, int pi);
 
 /* doctor_workload.c: what each communicator ran, from NCCL's COLL lines, as
  * workload items (STEP COLLECTIVE BYTES COUNT); doctor --workload-out. */

@@ -10,6 +10,7 @@
  *    #42609: cudaIpcGetMemHandle refuses the expandable segments' memory).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "doctor.h"
@@ -56,22 +57,64 @@ static void global_env(const struct dr_doctor *d, int job, struct dr_findings *f
   dr_add_finding(fs, &f);
 }
 
-void dr_engine_line(struct dr_doctor *d, const char *line) {
-  if (!d->expandable[0] && strstr(line, "expandable_segments:True")) SET(d->expandable, line);
-  if (!d->custom_ar[0] && (strstr(line, "custom_all_reduce") || strstr(line, "CustomAllreduce") ||
-                           strstr(line, "custom allreduce") || strstr(line, "custom all-reduce")))
-    SET(d->custom_ar, line);
+static int engine_kind(const char *line) {
+  if (strstr(line, "expandable_segments:True")) return DR_ENG_EXPANDABLE;
+  if (strstr(line, "custom_all_reduce") || strstr(line, "CustomAllreduce") ||
+      strstr(line, "custom allreduce") || strstr(line, "custom all-reduce"))
+    return DR_ENG_CUSTOM_AR;
+  return -1;
 }
 
-static void engine(const struct dr_doctor *d, struct dr_findings *fs) {
-  if (!d->expandable[0] || !d->custom_ar[0]) return;
+/* Keeps the first line of each kind per process (and per input while it
+ * has no NCCL line yet), so a finding is told under the job whose
+ * processes wrote it, once, whatever other jobs the input holds. */
+void dr_engine_line(struct dr_doctor *d, const char *line) {
+  int kind = engine_kind(line);
+  if (kind < 0 || d->neng >= DR_MAX_ENG) return;
+  for (size_t i = 0; i < d->neng; i++)
+    if (d->eng[i].kind == kind && d->eng[i].proc == d->last_proc &&
+        (d->last_proc >= 0 || d->eng[i].file == d->file))
+      return;
+  struct dr_engine_note *n = realloc(d->eng, (d->neng + 1) * sizeof *n);
+  if (!n) {
+    d->oom = 1;
+    return;
+  }
+  d->eng = n;
+  n = &d->eng[d->neng++];
+  n->kind = kind, n->proc = d->last_proc, n->file = d->file;
+  SET(n->text, line);
+}
+
+void dr_engine_tie(struct dr_doctor *d, int pi) {
+  if (d->last_proc == pi) return;
+  for (size_t i = 0; i < d->neng; i++)
+    if (d->eng[i].proc < 0 && d->eng[i].file == d->file) d->eng[i].proc = pi;
+  d->last_proc = pi;
+}
+
+/* The note of kind in job; notes from an input without NCCL lines go with
+ * the most recent job, so each is told once. */
+static const char *engine_note(const struct dr_doctor *d, int job, int kind) {
+  for (size_t i = 0; i < d->neng; i++) {
+    const struct dr_engine_note *n = &d->eng[i];
+    if (n->kind != kind) continue;
+    if (n->proc >= 0 ? in_job(d, (size_t)n->proc, job) : job < 0 || job == d->last_job) return n->text;
+  }
+  return NULL;
+}
+
+static void engine(const struct dr_doctor *d, int job, struct dr_findings *fs) {
+  const char *expandable = engine_note(d, job, DR_ENG_EXPANDABLE);
+  const char *custom_ar = engine_note(d, job, DR_ENG_CUSTOM_AR);
+  if (!expandable || !custom_ar) return;
   struct dr_finding f;
   memset(&f, 0, sizeof f);
   f.sev = DR_WARN;
   SET(f.id, "expandable-custom-ar");
   SET(f.about, "the engine");
   SET(f.what, "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True with vLLM's custom all-reduce");
-  snprintf(f.evidence, sizeof f.evidence, "\"%.280s\"; \"%.280s\"", d->expandable, d->custom_ar);
+  snprintf(f.evidence, sizeof f.evidence, "\"%.280s\"; \"%.280s\"", expandable, custom_ar);
   SET(f.effect, "custom all-reduce exports its CUDA-graph buffers with cudaIpcGetMemHandle, "
                 "which refuses expandable-segment memory: the workers die at graph capture "
                 "('custom_all_reduce.cuh ... invalid argument'), or newer vLLM turns custom "
@@ -91,5 +134,5 @@ void dr_log_findings(const struct dr_doctor *d, int job, struct dr_findings *fs)
     if (in_job(d, i, job) && d->procs[i].version[0]) version = d->procs[i].version;
   if (!version[0]) version = d->bare_version;
   dr_defects(version, fs);
-  engine(d, fs);
+  engine(d, job, fs);
 }

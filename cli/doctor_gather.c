@@ -385,6 +385,7 @@ void dr_take(struct dr_doctor *d, const struct nl_line *l) {
   }
   int pi = find_proc(d, l);
   if (pi < 0) return;
+  dr_engine_tie(d, pi);
   struct dr_proc *p = &d->procs[pi];
   struct dr_outcome o;
   p->last = d->nccl_lines++;
@@ -525,6 +526,7 @@ void dr_free(struct dr_doctor *d) {
   free(d->dec);
   free(d->colls);
   free(d->proc_hash);
+  free(d->eng);
 }
 
 /* A member that stands for a rank: NCCL's comm lines or the plugin's; a

@@ -268,19 +268,38 @@ static int cmp_dec(const void *a, const void *b) {
   return c;
 }
 
-void dr_plugin_footer(const struct dr_doctor *d, int job) {
-  int refused = 0;
-  for (size_t i = 0; i < d->nmem; i++)
-    refused += d->mem[i].out.state == DR_REFUSED && in_job(d, (size_t)d->mem[i].proc, job);
-  if (refused) {
-    printf("\nrefusals (the plugin left these communicators to NCCL):\n");
-    for (size_t i = 0; i < d->nmem; i++) {
-      const struct dr_member *m = &d->mem[i];
-      if (m->out.state != DR_REFUSED || !in_job(d, (size_t)m->proc, job)) continue;
-      printf("  %s:%ld rank %d nRanks %d: [%s] %s\n", d->procs[m->proc].host, d->procs[m->proc].pid,
-             m->rank, m->nranks, m->out.cls, m->out.reason);
-    }
+/* What to do about each class of refusal (import/ncclog.c,
+ * nl_refusal_class) whose reason does not say it already. */
+static const struct {
+  const char *cls, *todo;
+} todo[] = {
+    {"not fitting", "give the job a profile for its communicators (measure with as many GPUs as the job "
+                    "uses, or import nccl-tests logs of that rank count) in the directory "
+                    "PCIE_TUNER_PROFILE names; `pcie-tune check DIR --nranks N --nnodes M` says why each "
+                    "profile there does not fit"},
+    {"partial", "finish the sweep: pcie-tune profile --resume --out FILE"},
+    {"unreadable", "PCIE_TUNER_PROFILE is opened by every rank, inside the job's container: give a path "
+                   "that exists there and is readable"},
+    {"invalid", "`pcie-tune check FILE` shows what the plugin refuses and what to do"},
+};
+
+/* The refusals in job, then once per class what to do. */
+static void refusals(const struct dr_doctor *d, int job) {
+  int seen[sizeof todo / sizeof todo[0]] = {0}, refused = 0;
+  for (size_t i = 0; i < d->nmem; i++) {
+    const struct dr_member *m = &d->mem[i];
+    if (m->out.state != DR_REFUSED || !in_job(d, (size_t)m->proc, job)) continue;
+    if (!refused++) printf("\nrefusals (the plugin left these communicators to NCCL):\n");
+    printf("  %s:%ld rank %d nRanks %d: [%s] %s\n", d->procs[m->proc].host, d->procs[m->proc].pid,
+           m->rank, m->nranks, m->out.cls, m->out.reason);
+    for (size_t k = 0; k < sizeof todo / sizeof todo[0]; k++) seen[k] |= !strcmp(m->out.cls, todo[k].cls);
   }
+  for (size_t k = 0; k < sizeof todo / sizeof todo[0]; k++)
+    if (seen[k]) printf("  what to do (%s): %s\n", todo[k].cls, todo[k].todo);
+}
+
+void dr_plugin_footer(const struct dr_doctor *d, int job) {
+  refusals(d, job);
   /* The job's decisions, summed over its processes. */
   struct dr_decision *dec = malloc((d->ndec + 1) * sizeof *dec);
   size_t n = 0, u = 0;

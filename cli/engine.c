@@ -63,3 +63,32 @@ void cli_engine_apply(const char *engine, char *msg, size_t len) {
     n += (size_t)snprintf(msg + n, n < len ? len - n : 0, "%s%s", n ? ", " : "", what);
   }
 }
+
+/* A setting of an engine that the profile's measurement did not have
+ * (and this shell leaves to the engine). */
+static int differs(const struct pt_profile *p, const struct setting *s) {
+  const char *was = pt_profile_env(p, s->name);
+  return !getenv(s->name) && !(was && !strcmp(was, s->value));
+}
+
+void cli_engine_env_note(const struct pt_profile *p, char *buf, size_t len) {
+  static const char *const engines[][2] = {{"vllm", "vLLM"}, {"sglang", "SGLang"}};
+  char said[256] = "";
+  if (!p->env_recorded) return;
+  for (size_t e = 0; e < 2; e++) {
+    char vars[128] = "";
+    for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++)
+      if (!strcmp(settings[i].engine, engines[e][0]) && differs(p, &settings[i]))
+        snprintf(vars + strlen(vars), sizeof vars - strlen(vars), "%s%s=%s", vars[0] ? " " : "",
+                 settings[i].name, settings[i].value);
+    if (vars[0])
+      snprintf(said + strlen(said), sizeof said - strlen(said), "%s%s %s", said[0] ? ", " : "",
+               engines[e][1], vars);
+  }
+  if (!said[0]) return;
+  size_t at = strlen(buf);
+  snprintf(buf + at, len > at ? len - at : 0,
+           "; engines set what this measurement did not have (%s): in their jobs the plugin warns that "
+           "it differs and still decides; for such a job, measure under the same (pcie-tune profile "
+           "--engine, or nccl-tests with those variables set)", said);
+}

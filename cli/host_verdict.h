@@ -1,7 +1,8 @@
 /*
  * Whether the plugin will use a profile on this host, as its init decides
  * (tuner/core.c refuse: a partial sweep, then tuner/provenance.c
- * pt_prov_check with this host's sysfs and the NCCL the loader finds), in
+ * pt_prov_check with this host's sysfs and the NCCL the job loads: the
+ * engine's, VLLM_NCCL_SO_PATH or torch's wheel, else the loader's), in
  * one line for import, check and show, with what to do when it will not.
  */
 #ifndef PCIE_CLI_HOST_VERDICT_H

@@ -4,10 +4,12 @@
  * printing; parsing is import/nccltests.c, the profile is import/import_build.c.
  * docs/cli-import.md is the manual.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "cmds.h"
@@ -29,6 +31,8 @@ struct args {
   struct imp_setting *cli; /* per log */
   struct imp_setting pending; /* the --setting for the next log */
   const char *pending_spec;
+  char **owned;               /* paths made from a directory's entries */
+  size_t nowned;
 };
 
 /* --setting SPEC: the setting of the log that follows. */
@@ -95,7 +99,8 @@ const struct cli_cmd import_cli = {
     "A log's setting comes from the --setting just before it, or from NCCL_ALGO,\n"
     "NCCL_PROTO and NCCL_MAX_NCHANNELS lines in the log; a log with neither is\n"
     "NCCL's default; it is required in each mode (a candidate is chosen only\n"
-    "where NCCL's default was measured too). LOG '-' reads standard input. Run it with\n"
+    "where NCCL's default was measured too). LOG '-' reads standard input; a\n"
+    "directory stands for its files (not hidden, not *.cfg). Run nccl-tests with\n"
     "NCCL_DEBUG=INFO: its channel count becomes the profile's communicator.channels,\n"
     "and logs measured with more channels are left out.\n",
     "See docs/cli-import.md.\n",
@@ -124,9 +129,89 @@ static int parse_args(int argc, char **argv, struct args *a) {
   return 0;
 }
 
-/* Reads all of path ('-': stdin) into a malloc'ed buffer; a FIFO, a
- * device or a directory given by name is refused at once
- * (include/pcie/files.h), standard input is the user's own pipe. */
+/* Appends one log to a->path and a->cli; -1 out of memory. */
+static int push_log(struct args *a, const char *path, struct imp_setting set) {
+  const char **p = realloc(a->path, (a->nlogs + 1) * sizeof *p);
+  if (p) a->path = p;
+  struct imp_setting *c = p ? realloc(a->cli, (a->nlogs + 1) * sizeof *c) : NULL;
+  if (!c) return -1;
+  a->cli = c;
+  a->path[a->nlogs] = path, a->cli[a->nlogs++] = set;
+  return 0;
+}
+
+/* A directory's entries that may be logs: not hidden, not a profile
+ * (*.cfg: an earlier import may have written one beside the logs). */
+static int log_name(const struct dirent *e) {
+  size_t n = strlen(e->d_name);
+  return e->d_name[0] != '.' && !(n > 4 && !strcmp(e->d_name + n - 4, ".cfg"));
+}
+
+/* Appends dir's regular files (log_name's, in name order; subdirectories
+ * are not entered), each NCCL's default unless its log says otherwise.
+ * Returns 0, or 1 after saying why. */
+static int add_dir(struct args *a, const char *dir) {
+  struct dirent **e = NULL;
+  int k = scandir(dir, &e, log_name, alphasort), oom = 0;
+  size_t before = a->nlogs;
+  if (k < 0) {
+    fprintf(stderr, "%s: cannot list the directory: %s\n", dir, strerror(errno));
+    return 1;
+  }
+  for (int i = 0; i < k; i++) {
+    struct stat st;
+    char *p = NULL, **o = NULL;
+    if (!oom && asprintf(&p, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", e[i]->d_name) < 0)
+      p = NULL, oom = 1;
+    if (p && !stat(p, &st) && S_ISREG(st.st_mode)) {
+      if ((o = realloc(a->owned, (a->nowned + 1) * sizeof *o)) && !push_log(a, p, IMP_SETTING_NONE))
+        a->owned = o, o[a->nowned++] = p, p = NULL;
+      else
+        a->owned = o ? o : a->owned, oom = 1;
+    }
+    free(p);
+    free(e[i]);
+  }
+  free(e);
+  if (oom) fprintf(stderr, "pcie-tune import: out of memory\n");
+  else if (a->nlogs == before)
+    fprintf(stderr, "%s: no log in this directory (its regular files, not hidden, not *.cfg): "
+                    "put the nccl-tests outputs there, or name them\n", dir);
+  return oom || a->nlogs == before;
+}
+
+/* A directory given as LOG stands for its logs (add_dir). A --setting is
+ * one log's, so it cannot come before a directory. Returns 0, or 1 after
+ * saying why. */
+static int expand_dirs(struct args *a) {
+  size_t n = a->nlogs;
+  const char **given = a->path;
+  struct imp_setting *set = a->cli;
+  int rc = 0;
+  a->path = NULL, a->cli = NULL, a->nlogs = 0;
+  for (size_t i = 0; i < n && !rc; i++) {
+    struct stat st;
+    int is_dir = strcmp(given[i], "-") && !stat(given[i], &st) && S_ISDIR(st.st_mode);
+    if (is_dir && (set[i].algo >= 0 || set[i].proto >= 0 || set[i].channels >= 0)) {
+      fprintf(stderr, "pcie-tune import: --setting before the directory %s: a setting is one log's; "
+                      "name that log, or let its NCCL_ALGO/NCCL_PROTO lines say it\n", given[i]);
+      rc = 1;
+    } else if (is_dir) {
+      rc = add_dir(a, given[i]);
+    } else if (push_log(a, given[i], set[i])) {
+      fprintf(stderr, "pcie-tune import: out of memory\n");
+      rc = 1;
+    }
+  }
+  free(given);
+  free(set);
+  return rc;
+}
+
+/* Reads all of path ('-': stdin) into a malloc'ed buffer; a FIFO or a
+ * device given by name is refused at once (include/pcie/files.h; a
+ * directory was replaced by its logs), standard input is the user's own
+ * pipe. */
 static int read_all(const char *path, char **buf, size_t *len) {
   struct pt_error_rec e;
   char line[1200];
@@ -175,6 +260,56 @@ static int load_logs(const struct args *a, struct imp_input *in) {
                 (unsigned long long)in[i].log.runs[r].max_bytes);
   }
   return 0;
+}
+
+static int same_shape(const struct imp_shape *x, const struct imp_shape *y) {
+  return x->coll == y->coll && x->nranks == y->nranks && !strcmp(x->version, y->version);
+}
+
+/* After imp_build refused logs of several shapes (collective, rank count,
+ * NCCL version), which make no one profile: prints which logs go together
+ * and what to do with each kind of difference (nothing when the logs are
+ * of one shape: the refusal was another). */
+static void several_shapes(const struct imp_input *in, size_t n) {
+  struct imp_shape *sh = calloc(n, sizeof *sh);
+  struct pt_error_rec e;
+  size_t kinds = 0;
+  int diff[3] = {0, 0, 0}; /* collective, ranks, version */
+  for (size_t i = 0; sh && i < n; i++)
+    if (imp_log_shape(&in[i].log, &sh[i], &e)) goto none;
+  for (size_t i = 0; sh && i < n; i++) {
+    size_t k = 0;
+    while (k < i && !same_shape(&sh[k], &sh[i])) k++;
+    kinds += k == i;
+    diff[0] |= sh[i].coll != sh[0].coll, diff[1] |= sh[i].nranks != sh[0].nranks;
+    diff[2] |= strcmp(sh[i].version, sh[0].version) != 0;
+  }
+  if (kinds < 2) goto none;
+  fprintf(stderr, "pcie-tune import: the logs hold %zu kinds of run, and a profile holds one kind:\n", kinds);
+  for (size_t i = 0; i < n; i++) {
+    size_t k = 0;
+    while (k < i && !same_shape(&sh[k], &sh[i])) k++;
+    if (k < i) continue;
+    fprintf(stderr, "  %s on %d ranks, NCCL %s:", pt_coll_name(sh[i].coll), sh[i].nranks,
+            sh[i].version[0] ? sh[i].version : "not in the log");
+    for (size_t j = i; j < n; j++)
+      if (same_shape(&sh[j], &sh[i])) fprintf(stderr, " %s", in[j].log.name);
+    fprintf(stderr, "\n");
+  }
+  if (diff[0])
+    fprintf(stderr, "several collectives: the plugin uses one profile per communicator, and an imported "
+                    "profile holds one collective: import one collective's logs (a tensor-parallel "
+                    "engine's are all-reduces)\n");
+  if (diff[1])
+    fprintf(stderr, "several rank counts: import each into its own profile (pcie-tune import --out "
+                    "DIR/NAME-Nr.cfg LOGS), all in one directory DIR, and set PCIE_TUNER_PROFILE=DIR: "
+                    "the plugin picks the profile whose match fits each communicator\n");
+  if (diff[2])
+    fprintf(stderr, "several NCCL versions: the plugin refuses a profile measured with another NCCL "
+                    "minor version than the job's: import the logs of the NCCL the job loads (pcie-tune "
+                    "check on the profile names it)\n");
+none:
+  free(sh);
 }
 
 /* The one collective an imported profile holds (import_build.h). */
@@ -297,6 +432,7 @@ int cmd_import(int argc, char **argv) {
     goto out;
   }
   ret = 1;
+  if (expand_dirs(&a)) goto out;
   in = calloc(a.nlogs ? a.nlogs : 1, sizeof *in);
   name = a.name ? strdup(a.name) : default_name(strcmp(a.out, "-") ? a.out : "imported");
   time_t now = time(NULL);
@@ -329,6 +465,7 @@ int cmd_import(int argc, char **argv) {
     if (a.box_here) o.box = &here;
     if (imp_build(&p, in, a.nlogs, &o, &err)) {
       print_error(&err);
+      several_shapes(in, a.nlogs);
       goto out;
     }
     for (size_t i = 0; i < a.nlogs; i++)
@@ -370,6 +507,8 @@ out:
   free(name);
   free(a.path);
   free(a.cli);
+  for (size_t i = 0; i < a.nowned; i++) free(a.owned[i]);
+  free(a.owned);
   pt_profile_release(&p);
   return ret;
 }

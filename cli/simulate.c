@@ -263,6 +263,7 @@ struct sim_run {
   int faults, nstep, worst_step;
   int marked, last_in;   /* items at 0.5-2 MiB (marked '*'); the last item was one */
   char oos[400];         /* the model's out-of-sample error there (sim/oos.c) */
+  int bytes_w;           /* the bytes column's width: its widest "BYTESxCOUNT" */
 };
 
 /* The workload: --workload's file, or the verify step from --tokens.
@@ -406,12 +407,24 @@ static void json_head(const struct sim_run *r) {
   ph_log_clear();
 }
 
-static void text_head(const struct sim_run *r) {
+/* An item's bytes cell: "BYTES", or "BYTESxCOUNT" for a repeated call. */
+static int bytes_cell(const struct pt_workload_item *it, char *buf, size_t len) {
+  if (it->count > 1) return snprintf(buf, len, "%llux%lu", (unsigned long long)it->bytes, it->count);
+  return snprintf(buf, len, "%llu", (unsigned long long)it->bytes);
+}
+
+static void text_head(struct sim_run *r) {
+  char size[48];
   flush_log(r->level);
+  r->bytes_w = 10; /* -q prints the total row alone, at the same width */
+  for (int s = 0; s < r->nitems; s++) {
+    int w = bytes_cell(&r->items[s], size, sizeof size);
+    if (w > r->bytes_w) r->bytes_w = w;
+  }
   if (r->o->quiet) return;
   printf("box %s (%d ranks): %s\nprofile %s, plugin %s (tuner v%d), %s mode\n\n", r->box.name, r->box.nranks,
          r->box.desc, r->o->profile, r->so, r->pl.version, pt_mode_name(r->o->mode));
-  printf("%-14s %10s  %-16s %-16s %-16s %11s %11s %11s %8s %8s\n", "step", "bytes", "NCCL default", "tuned",
+  printf("%-14s %*s  %-16s %-16s %-16s %11s %11s %11s %8s %8s\n", "step", r->bytes_w, "bytes", "NCCL default", "tuned",
          "oracle", "default", "tuned", "oracle", "speedup", "t/oracle");
 }
 
@@ -419,7 +432,7 @@ static void text_head(const struct sim_run *r) {
  * its last row). */
 static void print_item(const struct sim_run *r, const struct pt_sim_eval *ev, int s, int first) {
   const struct pt_workload_item *it = &r->items[s];
-  char c0[48], c1[48], c2[48], size[32];
+  char c0[48], c1[48], c2[48], size[48];
   if (r->o->json) {
     printf("%s{\"collective\": \"%s\", \"bytes\": %llu, \"count\": %lu, \"nccl\": ", s == first ? "" : ", ",
            pt_coll_name(it->coll), (unsigned long long)it->bytes, it->count);
@@ -435,9 +448,8 @@ static void print_item(const struct sim_run *r, const struct pt_sim_eval *ev, in
   choice(c0, sizeof c0, &ev->nccl);
   choice(c1, sizeof c1, &ev->tuned);
   choice(c2, sizeof c2, &ev->oracle);
-  snprintf(size, sizeof size, "%llu", (unsigned long long)it->bytes);
-  if (it->count > 1) snprintf(size + strlen(size), sizeof size - strlen(size), "x%lu", it->count);
-  printf("%-14s %10s  %-16s %-16s %-16s", s == first ? it->step : "", size, c0, c1, c2);
+  bytes_cell(it, size, sizeof size);
+  printf("%-14s %*s  %-16s %-16s %-16s", s == first ? it->step : "", r->bytes_w, size, c0, c1, c2);
   if (s + 1 < r->nitems && !strcmp(r->items[s + 1].step, r->items[first].step)) printf("%s\n", r->last_in ? " *" : "");
 }
 
@@ -491,7 +503,7 @@ static void totals(const struct sim_run *r) {
            "\"speedup\": %.4f},\n  \"faults\": %d\n}\n",
            tot[0], tot[1], tot[2], tot[1] > 0 ? tot[0] / tot[1] : 0, r->faults);
   else
-    printf("%-14s %10s  %-16s %-16s %-16s %8.1f \u00b5s %8.1f \u00b5s %8.1f \u00b5s %7.2fx %8.3f\n", "total", "", "",
+    printf("%-14s %*s  %-16s %-16s %-16s %8.1f \u00b5s %8.1f \u00b5s %8.1f \u00b5s %7.2fx %8.3f\n", "total", r->bytes_w, "", "",
            "", "", tot[0], tot[1], tot[2], tot[1] > 0 ? tot[0] / tot[1] : 0, tot[2] > 0 ? tot[1] / tot[2] : 0);
   if (!r->o->json && !r->o->quiet && r->marked) printf("* 0.5-2 MiB: %s\n", r->oos);
   if (tot[1] > 0 && tot[0] / tot[1] < 0.995)

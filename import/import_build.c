@@ -77,11 +77,56 @@ static int check_runs(struct build *b) {
       }
       const char *first = b->in[b->first].log.name;
       if (coll != b->coll)
-        return fail(b, log->name, r->line, "%s run mixed with %s runs (first in %s) in one profile",
+        return fail(b, log->name, r->line, "%s run mixed with %s runs (first in %s) in one profile; "
+                    "the plugin uses one profile per communicator: import one collective's logs "
+                    "(a tensor-parallel engine's are all-reduces)",
                     pt_coll_name(coll), pt_coll_name(b->coll), first);
       if (r->nranks != b->nranks)
-        return fail(b, log->name, r->line, "run on %d ranks mixed with %d-rank runs (first in %s)",
+        return fail(b, log->name, r->line, "run on %d ranks mixed with %d-rank runs (first in %s); "
+                    "import each rank count into its own profile, in one directory that "
+                    "PCIE_TUNER_PROFILE names: the plugin picks the one that fits",
                     r->nranks, b->nranks, first);
+    }
+  }
+  return 0;
+}
+
+/* Whether run r has a rank on the GPU at bus (either id may be partial,
+ * as nccl-tests versions print them). */
+static int in_run(const struct nt_run *r, const char *bus) {
+  for (size_t k = 0; k < r->ndev; k++) {
+    const char *x = r->dev[k].bus;
+    if (x[0] && (pt_fp_bus_id_matches(x, bus) || pt_fp_bus_id_matches(bus, x))) return 1;
+  }
+  return 0;
+}
+
+static int has_bus_ids(const struct nt_run *r) {
+  for (size_t k = 0; k < r->ndev; k++)
+    if (r->dev[k].bus[0]) return 1;
+  return 0;
+}
+
+/* Every run on the GPUs of the first run whose device lines give bus ids
+ * (a run without them is not compared): logs collected from several boxes,
+ * or from other GPUs of one box, measure another PCIe path each and make
+ * no one profile. */
+static int same_gpus(struct build *b) {
+  const struct nt_log *first = NULL;
+  const struct nt_run *ref = NULL;
+  for (size_t i = 0; i < b->n; i++) {
+    const struct nt_log *log = &b->in[i].log;
+    for (size_t r = 0; r < log->nruns; r++) {
+      if (!ref && has_bus_ids(&log->runs[r])) first = log, ref = &log->runs[r];
+      for (size_t k = 0; ref && k < log->runs[r].ndev; k++) {
+        const struct nt_device *d = &log->runs[r].dev[k];
+        if (!d->bus[0] || in_run(ref, d->bus)) continue;
+        return fail(b, log->name, d->line,
+                    "rank %d ran on GPU %s (host %s), which the runs of %s did not use: logs of one "
+                    "set of GPUs make one profile; import each box's (or each GPU set's) logs "
+                    "into a profile of its own",
+                    d->rank, d->bus, d->host, first->name);
+      }
     }
   }
   return 0;
@@ -171,7 +216,8 @@ static int fill_slots(struct build *b) {
         size_t x = size_index(b, m, row->size);
         if (s->row[x] && !same_row(s->row[x], row))
           return fail(b, log->name, row->line,
-                      "size %llu measured twice with different values (first at %s:%d)",
+                      "size %llu measured twice with different values (first at %s:%d): give one "
+                      "log per setting (the run to keep)",
                       (unsigned long long)row->size, s->from[x], s->row[x]->line);
         s->row[x] = row;
         s->from[x] = log->name;
@@ -259,6 +305,15 @@ static void version_of(const struct nt_log *log, char *buf, size_t len) {
   }
 }
 
+int imp_log_shape(const struct nt_log *log, struct imp_shape *s, struct pt_error_rec *err) {
+  memset(s, 0, sizeof *s);
+  s->coll = log->nruns ? imp_run_coll(log, &log->runs[0], err) : -1;
+  if (s->coll < 0) return -1;
+  s->nranks = log->runs[0].nranks;
+  version_of(log, s->version, sizeof s->version);
+  return 0;
+}
+
 /* A GPU of the box, added once; NULL when the box is full. */
 static struct pt_fp_gpu *box_gpu(struct pt_box_fp *fp, const char *bus) {
   for (int j = 0; j < fp->ngpus; j++)
@@ -320,7 +375,9 @@ static int emit_provenance(struct build *b, struct pt_profile *p) {
       ver_from = b->in[i].log.name;
     } else if (strcmp(v, ver)) {
       return fail(b, b->in[i].log.name, b->in[i].log.nccl_version_line,
-                  "NCCL %s mixed with NCCL %s (%s) in one profile", v, ver, ver_from);
+                  "NCCL %s mixed with NCCL %s (%s) in one profile; import the logs of the NCCL "
+                  "the job loads (pcie-tune check names it): another minor version is refused",
+                  v, ver, ver_from);
     }
   }
   int modes = (p->series[b->coll][PT_MODE_EAGER] ? 1 : 0) | (p->series[b->coll][PT_MODE_GRAPH] ? 2 : 0);
@@ -416,6 +473,35 @@ static int default_communicator(struct build *b, struct pt_profile *p) {
   return 0;
 }
 
+static int is_setting_var(const char *name) {
+  for (int v = 0; nt_env_name(v); v++)
+    if (!strcmp(name, nt_env_name(v))) return 1;
+  return 0;
+}
+
+/* A forced run measured under other NCCL settings than NCCL's default run
+ * (NCCL_P2P_LEVEL=SYS against PHB: another transport) compares a candidate
+ * with a default it never ran beside, and the profile would choose by the
+ * difference of the settings. Only a variable both logs show ("set by
+ * environment" lines) counts: NCCL logs a parameter when it reads it, and
+ * it reads some only on the paths a setting takes. The setting's own
+ * variables (NCCL_ALGO, NCCL_PROTO, the channel counts) may differ. */
+static int same_settings(struct build *b, const struct pt_profile *p) {
+  for (size_t i = 0; i < b->n; i++) {
+    const struct nt_log *log = &b->in[i].log;
+    for (size_t k = 0; !b->is_default[i] && k < log->nvars; k++) {
+      const struct nt_nccl_var *v = &log->vars[k];
+      const char *had = pt_profile_env(p, v->name);
+      if (!had || !strcmp(had, v->value) || is_setting_var(v->name)) continue;
+      return fail(b, log->name, v->line,
+                  "%s set to '%s' in this run but to '%s' in NCCL's default run: a candidate is "
+                  "compared with NCCL's default only under the same settings; rerun one of them so",
+                  v->name, v->value, had);
+    }
+  }
+  return 0;
+}
+
 /* The channels a setting's log ran with at least: the setting's count,
  * NCCL_MIN_NCHANNELS (a floor NCCL raises nChannels to), the log's own
  * "coll channels" line. */
@@ -460,14 +546,14 @@ static int build(struct build *b, struct pt_profile *p) {
   b->forced = calloc(b->n, sizeof *b->forced);
   if (!b->set || !b->is_default || !b->dropped || !b->forced) return oom(b);
   /* The collective first: it decides whether a setting's count is NCCL's. */
-  if ((rc = check_runs(b))) return rc;
+  if ((rc = check_runs(b)) || (rc = same_gpus(b))) return rc;
   for (size_t i = 0; i < b->n; i++) {
     if ((rc = imp_setting_resolve(&b->in[i].log, &b->in[i].cli, b->coll, &b->set[i], &b->is_default[i],
                                   &b->forced[i], b->err)))
       return rc;
     b->nforced += b->forced[i] != 0;
   }
-  if ((rc = default_communicator(b, p)) || (rc = drop_above(b))) return rc;
+  if ((rc = default_communicator(b, p)) || (rc = same_settings(b, p)) || (rc = drop_above(b))) return rc;
   if (b->o->dropped) memcpy(b->o->dropped, b->dropped, b->n * sizeof *b->dropped);
   if (b->o->forced) memcpy(b->o->forced, b->forced, b->n * sizeof *b->forced);
   if ((rc = collect_sizes(b)) || (rc = fill_slots(b))) return rc;

@@ -54,4 +54,15 @@ struct imp_options {
 int imp_build(struct pt_profile *p, const struct imp_input *in, size_t n,
               const struct imp_options *o, struct pt_error_rec *err);
 
+/* What one profile holds, as a log's first run gives it: its collective,
+ * rank count and NCCL version ("" when the log does not say). Logs of
+ * different shapes cannot go into one profile; the caller groups them to
+ * tell the user which go together. Returns 0, or -1 with *err set (a run
+ * whose collective cannot be told). */
+struct imp_shape {
+  int coll, nranks;
+  char version[64];
+};
+int imp_log_shape(const struct nt_log *log, struct imp_shape *s, struct pt_error_rec *err);
+
 #endif

@@ -405,7 +405,7 @@ static int parse_columns(struct ctx *c, struct lx_span *tok, size_t n, int line)
     return fail(c, line, "table without its run header ('# nThread ... graph: N')");
   if (c->state == S_TABLE) {
     if (!c->oob_seen) return fail(c, c->last_row ? c->last_row : c->table_line,
-                                  "table ends without its summary lines (truncated)");
+                                  "table ends without its summary lines (truncated); rerun it, or leave this log out");
     return fail(c, line, "second table in one run");
   }
   int rc = check_devices(c, line);
@@ -520,7 +520,7 @@ static int table_cut(struct ctx *c) {
     return 0;
   }
   return fail(c, c->last_row ? c->last_row : c->table_line,
-              "table ends without its summary lines (truncated)");
+              "table ends without its summary lines (truncated); rerun it, or leave this log out");
 }
 
 /* ---- '#' lines ------------------------------------------------------------- */
@@ -640,7 +640,8 @@ int nt_parse(struct nt_log *log, const char *buf, size_t len, const char *name,
   if (c.state == S_HEADER)
     rc = fail(&c, cur(&c)->line, "run has no result table");
   else if (!log->nruns)
-    rc = fail(&c, line ? 1 : 0, "not nccl-tests output (no '# nThread ... graph: N' run header)");
+    rc = fail(&c, line ? 1 : 0, "not nccl-tests output (no '# nThread ... graph: N' run header); give "
+                               "an nccl-tests binary's whole output (all_reduce_perf ...), or leave this file out");
   else if (c.pend_prog_line)
     rc = fail(&c, c.pend_prog_line, "'Collective test starting' without a run after it");
 out:

@@ -158,6 +158,40 @@ START_TEST(cli_md_documents_every_option) {
 }
 END_TEST
 
+/* Every pcie-tune line of README.md's sh blocks (the quick start and the
+ * sections a new user copies from) names a real command and only options
+ * its --help names: a copied line must not end in "unknown option". */
+START_TEST(readme_commands_use_real_options) {
+  char *path = src_path("README.md"), *text = slurp(path);
+  int lines = 0;
+  for (char *p = strstr(text, "\n```sh\n"); p; p = strstr(p, "\n```sh\n")) {
+    char *body = p + 7, *end = strstr(body, "\n```");
+    ck_assert_ptr_nonnull(end);
+    *end = 0;
+    for (char *save = NULL, *l = strtok_r(body, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+      char *at = strstr(l, "pcie-tune "), *hash = strchr(l, '#'), sub[32], *out, *err, *cmd = NULL;
+      if (!at || (hash && hash < at) || sscanf(at + 10, "%31s", sub) != 1) continue;
+      if (hash) *hash = 0;
+      ck_assert(asprintf(&cmd, "'%s' %s --help", pt_test_cli(), sub) > 0);
+      ck_assert_msg(pt_test_run(cmd, &out, &err) == 0, "README.md: '%s': no command '%s'", l, sub);
+      for (const char *o = strstr(at, " --"); o; o = strstr(o + 1, " --")) {
+        char opt[64];
+        snprintf(opt, sizeof opt, "%.*s", (int)(2 + strspn(o + 3, "abcdefghijklmnopqrstuvwxyz0123456789-")), o + 1);
+        ck_assert_msg(mentions(out, opt), "README.md: '%s': pcie-tune %s has no option %s", l, sub, opt);
+      }
+      lines++;
+      free(out);
+      free(err);
+      free(cmd);
+    }
+    p = end + 1;
+  }
+  ck_assert_int_ge(lines, 8);
+  free(text);
+  free(path);
+}
+END_TEST
+
 START_TEST(profile_format_quotes_real_errors) {
   static const char head[] =
       "version = 1;\nname = \"x\";\nprovenance = { tool = \"t\"; backend = \"b\"; nccl_version = \"v\"; "
@@ -250,6 +284,7 @@ int main(void) {
   tcase_add_test(tc, cli_md_documents_every_option);
   tcase_add_test(tc, profile_format_quotes_real_errors);
   tcase_add_test(tc, links_stay_in_the_repository);
+  tcase_add_test(tc, readme_commands_use_real_options);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }

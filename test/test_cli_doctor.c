@@ -110,6 +110,17 @@ START_TEST(refusals_leave_it_idle) {
   has(r.out, "[ambiguous] profiles /etc/pt/a.cfg and /etc/pt/b.cfg both match");
   has(r.out, "verdict: LOADED BUT IDLE");
   done(&r);
+  /* Each refusal whose reason does not say what to do gets it, once per
+   * kind: a profile for the job's communicators, the sweep to finish. */
+  r = doctor("no-profile-fits-v2.30.log");
+  has(r.out, "  what to do (not fitting): give the job a profile for its communicators (measure with as "
+             "many GPUs as the job uses, or import nccl-tests logs of that rank count)");
+  has(r.out, "`pcie-tune check DIR --nranks N --nnodes M` says why each profile there does not fit");
+  done(&r);
+  r = doctor("reworded-v2.30.log");
+  has(r.out, "  what to do (partial): finish the sweep: pcie-tune profile --resume --out FILE\n");
+  ck_assert_ptr_null(strstr(strstr(r.out, "what to do (partial)") + 1, "what to do (partial)"));
+  done(&r);
 }
 END_TEST
 
@@ -165,11 +176,13 @@ START_TEST(bad_input_and_usage) {
 }
 END_TEST
 
-/* The real plugin's lines, as `simulate` prints them with NCCL_DEBUG=INFO. */
+/* The real plugin's lines, as `simulate` prints them with NCCL_DEBUG=INFO
+ * (the example profile records no box: forced onto the simulated one). */
 START_TEST(reads_what_simulate_prints) {
   char *dir = pt_test_tmpdir(), *cmd = NULL, *out, *err;
   ck_assert(asprintf(&cmd,
-                     "cd '%s' && NCCL_DEBUG=INFO PCIE_TUNER_TRACE=1 PCIE_TUNER_SO='%s' '%s' simulate "
+                     "cd '%s' && NCCL_DEBUG=INFO PCIE_TUNER_TRACE=1 PCIE_TUNER_ACCEPT_FOREIGN=1 "
+                     "PCIE_TUNER_SO='%s' '%s' simulate "
                      "'%s/profiles/example-8x-pcie.cfg' --box gen5-8x-p2p --tokens 1,64 > sim.log && "
                      "'%s' doctor sim.log",
                      dir, pt_test_so(), pt_test_cli(), pt_test_srcdir(), pt_test_cli()) > 0);

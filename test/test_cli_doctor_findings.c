@@ -104,6 +104,36 @@ START_TEST(expandable_segments_with_custom_all_reduce) {
 }
 END_TEST
 
+/* Two jobs in the input (vLLM's 8-rank job with both engine lines before
+ * its NCCL lines, a later 1-process job without them): the finding is told
+ * once, under the job whose output holds the lines, not under every job. */
+START_TEST(engine_finding_told_once_under_its_job) {
+  char *dir = pt_test_tmpdir(), *cmd = NULL, *out, *err;
+  ck_assert(asprintf(&cmd,
+                     "cd '%s' && printf '%%s\\n' "
+                     "'(VllmWorker rank=0 pid=31000) INFO PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True' "
+                     "'(VllmWorker rank=0 pid=31000) INFO custom_all_reduce.py: custom allreduce enabled' "
+                     "> vllm.log && cat '%s'/test/data/ncclog/v2.30-8rank/* >> vllm.log && "
+                     "cp '%s'/test/data/ncclog/loaded-v2.24.log later.log && "
+                     "touch -d '2026-01-01 10:00' vllm.log && touch -d '2026-01-01 11:00' later.log && "
+                     "'%s' doctor later.log vllm.log",
+                     dir, pt_test_srcdir(), pt_test_srcdir(), pt_test_cli()) > 0);
+  int rc = pt_test_run(cmd, &out, &err);
+  ck_assert_msg(rc == 0, "exit %d:\n%s%s", rc, out, err);
+  const char *first = strstr(out, "=== job 1 of 2: 8 processes on gpu-a");
+  const char *second = strstr(out, "=== job 2 of 2 (the most recent): 1 process on box3");
+  const char *finding = strstr(out, "[WARN] the engine: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
+  ck_assert_msg(first && second && finding, "%s", out);
+  ck_assert_msg(first < finding && finding < second, "not under job 1:\n%s", out);
+  ck_assert_msg(!strstr(finding + 1, "[WARN] the engine:"), "told twice:\n%s", out);
+  free(out);
+  free(err);
+  free(cmd);
+  pt_test_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("cli_doctor_findings");
   TCase *tc = tcase_create("doctor_findings");
@@ -111,6 +141,7 @@ int main(void) {
   tcase_add_test(tc, global_nccl_proto_is_named_with_the_plugins_ranges);
   tcase_add_test(tc, known_defect_of_the_nccl_version);
   tcase_add_test(tc, expandable_segments_with_custom_all_reduce);
+  tcase_add_test(tc, engine_finding_told_once_under_its_job);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }

@@ -18,6 +18,7 @@
 
 static char *dir, *out, *err;
 static char env[4096]; /* the environment prefix of every command */
+static char double_so[4200]; /* the version double, as an engine's own NCCL */
 
 /* GPUs at 0000:41:00.0 .. 0000:48:00.0, where the synthetic logs' device
  * lines put them (test/data/nccltests/synth): gen5-8x-dual-misdetect's
@@ -44,6 +45,7 @@ static void setup(void) {
   char *link = pt_test_path(lib, "libnccl.so.2"), target[4200];
   snprintf(target, sizeof target, "%s/test/ncclver_double/libnccl-double-version.so", so);
   ck_assert_int_eq(symlink(target, link), 0);
+  snprintf(double_so, sizeof double_so, "%s", target);
   char *r = pt_test_path(dir, "right"), *o = pt_test_path(dir, "other"), *n = pt_test_path(dir, "none");
   present(r, 1);
   present(o, 0);
@@ -79,16 +81,17 @@ static int on_with(const char *more, const char *root, const char *args) {
 
 static int on(const char *root, const char *args) { return on_with("", root, args); }
 
-static void import_logs(void) {
+/* import --out p.cfg of NCCL's default and ring/LL/4 from test/data/nccltests/SET. */
+static void import_set(const char *set) {
   char args[4096];
-  snprintf(args, sizeof args, "import --out p.cfg '%s/test/data/nccltests/synth/ar8-eager-default.txt' "
-                              "'%s/test/data/nccltests/synth/ar8-eager-ring-ll-4.txt'",
-           pt_test_srcdir(), pt_test_srcdir());
+  snprintf(args, sizeof args, "import --out p.cfg '%s/test/data/nccltests/%s/ar8-eager-default.txt' "
+                              "'%s/test/data/nccltests/%s/ar8-eager-ring-ll-4.txt'",
+           pt_test_srcdir(), set, pt_test_srcdir(), set);
   ck_assert_msg(on("right", args) == 0, "%s", err);
 }
 
 START_TEST(import_check_show_say_whether_the_plugin_uses_it) {
-  import_logs();
+  import_set("synth");
   ck_assert_msg(strstr(out, "p.cfg: on this host, with NCCL 2.28.9 from ") &&
                     strstr(out, "libnccl.so.2: the plugin uses this profile (NCCL 2.28.9, box compared on: "
                                 "bus ids (as nccl-tests gave them: domain:bus:device)"),
@@ -122,7 +125,7 @@ END_TEST
 /* check DIR --nranks N: the profile the selection picks, then the host
  * check; refused there, no profile (it named one the plugin refuses). */
 START_TEST(check_dir_nranks_applies_the_host_check) {
-  import_logs();
+  import_set("synth");
   char *d = pt_test_path(dir, "profiles"), *from = pt_test_path(dir, "p.cfg"), *to = pt_test_path(d, "p.cfg");
   ck_assert_int_eq(mkdir(d, 0755), 0);
   ck_assert_int_eq(rename(from, to), 0);
@@ -164,6 +167,49 @@ START_TEST(import_box_here) {
 }
 END_TEST
 
+/* The NCCL the engine loads, not the loader's: vLLM loads VLLM_NCCL_SO_PATH
+ * (else torch's wheel), often another version than the libnccl.so.2 a
+ * program linked against NCCL gets. check judges the engine's and says so;
+ * a VLLM_NCCL_SO_PATH that cannot be loaded is named. The loader's NCCL is
+ * kept out of the way (LD_LIBRARY_PATH empty), so only the engine's can
+ * give 2.30.7 here. */
+START_TEST(check_judges_the_nccl_the_engine_loads) {
+  char more[4400];
+  import_set("synth");
+  snprintf(more, sizeof more, "LD_LIBRARY_PATH= PTDOUBLE_NCCL_VERSION=23007 VLLM_NCCL_SO_PATH='%s'", double_so);
+  ck_assert_int_eq(on_with(more, "right", "check p.cfg"), 0);
+  ck_assert_msg(strstr(out, "on this host, with NCCL 2.30.7 from ") &&
+                    strstr(out, "(the engine's NCCL: VLLM_NCCL_SO_PATH): the plugin refuses this profile: "
+                                "measured with NCCL 2.28, this process runs NCCL 2.30.7; measure with the NCCL "
+                                "the job loads"),
+                "%s", out);
+  ck_assert_int_eq(on_with(more, "right", "check --refused-is-error p.cfg"), 1);
+  ck_assert_int_eq(on_with("VLLM_NCCL_SO_PATH=/nonexistent/libnccl.so.2", "right", "check p.cfg"), 0);
+  ck_assert_msg(strstr(out, "(VLLM_NCCL_SO_PATH=/nonexistent/libnccl.so.2 cannot be loaded: vLLM will not "
+                            "start with it; this is the loader's)"),
+                "%s", out);
+}
+END_TEST
+
+/* The settings the engine sets: logs of nccl-tests run without vLLM's and
+ * SGLang's NCCL_CUMEM_ENABLE=0 (their nccl_env records the job's NCCL_*
+ * variables) are used, and check says that in those engines' jobs the
+ * plugin warns, and how to measure for them; a shell that sets the
+ * variable itself (the engines keep it) hears nothing about it. */
+START_TEST(check_names_the_settings_engines_set) {
+  import_set("info");
+  ck_assert_int_eq(on("right", "check p.cfg"), 0);
+  ck_assert_msg(strstr(out, "the plugin uses this profile") &&
+                    strstr(out, "; engines set what this measurement did not have (vLLM NCCL_CUMEM_ENABLE=0, "
+                                "SGLang NCCL_CUMEM_ENABLE=0 NCCL_NVLS_ENABLE=0): in their jobs the plugin warns "
+                                "that it differs and still decides; for such a job, measure under the same "
+                                "(pcie-tune profile --engine"),
+                "%s", out);
+  ck_assert_int_eq(on_with("NCCL_CUMEM_ENABLE=0", "right", "check p.cfg"), 0);
+  ck_assert_msg(strstr(out, "(SGLang NCCL_NVLS_ENABLE=0)") && !strstr(out, "vLLM NCCL_CUMEM"), "%s", out);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("cli-host");
   TCase *tc = tcase_create("cli");
@@ -172,6 +218,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, import_check_show_say_whether_the_plugin_uses_it);
   tcase_add_test(tc, check_dir_nranks_applies_the_host_check);
   tcase_add_test(tc, import_box_here);
+  tcase_add_test(tc, check_judges_the_nccl_the_engine_loads);
+  tcase_add_test(tc, check_names_the_settings_engines_set);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -60,7 +60,7 @@ static void refused(const char *fmt, const char *input, const char *want) {
 }
 
 /* The four odd inputs for one command line. dir_too: a directory is an
- * error for it (check accepts one). */
+ * error for it (check accepts one, import reads its logs). */
 static void all_refused(const char *fmt, int dir_too) {
   refused(fmt, fifo, "is a FIFO, not a regular file");
   refused(fmt, "/dev/zero", "is a character device, not a regular file");
@@ -87,7 +87,8 @@ START_TEST(simulate_box_and_workload) {
 END_TEST
 
 START_TEST(import_logs_resume_and_profile_box) {
-  all_refused("import --out out.cfg %s", 1);
+  all_refused("import --out out.cfg %s", 0);
+  refused("import --out out.cfg %s", subdir, "no log in this directory");
   all_refused("profile --resume --out %s", 1);
   all_refused("profile --backend sim --box %s --out out.cfg", 1);
 }

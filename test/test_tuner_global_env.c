@@ -85,6 +85,7 @@ START_TEST(global_proto_warns_once_with_the_ranges) {
 END_TEST
 
 int main(void) {
+  pt_test_accept_foreign(); /* its profiles record no box (or a simulated one) */
   Suite *s = suite_create("tuner_global_env");
   TCase *tc = tcase_create("global_env");
   tcase_add_test(tc, global_proto_warns_once_with_the_ranges);

@@ -275,6 +275,55 @@ static void path_str(const struct pt_fp_gpu *g, char *buf, size_t len) {
   if (!g->npath) snprintf(buf, len, "unknown");
 }
 
+/* The measured GPUs missing here (the first three), and where this host's
+ * are instead when the profile knows the host's whole set. */
+static int missing_gpus(const struct pt_box_fp *prof, const struct pt_box_fp *host, char *msg,
+                        size_t len, int *nd) {
+  char gone[160] = "", here[160] = "";
+  int ngone = 0;
+  for (int i = 0; i < prof->ngpus; i++)
+    if (!find_gpu(host, prof->gpu[i].bus_id) && ngone++ < 3)
+      snprintf(gone + strlen(gone), sizeof gone - strlen(gone), "%s%s", ngone > 1 ? ", " : "",
+               prof->gpu[i].bus_id);
+  if (!ngone) return 0;
+  for (int i = 0, k = 0; prof->host_gpus && i < host->ngpus; i++)
+    if (!find_gpu(prof, host->gpu[i].bus_id) && k++ < 3)
+      snprintf(here + strlen(here), sizeof here - strlen(here), "%s%s", k > 1 ? ", " : "",
+               host->gpu[i].bus_id);
+  add_diff(msg, len, nd, "%d measured GPU%s not on this host (%s%s)%s%s%s", ngone,
+           ngone == 1 ? " is" : "s are", gone, ngone > 3 ? ", ..." : "",
+           here[0] ? "; here the GPUs are at " : "", here, here[0] && host->ngpus > 3 ? ", ..." : "");
+  return PT_FP_DIFF_BOX;
+}
+
+/* What differs on one measured GPU found here: model, link, NUMA node,
+ * the bridges above it (each only where the profile recorded it). */
+static int gpu_diffs(const struct pt_fp_gpu *p, const struct pt_fp_gpu *h, char *msg, size_t len,
+                     int *nd) {
+  int before = *nd;
+  if (p->model[0] && strcmp(p->model, h->model))
+    add_diff(msg, len, nd, "GPU %s is %s here, %s when measured", p->bus_id,
+             h->model[0] ? h->model : "unknown", p->model);
+  if (p->link_gen && p->link_gen != h->link_gen)
+    add_diff(msg, len, nd, "GPU %s link gen %d here, %d when measured", p->bus_id, h->link_gen,
+             p->link_gen);
+  if (p->link_width && p->link_width != h->link_width)
+    add_diff(msg, len, nd, "GPU %s link x%d here, x%d when measured", p->bus_id, h->link_width,
+             p->link_width);
+  if (p->numa != PT_FP_NUMA_UNKNOWN && p->numa != h->numa)
+    add_diff(msg, len, nd, "GPU %s on NUMA node %d here, %d when measured", p->bus_id, h->numa,
+             p->numa);
+  int same_path = p->npath == h->npath;
+  for (int k = 0; same_path && k < p->npath; k++) same_path = !strcmp(p->path[k], h->path[k]);
+  if (p->npath && !same_path) {
+    char a[800], b[800];
+    path_str(h, a, sizeof a);
+    path_str(p, b, sizeof b);
+    add_diff(msg, len, nd, "GPU %s hangs under %s here, %s when measured", p->bus_id, a, b);
+  }
+  return *nd != before ? PT_FP_DIFF_BOX : 0;
+}
+
 int pt_fp_compare(const struct pt_box_fp *prof, const struct pt_box_fp *host, char *msg,
                   size_t len) {
   int r = 0, nd = 0;
@@ -284,47 +333,10 @@ int pt_fp_compare(const struct pt_box_fp *prof, const struct pt_box_fp *host, ch
              host->ngpus == 1 ? "" : "s", prof->ngpus);
     r |= PT_FP_DIFF_BOX;
   }
-  char gone[160] = "", here[160] = "";
-  int ngone = 0;
-  for (int i = 0; i < prof->ngpus; i++)
-    if (!find_gpu(host, prof->gpu[i].bus_id) && ngone++ < 3)
-      snprintf(gone + strlen(gone), sizeof gone - strlen(gone), "%s%s", ngone > 1 ? ", " : "",
-               prof->gpu[i].bus_id);
-  for (int i = 0, k = 0; ngone && prof->host_gpus && i < host->ngpus; i++)
-    if (!find_gpu(prof, host->gpu[i].bus_id) && k++ < 3)
-      snprintf(here + strlen(here), sizeof here - strlen(here), "%s%s", k > 1 ? ", " : "",
-               host->gpu[i].bus_id);
-  if (ngone) {
-    add_diff(msg, len, &nd, "%d measured GPU%s not on this host (%s%s)%s%s%s", ngone,
-             ngone == 1 ? " is" : "s are", gone, ngone > 3 ? ", ..." : "",
-             here[0] ? "; here the GPUs are at " : "", here, here[0] && host->ngpus > 3 ? ", ..." : "");
-    r |= PT_FP_DIFF_BOX;
-  }
+  r |= missing_gpus(prof, host, msg, len, &nd);
   for (int i = 0; i < prof->ngpus; i++) {
-    const struct pt_fp_gpu *p = &prof->gpu[i], *h = find_gpu(host, p->bus_id);
-    if (!h) continue;
-    int before = nd;
-    if (p->model[0] && strcmp(p->model, h->model))
-      add_diff(msg, len, &nd, "GPU %s is %s here, %s when measured", p->bus_id,
-               h->model[0] ? h->model : "unknown", p->model);
-    if (p->link_gen && p->link_gen != h->link_gen)
-      add_diff(msg, len, &nd, "GPU %s link gen %d here, %d when measured", p->bus_id, h->link_gen,
-               p->link_gen);
-    if (p->link_width && p->link_width != h->link_width)
-      add_diff(msg, len, &nd, "GPU %s link x%d here, x%d when measured", p->bus_id, h->link_width,
-               p->link_width);
-    if (p->numa != PT_FP_NUMA_UNKNOWN && p->numa != h->numa)
-      add_diff(msg, len, &nd, "GPU %s on NUMA node %d here, %d when measured", p->bus_id, h->numa,
-               p->numa);
-    int same_path = p->npath == h->npath;
-    for (int k = 0; same_path && k < p->npath; k++) same_path = !strcmp(p->path[k], h->path[k]);
-    if (p->npath && !same_path) {
-      char a[800], b[800];
-      path_str(h, a, sizeof a);
-      path_str(p, b, sizeof b);
-      add_diff(msg, len, &nd, "GPU %s hangs under %s here, %s when measured", p->bus_id, a, b);
-    }
-    if (nd != before) r |= PT_FP_DIFF_BOX;
+    const struct pt_fp_gpu *h = find_gpu(host, prof->gpu[i].bus_id);
+    if (h) r |= gpu_diffs(&prof->gpu[i], h, msg, len, &nd);
   }
   if (nd > 3) {
     size_t n = strlen(msg);

@@ -148,13 +148,13 @@ int pt_test_run(const char *cmd, char **out, char **err) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+static int accept_foreign;
+
+void pt_test_accept_foreign(void) { accept_foreign = 1; }
+
 int pt_test_main(Suite *s) {
-  /* The suites' hand-written profiles (no provenance.box, NCCL versions
-   * that are labels only) test decisions, not where a profile may be used:
-   * they accept foreign profiles on purpose, as a user does with this
-   * documented variable. test_tuner_provenance.c and the provenance cases
-   * of the CLI suites unset it to test the check itself. */
-  setenv("PCIE_TUNER_ACCEPT_FOREIGN", "1", 0);
+  if (accept_foreign) setenv("PCIE_TUNER_ACCEPT_FOREIGN", "1", 1);
+  else unsetenv("PCIE_TUNER_ACCEPT_FOREIGN");
   /* profile --nccl-lib auto asks this machine's Python for torch's NCCL and
    * refuses another minor version than the double's: the suites measure
    * the doubles, so no engine NCCL is looked up unless a test asks for one
