@@ -29,5 +29,8 @@ struct cli_measure {
 };
 
 extern const struct cli_opt cli_measure_rows[];
+/* The GPU backend's rows alone (scope CLI_NCCL), for `pcie-tune screen`,
+ * which measures nothing simulated; cli_measure_rows includes them. */
+extern const struct cli_opt cli_measure_gpu_rows[];
 
 #endif
