@@ -1,5 +1,6 @@
 /* The measuring options' rows; cli/measure_opts.h says who shares them. */
 #include "measure_opts.h"
+#include "measure/backend_nccl.h"
 #include "measure/gpu_gap.h"
 
 #include <stddef.h>
@@ -57,3 +58,17 @@ const struct cli_opt cli_measure_rows[] = {
      .parse = inject),
     CLI_END_ROW,
 };
+
+void cli_measure_nccl_opts(const struct cli_measure *m, const char *const *args, double timeout_s,
+                           volatile sig_atomic_t *stop, struct pt_nccl_opts *no) {
+  pt_nccl_opts_default(no);
+  no->gpus = m->gpus;
+  no->same_gpu = m->same_gpu;
+  no->args = args;
+  no->ops = (unsigned)m->ops;
+  no->warmup = (unsigned)m->warmup;
+  no->warmup_ms = (unsigned)m->warmup_ms;
+  no->gap_us = (double)m->gap;
+  no->timeout_s = timeout_s;
+  no->stop = stop;
+}

@@ -101,16 +101,7 @@ static int open_gpus(struct screen_opts *o, const struct cli_state *st, struct p
     fprintf(stderr, "pcie-tune screen: the worker's options do not fit\n");
     return 2;
   }
-  pt_nccl_opts_default(&no);
-  no.gpus = o->m.gpus;
-  no.same_gpu = o->m.same_gpu;
-  no.args = args;
-  no.ops = (unsigned)o->m.ops;
-  no.warmup = (unsigned)o->m.warmup;
-  no.warmup_ms = (unsigned)o->m.warmup_ms;
-  no.gap_us = (double)o->m.gap;
-  no.timeout_s = (double)o->timeout_s;
-  no.stop = &interrupted;
+  cli_measure_nccl_opts(&o->m, args, (double)o->timeout_s, &interrupted, &no);
   int rc = pt_backend_nccl_open(be, &no, &e);
   if (!rc) return 0;
   print_error(&e);

@@ -533,6 +533,17 @@ static int svg_check(const char *svg, int force, const char *profile) {
   return -1;
 }
 
+/* The table p would give with a passing LL128 screen, to mark the rows
+ * LL128 would take (ll128_mark), for a communicator of nranks x nnodes.
+ * Returns 1 with *alt built (the caller releases it), 0 when p has no
+ * unscreened LL128 choice (or out of memory: no marks). */
+static int screened_table(const struct pt_profile *p, size_t nranks, size_t nnodes, struct pt_table *alt) {
+  struct pt_profile screened = *p; /* read only: shares p's memory */
+  screened.ll128_screen = PT_LL128_SCREENED;
+  if (p->ll128_screen != PT_LL128_UNSCREENED || !pt_profile_ll128_choices(p)) return 0;
+  return !pt_table_build_for(alt, &screened, nranks, nnodes);
+}
+
 int cmd_show(int argc, char **argv) {
   struct show_opts o;
   struct cli_state st;
@@ -574,18 +585,13 @@ int cmd_show(int argc, char **argv) {
     goto out;
   }
   /* Rules for other communicators are left out, as the plugin does. */
-  if (pt_table_build_for(&t, &p, (size_t)(nranks ? nranks : p.match_nranks),
-                         (size_t)(nnodes ? nnodes : p.match_nnodes))) {
+  size_t nr = (size_t)(nranks ? nranks : p.match_nranks), nn = (size_t)(nnodes ? nnodes : p.match_nnodes);
+  if (pt_table_build_for(&t, &p, nr, nn)) {
     fprintf(stderr, "pcie-tune show: out of memory\n");
     goto out;
   }
   built = 1;
-  /* The table with a passing screen, to mark the rows LL128 would take. */
-  struct pt_profile screened = p;
-  screened.ll128_screen = PT_LL128_SCREENED;
-  if (p.ll128_screen == PT_LL128_UNSCREENED && pt_profile_ll128_choices(&p))
-    alt_built = !pt_table_build_for(&alt, &screened, (size_t)(nranks ? nranks : p.match_nranks),
-                                    (size_t)(nnodes ? nnodes : p.match_nnodes));
+  alt_built = screened_table(&p, nr, nn, &alt);
   const struct pt_ivset *set = t.set[coll];
   if (!set) {
     fprintf(stderr, "pcie-tune show: %s: no %s data in this profile\n", path, pt_coll_name(coll));
