@@ -70,9 +70,9 @@ int pt_screen_sweep(const struct pt_backend *b, const struct pt_sweep_opts *o, s
  * pt_screen_ll128 at the screen sizes inside the sizes where they can be
  * chosen (the series' measured range, the rules' ranges; the sizes of
  * different collectives may differ, *out keeps the last's); the first
- * failure ends it (its
- * reason names the collective). PT_SCREEN_NONE when p holds no LL128
- * choice. Returns 0 with *out filled, or the backend's negative code. */
+ * failure ends it (its reason names the collective). PT_SCREEN_NONE when
+ * p holds no LL128 choice. Returns 0 with *out filled, or the backend's
+ * negative code. */
 int pt_screen_profile(const struct pt_backend *b, const struct pt_profile *p, struct pt_screen *out,
                       struct pt_error_rec *err);
 
