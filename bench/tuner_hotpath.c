@@ -81,7 +81,18 @@ static void write_profile(const char *path, int nsizes) {
     prev = v > prev ? v : prev + 1; /* strictly ascending at the small end */
     fprintf(f, "%s%lluL", i ? "," : "", prev);
   }
-  fprintf(f, " ];\n candidates = (\n");
+  /* NCCL's default, slower than every candidate (at most 1.16 x 20 us
+   * plus the slowest bandwidth term, +4 % noise): a candidate is ranked
+   * only where the default was measured too (tuner/table.c), so without
+   * one every size is left to NCCL and the bench times a lookup only. */
+  fprintf(f, " ];\n nccl_default = (");
+  prev = 0;
+  for (int i = 0; i < nsizes; i++) {
+    unsigned long long v = (unsigned long long)(8.0 * exp2(28.0 * i / (nsizes - 1)));
+    prev = v > prev ? v : prev + 1;
+    fprintf(f, "%s%.3f", i ? "," : "", 2.0 * (20.0 * 1.5 + (double)prev / 2000.0));
+  }
+  fprintf(f, " );\n candidates = (\n");
   /* Six candidates with latency + size/bandwidth curves and +-4 % noise,
    * so rankings cross often and intervals grow with the profile. */
   unsigned seed = 3;

@@ -50,6 +50,12 @@ static void json_line(const char *path, const char *status, const char *msg,
     printf(", \"rule_warnings\": [");
     mode_rule_warnings(path, p, t, 1);
     printf("]");
+    static const char *const screen[] = {"none", "pass", "fail"};
+    char ll[600];
+    printf(", \"ll128_screen\": \"%s\", \"ll128_choices\": %zu, \"ll128_warning\": ",
+           screen[p->ll128_screen], pt_profile_ll128_choices(p));
+    if (cli_ll128_text(p, path, ll, sizeof ll)) cli_json_str(ll);
+    else printf("null");
   }
   printf("}\n");
 }
@@ -187,6 +193,10 @@ static int check_one(const char *path, int quiet, int json) {
   }
   int status = 0;
   if (!json) mode_rule_warnings(path, &p, &t, 0);
+  /* A warning, not a failure: the plugin uses the rest of the profile and
+   * leaves those sizes to NCCL, which is safe; an error would fail every
+   * import of nccl-tests logs that merely holds LL128 runs. */
+  if (!json && cli_ll128_text(&p, path, line, sizeof line)) fprintf(stderr, "%s: warning: %s\n", path, line);
   if (pt_profile_partial(&p, line, sizeof line)) {
     /* The plugin refuses it: not usable until finished. */
     if (json) json_line(path, "partial", line, &p, &t);
@@ -230,7 +240,9 @@ static int is_dir(const char *path) {
   "file's verdict, ties, refusals).\n"
 #define EPILOG                                                                       \
   "A series whose NCCL default was never measured decides nothing (the plugin\n"       \
-  "leaves it to NCCL) and fails the check.\n"                                          \
+  "leaves it to NCCL) and fails the check. LL128 choices without a passing\n"         \
+  "correctness screen (provenance.extra.ll128_screen) get a warning: the plugin\n"    \
+  "leaves them to NCCL until 'pcie-tune screen' records one.\n"                       \
   "Exit status: 0 all usable (or a profile chosen), 1 any invalid, partial or\n"       \
   "without NCCL's default (or none chosen), 2 bad usage.\n"
 

@@ -8,6 +8,7 @@ int cmd_profile(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_screen(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_box(int argc, char **argv);
@@ -18,6 +19,6 @@ int cmd_worker(int argc, char **argv);
  * against what the parser accepts. */
 struct cli_cmd;
 extern const struct cli_cmd profile_cli, import_cli, show_cli, check_cli, simulate_cli, doctor_cli, box_cli,
-    worker_cli;
+    worker_cli, screen_cli;
 
 #endif

@@ -14,6 +14,7 @@
 
 #include "cmds.h"
 #include "host_verdict.h"
+#include "prov_text.h"
 #include "opt.h"
 #include "import/import_build.h"
 #include "pcie/files.h"
@@ -498,6 +499,10 @@ int cmd_import(int argc, char **argv) {
     cli_host_verdict(&p, 0, v, sizeof v);
     printf("%s: %s\n", a.out, v);
   }
+  /* Last, what to run: imported LL128 runs were never screened. */
+  char ll[600];
+  if (!a.quiet && cli_ll128_text(&p, strcmp(a.out, "-") ? a.out : NULL, ll, sizeof ll))
+    fprintf(strcmp(a.out, "-") ? stdout : stderr, "%s: %s\n", strcmp(a.out, "-") ? a.out : "pcie-tune import", ll);
   ret = 0;
 out:
   for (size_t i = 0; in && i < a.nlogs; i++) nt_log_release(&in[i].log);

@@ -21,6 +21,7 @@ static const struct subcommand subcommands[] = {
     {"import", cmd_import, "build a profile from nccl-tests logs"},
     {"show", cmd_show, "print (and draw) the decisions a profile makes"},
     {"check", cmd_check, "validate profiles"},
+    {"screen", cmd_screen, "screen a profile's LL128 choices for correctness on this box's GPUs"},
     {"simulate", cmd_simulate, "drive the plugin over a workload on a simulated box"},
     {"doctor", cmd_doctor, "read a job's NCCL_DEBUG=INFO log: is the plugin loaded and working?"},
     {"box", cmd_box, "show a simulated box, or write one from an NCCL topology dump"},

@@ -1,5 +1,6 @@
 /* The measuring options' rows; cli/measure_opts.h says who shares them. */
 #include "measure_opts.h"
+#include "measure/backend_nccl.h"
 #include "measure/gpu_gap.h"
 
 #include <stddef.h>
@@ -23,7 +24,7 @@ static int inject(void *opts, const char *v, char *why, size_t len) {
   return 0;
 }
 
-const struct cli_opt cli_measure_rows[] = {
+const struct cli_opt cli_measure_gpu_rows[] = {
     CLI_ROW("gpus", 0, CLI_STR, "LIST", F(gpus), 0, 0, NULL, W, CLI_NCCL, "nccl: CUDA devices, e.g. 0-7 or 0,2,4,6"),
     CLI_ROW("ops", 0, CLI_UINT, "N", F(ops), 1, 1000, "20", W, CLI_NCCL, "nccl: all-reduces per captured graph / timed launch"),
     CLI_ROW("warmup", 0, CLI_UINT, "N", F(warmup), 0, 1000, "5", W, CLI_NCCL, "nccl: untimed launches after the first one"),
@@ -45,6 +46,11 @@ const struct cli_opt cli_measure_rows[] = {
      "nccl: all-reduce in place (default: out of place, as most engines)"),
     CLI_ROW("buffers", 0, CLI_CHOICE, "cudaMalloc|ncclMemAlloc", F(nccl_mem), 0, 0, "cudaMalloc", W, CLI_NCCL,
      "nccl: torch's caching allocator (the engines' default), or an NCCL\nmemory pool (docs/gpu.md)"),
+    CLI_END_ROW,
+};
+
+const struct cli_opt cli_measure_rows[] = {
+    CLI_INCLUDE(cli_measure_gpu_rows),
     CLI_ROW("box", 0, CLI_STR, "NAME|FILE", F(box), 0, 0, NULL, W, CLI_SIM, "sim: a built-in box name or a box file (docs/sim.md)"),
     CLI_ROW("seed", 0, CLI_UINT, "N", F(seed), 0, ~0ULL, "1", W, CLI_SIM, "sim: the simulated backend's noise seed"),
     CLI_ROW("inject", 0, CLI_CUSTOM, "FAULT", 0, 0, 0, NULL, W | CLI_MULTI, CLI_SIM,
@@ -52,3 +58,17 @@ const struct cli_opt cli_measure_rows[] = {
      .parse = inject),
     CLI_END_ROW,
 };
+
+void cli_measure_nccl_opts(const struct cli_measure *m, const char *const *args, double timeout_s,
+                           volatile sig_atomic_t *stop, struct pt_nccl_opts *no) {
+  pt_nccl_opts_default(no);
+  no->gpus = m->gpus;
+  no->same_gpu = m->same_gpu;
+  no->args = args;
+  no->ops = (unsigned)m->ops;
+  no->warmup = (unsigned)m->warmup;
+  no->warmup_ms = (unsigned)m->warmup_ms;
+  no->gap_us = (double)m->gap;
+  no->timeout_s = timeout_s;
+  no->stop = stop;
+}

@@ -10,6 +10,8 @@
 #ifndef PCIE_CLI_MEASURE_OPTS_H
 #define PCIE_CLI_MEASURE_OPTS_H
 
+#include <signal.h>
+
 #include "measure/backend_isolated_faults.h"
 #include "opt.h"
 
@@ -29,5 +31,15 @@ struct cli_measure {
 };
 
 extern const struct cli_opt cli_measure_rows[];
+/* The GPU backend's options from m's fields (what profile and screen
+ * hand pt_backend_nccl_open): args are the worker's (cli_emit_argv of the
+ * CLI_WORKER rows), timeout_s the base deadline, stop the caller's Ctrl-C
+ * flag. */
+struct pt_nccl_opts;
+void cli_measure_nccl_opts(const struct cli_measure *m, const char *const *args, double timeout_s,
+                           volatile sig_atomic_t *stop, struct pt_nccl_opts *no);
+/* The GPU backend's rows alone (scope CLI_NCCL), for `pcie-tune screen`,
+ * which measures nothing simulated; cli_measure_rows includes them. */
+extern const struct cli_opt cli_measure_gpu_rows[];
 
 #endif

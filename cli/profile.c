@@ -63,16 +63,7 @@ static int open_backend(const struct profile_opts *o, const struct explore_at *a
   }
   if (nccl) {
     struct pt_nccl_opts no;
-    pt_nccl_opts_default(&no);
-    no.gpus = o->m.gpus;
-    no.same_gpu = o->m.same_gpu;
-    no.args = args;
-    no.ops = (unsigned)o->m.ops;
-    no.warmup = (unsigned)o->m.warmup;
-    no.warmup_ms = (unsigned)o->m.warmup_ms;
-    no.gap_us = (double)o->m.gap;
-    no.timeout_s = (double)o->timeout_s;
-    no.stop = &interrupted;
+    cli_measure_nccl_opts(&o->m, args, (double)o->timeout_s, &interrupted, &no);
     rc = pt_backend_nccl_open(be, &no, &e);
   } else {
     struct pt_box box;

@@ -318,14 +318,14 @@ static void print_heading(const struct pt_profile *p, const struct pt_table *t, 
   if (served_from(p, coll, mode)) printf("note: %s\n", served_from(p, coll, mode));
   print_chunks(p, coll, mode);
   /* LL128 on PCIe only after its correctness screen (measure/screen.h). */
+  char ll[600];
   if (p->ll128_screen == PT_LL128_SCREENED)
-    printf("ll128: screened for torn lines before it was measured (provenance.extra.ll128_screen)\n");
+    printf("ll128: screened for torn lines on this box (provenance.extra.ll128_screen)\n");
   else if (p->ll128_screen == PT_LL128_UNUSABLE)
     printf("ll128: unusable on this box: it failed its correctness screen (provenance.extra.ll128_screen); "
-           "never chosen\n");
-  else if (!pt_profile_ll128_usable(p))
-    printf("ll128: this sweep recorded no correctness screen: its ll128 candidates are never chosen "
-           "(measure again with this pcie-tune)\n");
+           "never chosen, and NCCL's own LL128 is set aside too\n");
+  else if (cli_ll128_text(p, p->path, ll, sizeof ll))
+    printf("ll128: %s; rows marked [ll128 unscreened] are where it would be chosen\n", ll);
   if (pt_nccl_caps_channels(p->prov.nccl_version))
     printf("channels: NCCL %s takes a tuner's count as a cap under its size heuristic: \"runs\" "
            "is what it runs (Simple with c channels only from c x 32 KiB)\n",
@@ -372,8 +372,25 @@ static void print_heading(const struct pt_profile *p, const struct pt_table *t, 
 
 /* One row, from interval i up to the last neighbour with the same first
  * choice; returns the interval after it. */
+/* " [ll128 unscreened: ring/ll128/4]" where the table the profile would
+ * give with a passing LL128 screen (alt) ranks LL128 first inside
+ * [lo, hi]: what the plugin leaves to NCCL until `pcie-tune screen`. */
+static void ll128_mark(const struct pt_ivset *alt, uint64_t lo, uint64_t hi, char *buf, size_t len) {
+  buf[0] = 0;
+  for (size_t i = 0; alt && i < alt->n; i++) {
+    const struct pt_interval *iv = &alt->iv[i];
+    if (iv->hi < lo || iv->lo > hi || !iv->n || iv->c[0].proto != NCCL_PROTO_LL128) continue;
+    char ch[64];
+    choice_name(ch, sizeof ch, &iv->c[0]);
+    snprintf(buf, len, " [ll128 unscreened: %s]", ch);
+    return;
+  }
+}
+
 static size_t print_row(const struct pt_profile *p, const struct pt_table *t, const struct pt_ivset *set,
-                        const struct pt_series *s, size_t i, int bytes, long nranks) {
+                        const struct pt_ivset *alt, const struct pt_series *s, size_t i, int bytes,
+                        long nranks) {
+  char mark_ll[96];
   char lo[48], hi[48], ch[64], run[16], why[300];
   const struct pt_interval *iv = &set->iv[i];
   size_t j = i;
@@ -388,9 +405,10 @@ static size_t print_row(const struct pt_profile *p, const struct pt_table *t, co
   }
   size_str(lo, sizeof lo, iv->lo, bytes);
   size_str(hi, sizeof hi, set->iv[j - 1].hi, bytes);
+  ll128_mark(alt, iv->lo, set->iv[j - 1].hi, mark_ll, sizeof mark_ll);
   if (!iv->n) {
-    printf("%14s %14s  %-24s %6s %11s %11s %13s  %s\n", lo, hi, "(NCCL decides)", "-", "-", "-",
-           "-", why_nccl(iv, s, pt_profile_margin(p), why, sizeof why, bytes));
+    printf("%14s %14s  %-24s %6s %11s %11s %13s  %s%s\n", lo, hi, "(NCCL decides)", "-", "-", "-",
+           "-", why_nccl(iv, s, pt_profile_margin(p), why, sizeof why, bytes), mark_ll);
     return j;
   }
   choice_name(ch, sizeof ch, &iv->c[0]);
@@ -439,24 +457,32 @@ static size_t print_row(const struct pt_profile *p, const struct pt_table *t, co
     choice_name(ch, sizeof ch, &iv->c[k]);
     printf("%s%s", k == 1 ? "; then " : ", ", ch);
   }
-  printf("\n");
+  printf("%s\n", mark_ll);
   return j;
 }
 
-static void print_text(const struct pt_profile *p, const struct pt_table *t,
-                       const struct pt_ivset *set, int coll, int mode, int bytes, long nranks,
-                       long nnodes) {
+static void print_text(const struct pt_profile *p, const struct pt_table *t, const struct pt_ivset *set,
+                       const struct pt_ivset *alt, int coll, int mode, int bytes, long nranks, long nnodes) {
   char why[300];
   const struct pt_series *s = pt_profile_series(p, coll, mode);
+  int ll128 = pt_profile_ll128_usable(p);
+  const char *unscreened = p->ll128_screen == PT_LL128_UNUSABLE ? "LL128 failed its correctness screen on this box"
+                                                                 : "no passing LL128 correctness screen recorded";
   print_heading(p, t, set, coll, mode, nranks, nnodes);
-  for (size_t i = 0; i < set->n;) i = print_row(p, t, set, s, i, bytes, nranks);
+  for (size_t i = 0; i < set->n;) i = print_row(p, t, set, alt, s, i, bytes, nranks);
   for (size_t k = 0; s && k < s->ncand; k++) {
     const struct pt_candidate *c = &s->cand[k];
     char name[64];
-    if (!excluded(t, s, coll, c, why, sizeof why, bytes)) continue;
+    const char *no = excluded(t, s, coll, c, why, sizeof why, bytes);
+    if (!no && !ll128 && c->proto == NCCL_PROTO_LL128) no = unscreened;
+    if (!no) continue;
     cand_name(name, sizeof name, c);
-    printf("excluded: %s: %s\n", name, why);
+    printf("excluded: %s: %s\n", name, no);
   }
+  for (size_t i = 0; !ll128 && i < p->nrules; i++)
+    if (p->rules[i].coll == coll && p->rules[i].proto == NCCL_PROTO_LL128)
+      printf("excluded: the rule at line %d (%s/ll128): %s\n", p->rules[i].line, pt_algo_name(p->rules[i].algo),
+             unscreened);
 }
 
 static const char *kind_name(const struct pt_interval *iv) {
@@ -529,6 +555,17 @@ static int svg_check(const char *svg, int force, const char *profile) {
   return -1;
 }
 
+/* The table p would give with a passing LL128 screen, to mark the rows
+ * LL128 would take (ll128_mark), for a communicator of nranks x nnodes.
+ * Returns 1 with *alt built (the caller releases it), 0 when p has no
+ * unscreened LL128 choice (or out of memory: no marks). */
+static int screened_table(const struct pt_profile *p, size_t nranks, size_t nnodes, struct pt_table *alt) {
+  struct pt_profile screened = *p; /* read only: shares p's memory */
+  screened.ll128_screen = PT_LL128_SCREENED;
+  if (p->ll128_screen != PT_LL128_UNSCREENED || !pt_profile_ll128_choices(p)) return 0;
+  return !pt_table_build_for(alt, &screened, nranks, nnodes);
+}
+
 int cmd_show(int argc, char **argv) {
   struct show_opts o;
   struct cli_state st;
@@ -548,8 +585,9 @@ int cmd_show(int argc, char **argv) {
   struct pt_profile p;
   struct pt_table t;
   struct pt_error_rec e;
+  struct pt_table alt;
   char buf[3000];
-  int built = 0;
+  int built = 0, alt_built = 0;
   memset(&p, 0, sizeof p);
   if (pt_profile_load(&p, path, &e)) {
     pt_error_format(&e, buf, sizeof buf);
@@ -569,12 +607,13 @@ int cmd_show(int argc, char **argv) {
     goto out;
   }
   /* Rules for other communicators are left out, as the plugin does. */
-  if (pt_table_build_for(&t, &p, (size_t)(nranks ? nranks : p.match_nranks),
-                         (size_t)(nnodes ? nnodes : p.match_nnodes))) {
+  size_t nr = (size_t)(nranks ? nranks : p.match_nranks), nn = (size_t)(nnodes ? nnodes : p.match_nnodes);
+  if (pt_table_build_for(&t, &p, nr, nn)) {
     fprintf(stderr, "pcie-tune show: out of memory\n");
     goto out;
   }
   built = 1;
+  alt_built = screened_table(&p, nr, nn, &alt);
   const struct pt_ivset *set = t.set[coll];
   if (!set) {
     fprintf(stderr, "pcie-tune show: %s: no %s data in this profile\n", path, pt_coll_name(coll));
@@ -587,8 +626,8 @@ int cmd_show(int argc, char **argv) {
   if (!quiet && (!svg || strcmp(svg, "-"))) {
     if (json) print_json(&p, &t, set, coll, mode);
     else {
-      print_text(&p, &t, set, coll, mode, bytes, nranks ? nranks : p.match_nranks,
-                 nnodes ? nnodes : p.match_nnodes);
+      print_text(&p, &t, set, alt_built ? alt.set[coll] : NULL, coll, mode, bytes,
+                 nranks ? nranks : p.match_nranks, nnodes ? nnodes : p.match_nnodes);
       cli_host_verdict(&p, (size_t)nnodes, buf, sizeof buf);
       printf("%s\n", buf);
     }
@@ -614,6 +653,7 @@ int cmd_show(int argc, char **argv) {
   status = 0;
 out:
   if (built) pt_table_release(&t);
+  if (alt_built) pt_table_release(&alt);
   pt_profile_release(&p);
   return status;
 }

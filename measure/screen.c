@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "nccl/common.h"
+#include "pcie/profile.h"
 
 /* Sizes in bytes of fp32 data: 512 whole LL128 lines of 120 data bytes;
  * the same plus one word, so the last line is partial (its flag thread
@@ -105,13 +106,67 @@ int pt_screen_record(const struct pt_screen *s, struct pt_profile *p) {
                     : s->state == PT_SCREEN_FAIL ? PT_LL128_UNUSABLE
                                                  : PT_LL128_UNSCREENED;
   if (s->state == PT_SCREEN_NONE) return 0;
-  char *text = pt_screen_render(s), *joined = NULL;
-  if (!text || asprintf(&joined, "%s%s", p->prov.extra ? p->prov.extra : "", text) < 0) {
-    free(text);
-    return PT_ENOMEM;
-  }
+  char *text = pt_screen_render(s);
+  int rc = text ? pt_profile_extra_put(p, "ll128_screen", text) : PT_ENOMEM;
   free(text);
-  free(p->prov.extra);
-  p->prov.extra = joined;
+  return rc;
+}
+
+/* The LL128 choices of p for collective coll: candidates with a measured
+ * time and rules (channels 0: NCCL's own count); [*lo, *hi] gets the
+ * sizes where they can be chosen (the series' measured range, the rules'
+ * ranges), where the screen runs, as a sweep screens inside its own. */
+static size_t profile_cands(const struct pt_profile *p, int coll, struct pt_cand_spec *out, size_t max,
+                            uint64_t *lo, uint64_t *hi) {
+  size_t n = 0;
+  *lo = UINT64_MAX, *hi = 0;
+  for (int m = 0; m < PT_NMODES; m++) {
+    const struct pt_series *s = p->series[coll][m];
+    for (size_t k = 0; s && k < s->ncand && n < max; k++) {
+      int ok = 0;
+      for (size_t i = 0; i < s->nsizes && !ok; i++) ok = s->cand[k].points[i].state == PT_PT_OK;
+      if (!ok || s->cand[k].proto != NCCL_PROTO_LL128) continue;
+      out[n++] = (struct pt_cand_spec){s->cand[k].algo, NCCL_PROTO_LL128, s->cand[k].channels, 0};
+      *lo = s->sizes[0] < *lo ? s->sizes[0] : *lo;
+      *hi = s->sizes[s->nsizes - 1] > *hi ? s->sizes[s->nsizes - 1] : *hi;
+    }
+  }
+  for (size_t i = 0; i < p->nrules && n < max; i++) {
+    const struct pt_rule *r = &p->rules[i];
+    if (r->coll != coll || r->proto != NCCL_PROTO_LL128) continue;
+    out[n++] = (struct pt_cand_spec){r->algo, NCCL_PROTO_LL128, r->channels, 0};
+    *lo = r->min_bytes < *lo ? r->min_bytes : *lo;
+    *hi = r->max_bytes > *hi ? r->max_bytes : *hi;
+  }
+  return n;
+}
+
+int pt_screen_profile(const struct pt_backend *b, const struct pt_profile *p, struct pt_screen *out,
+                      struct pt_error_rec *err) {
+  struct pt_cand_spec cands[64];
+  struct pt_screen one;
+  memset(out, 0, sizeof *out);
+  for (int c = 0; c < PT_NCOLL; c++) {
+    uint64_t lo, hi;
+    size_t n = profile_cands(p, c, cands, sizeof cands / sizeof cands[0], &lo, &hi);
+    if (!n) continue;
+    /* Graph mode where the profile measured it (the engines' decode steps). */
+    int mode = p->series[c][PT_MODE_EAGER] && !p->series[c][PT_MODE_GRAPH] ? PT_MODE_EAGER : PT_MODE_GRAPH;
+    int rc = pt_screen_ll128(b, c, mode, cands, n, lo, hi, &one, err);
+    if (rc) return rc;
+    size_t len = strlen(out->cands);
+    snprintf(out->cands + len, sizeof out->cands - len, "%s%s: %s", len ? "; " : "", pt_coll_name(c), one.cands);
+    out->replays = one.replays;
+    out->nsizes = one.nsizes;
+    memcpy(out->sizes, one.sizes, sizeof out->sizes);
+    if (one.state == PT_SCREEN_FAIL) {
+      out->state = PT_SCREEN_FAIL;
+      snprintf(out->reason, sizeof out->reason, "%s %.280s", pt_coll_name(c), one.reason);
+      return 0;
+    }
+    if (one.state == PT_SCREEN_PASS || !out->state) out->state = one.state;
+    if (out->state == PT_SCREEN_DISABLED) memcpy(out->reason, one.reason, sizeof out->reason);
+  }
+  if (out->state == PT_SCREEN_PASS) out->reason[0] = 0;
   return 0;
 }

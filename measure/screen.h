@@ -40,7 +40,7 @@ struct pt_screen {
   unsigned replays;
   size_t nsizes;
   uint64_t sizes[PT_SCREEN_MAX_SIZES];
-  char cands[128]; /* "ring/ll128/4 tree/ll128/4" */
+  char cands[256]; /* "ring/ll128/4 tree/ll128/4" (pt_screen_profile: "allreduce: ...") */
   char reason[300];
 };
 
@@ -64,8 +64,21 @@ char *pt_screen_render(const struct pt_screen *s);
 int pt_screen_sweep(const struct pt_backend *b, const struct pt_sweep_opts *o, struct pt_cand_spec *cands,
                     size_t *ncand, struct pt_screen *out, struct pt_error_rec *err);
 
-/* Records s in p: provenance.extra gets its settings, p->ll128_screen its
- * result. Returns 0 or PT_ENOMEM. */
+/* Screens the LL128 choices a profile made elsewhere holds (an import of
+ * nccl-tests logs, hand rules: `pcie-tune screen`): per collective, its
+ * LL128 candidates with a measured time and its LL128 rules, as
+ * pt_screen_ll128 at the screen sizes inside the sizes where they can be
+ * chosen (the series' measured range, the rules' ranges; the sizes of
+ * different collectives may differ, *out keeps the last's); the first
+ * failure ends it (its reason names the collective). PT_SCREEN_NONE when
+ * p holds no LL128 choice. Returns 0 with *out filled, or the backend's
+ * negative code. */
+int pt_screen_profile(const struct pt_backend *b, const struct pt_profile *p, struct pt_screen *out,
+                      struct pt_error_rec *err);
+
+/* Records s in p: provenance.extra gets its settings (replacing a screen
+ * recorded before), p->ll128_screen its result. Returns 0, PT_ENOMEM, or
+ * PT_EINVAL when p's provenance.extra text does not parse. */
 int pt_screen_record(const struct pt_screen *s, struct pt_profile *p);
 
 #endif

@@ -13,7 +13,8 @@
 #include "support/pt_test.h"
 
 static const struct cli_cmd *const cmds[] = {&profile_cli, &import_cli,   &show_cli, &check_cli,
-                                             &simulate_cli, &doctor_cli, &box_cli,  &worker_cli};
+                                             &simulate_cli, &doctor_cli, &box_cli,  &worker_cli,
+                                             &screen_cli};
 
 static char *dir;
 static void setup(void) { dir = pt_test_tmpdir(); }

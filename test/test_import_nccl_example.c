@@ -77,14 +77,34 @@ static int call(struct ph_comm *c, struct call k, int *nch) {
   return a * 3 + p;
 }
 
-static void comm(struct ph_plugin *pl, struct ph_comm *c, size_t nranks, size_t nnodes) {
+/* warns: the WARNs init logs (the unscreened LL128 lines' one, or none). */
+static void comm(struct ph_plugin *pl, struct ph_comm *c, size_t nranks, size_t nnodes, size_t warns) {
   char err[256], *p = NULL;
   ck_assert(asprintf(&p, "%s/p.cfg", dir) > 0);
   setenv("PCIE_TUNER_PROFILE", p, 1);
   free(p);
   ck_assert_msg(ph_plugin_open(pl, pt_test_so(), 6, err, sizeof err) == 0, "%s", err);
   ck_assert_int_eq(ph_comm_init(c, pl, nranks, nnodes, 1), ncclSuccess);
-  ck_assert_uint_eq(ph_log_find(NCCL_LOG_WARN, NULL), 0);
+  ck_assert_uint_eq(ph_log_find(NCCL_LOG_WARN, NULL), warns);
+}
+
+/* Adds to dir/p.cfg the record a passing `pcie-tune screen` writes
+ * (test_cli_screen runs it through the device double): the LL128 lines
+ * then keep the example's meaning. */
+static void record_passing_screen(void) {
+  char *path = pt_test_path(dir, "p.cfg"), *text = NULL, line[4096];
+  size_t len = 0;
+  FILE *f = fopen(path, "r"), *m = open_memstream(&text, &len);
+  ck_assert(f && m);
+  while (fgets(line, sizeof line, f)) {
+    fputs(line, m);
+    if (!strncmp(line, "provenance = {", 14)) fputs("  extra = { ll128_screen = { result = \"pass\"; }; };\n", m);
+  }
+  fclose(f);
+  fclose(m);
+  free(pt_test_write(dir, "p.cfg", text));
+  free(text);
+  free(path);
 }
 
 #define TREE_SIMPLE (NCCL_ALGO_TREE * 3 + NCCL_PROTO_SIMPLE)
@@ -100,7 +120,17 @@ START_TEST(example_rules_keep_their_meaning) {
   struct ph_plugin pl;
   struct ph_comm c;
   int nch;
-  comm(&pl, &c, 8, 1);
+  /* As imported, no LL128 screen is recorded: the LL128 lines decide
+   * nothing (NCCL's own choice), and init says why and what to run. */
+  comm(&pl, &c, 8, 1, 1);
+  ck_assert_uint_eq(ph_log_find(NCCL_LOG_WARN, "2 LL128 choices without a passing LL128 correctness screen"), 1);
+  ck_assert_int_eq(call(&c, (struct call){ncclFuncAllReduce, 2 << 20, 4, 0, 1}, &nch), -1);
+  ck_assert_int_eq(call(&c, (struct call){ncclFuncReduce, 4096, 1, 0, 1}, &nch), RING_LL);
+  ck_assert_int_eq(ph_comm_finalize(&c), ncclSuccess);
+  ph_plugin_close(&pl);
+  ph_log_clear();
+  record_passing_screen();
+  comm(&pl, &c, 8, 1, 0);
   /* regBuff 1 only, one node, channels 2: regBuff differs between ranks
    * (registered buffers), so a line for one regBuff only decides nothing
    * (docs/decisions.md, "Every rank decides alike"). */

@@ -17,14 +17,9 @@
 #include "support/pt_test.h"
 
 static char *dir, dbl[1200];
-extern char **environ;
 
 static void setup(void) {
-  char names[32][64];
-  size_t n = 0;
-  for (char **e = environ; *e && n < 32; e++)
-    if (!strncmp(*e, "PTDOUBLE_", 9)) snprintf(names[n++], sizeof names[0], "%.*s", (int)strcspn(*e, "="), *e);
-  for (size_t i = 0; i < n; i++) unsetenv(names[i]); /* a stray one of the user's */
+  pt_test_clear_double_env();
   dir = pt_test_tmpdir();
   snprintf(dbl, sizeof dbl, "%s", pt_test_double());
 }

@@ -18,10 +18,12 @@
 #include "pcie/nccl_model.h"
 #include "support/pt_test.h"
 
+/* With a passing LL128 screen recorded: without one the plugin never
+ * chooses LL128 (pt_profile_ll128_usable; test_cli_screen). */
 #define HEAD(match)                                                                       \
   "version = 1;\nname = \"p\";\nmatch = { " match " };\n"                                \
   "provenance = { tool = \"t\"; backend = \"sim\"; nccl_version = \"2.28.9\"; date = " \
-  "\"2026-11-30\"; mode = \"both\"; };\n"
+  "\"2026-11-30\"; mode = \"both\"; extra = { ll128_screen = { result = \"pass\"; }; }; };\n"
 
 /* graph: LL128/8ch first (often disabled), then ring/LL/4, then
  * tree/simple/3; eager: the same two first, then ring/simple/2. Both modes

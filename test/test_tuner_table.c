@@ -16,6 +16,13 @@
   "version = 1;\nname = \"t\";\n"                                                        \
   "provenance = { tool = \"t\"; backend = \"sim\"; nccl_version = \"2.28.9\"; date = " \
   "\"2026-11-30\"; mode = \"graph\"; };\ncommunicator = { channels = 8; };\n"
+/* The same with a passing LL128 screen, without which no LL128 candidate
+ * is ever chosen (pt_profile_ll128_usable; test_cli_screen). */
+#define HEAD_LL128                                                                        \
+  "version = 1;\nname = \"t\";\n"                                                        \
+  "provenance = { tool = \"t\"; backend = \"sim\"; nccl_version = \"2.28.9\"; date = " \
+  "\"2026-11-30\"; mode = \"graph\"; extra = { ll128_screen = { result = \"pass\"; }; }; };\n"  \
+  "communicator = { channels = 8; };\n"
 
 static struct pt_profile prof;
 static struct pt_table tab;
@@ -286,7 +293,7 @@ START_TEST(unseen_best_on_every_table_shape) {
 END_TEST
 
 START_TEST(chunk_rounds_to_the_grain) {
-  load(HEAD "allreduce = { graph = { sizes = [ 1000L, 1000000L ]; nccl_default = ( 1000000.0, 1000000.0 );\n"
+  load(HEAD_LL128 "allreduce = { graph = { sizes = [ 1000L, 1000000L ]; nccl_default = ( 1000000.0, 1000000.0 );\n"
             "  candidates = ( { algo = \"ring\"; proto = \"simple\"; channels = 4; chunk = 65000L; latency = ( 10.0, 100.0 ); },\n"
             "                 { algo = \"ring\"; proto = \"ll128\"; channels = 4; chunk = 100L; latency = ( 11.0, 110.0 ); },\n"
             "                 { algo = \"ring\"; proto = \"ll\"; channels = 4; latency = ( 12.0, 120.0 ); } );\n"

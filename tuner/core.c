@@ -136,6 +136,28 @@ static void warn_global_env(const struct pt_ctx *ctx) {
         var, ranges);
 }
 
+/* LL128 choices the profile holds but the plugin leaves to NCCL for want
+ * of a passing correctness screen (pt_profile_ll128_usable): one WARN per
+ * process saying why and what to run, worded so that doctor reads it as no
+ * refusal. A failed screen is said once too: NCCL's own LL128 entries are
+ * then raised on every call (table_hot.h, pt_hot_drop_ll128). */
+static void warn_ll128(const struct pt_ctx *ctx, const struct pt_profile *p) {
+  static int warned;
+  size_t n = pt_profile_ll128_usable(p) ? 0 : pt_profile_ll128_choices(p);
+  if (!n || __atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED)) return;
+  if (p->ll128_screen == PT_LL128_UNUSABLE)
+    initf(ctx->log, ctx->comm_id, NCCL_LOG_WARN, NCCL_ALL,
+          "%s: LL128 failed its correctness screen on this box (provenance.extra.ll128_screen): never chosen, "
+          "and NCCL's own LL128 entries are set aside on every call; the profile still decides elsewhere",
+          p->path);
+  else
+    initf(ctx->log, ctx->comm_id, NCCL_LOG_WARN, NCCL_ALL,
+          "%s: %zu LL128 choice%s without a passing LL128 correctness screen for this box (LL128 over PCIe "
+          "returns wrong results where a 128-byte line tears): NCCL's own choice stands there; the profile "
+          "still decides elsewhere (screen it on this box: pcie-tune screen %s --gpus LIST --out FILE)",
+          p->path, n, n == 1 ? "" : "s", p->path);
+}
+
 void pt_core_init(struct pt_ctx **out, uint64_t comm_id, size_t nranks, size_t nnodes,
                   ncclDebugLogger_t log) {
   pt_core_init_abi(out, comm_id, nranks, nnodes, log, 0);
@@ -186,6 +208,7 @@ void pt_core_init_abi(struct pt_ctx **out, uint64_t comm_id, size_t nranks, size
     ctx->table = ctx->own;
   }
   warn_global_env(ctx);
+  warn_ll128(ctx, p);
   if (ctx->table->comm_channels)
     snprintf(ch, sizeof ch, "channels <= %d", ctx->table->comm_channels);
   else

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nccl/common.h"
 #include "pcie/profile.h"
 
 char *pt_strdup(const char *s) { return s ? strdup(s) : NULL; }
@@ -126,8 +127,22 @@ double pt_profile_margin(const struct pt_profile *p) {
 }
 
 int pt_profile_ll128_usable(const struct pt_profile *p) {
-  if (p->ll128_screen == PT_LL128_UNUSABLE) return 0;
-  return !p->sweep_state || p->ll128_screen == PT_LL128_SCREENED;
+  return p->ll128_screen == PT_LL128_SCREENED;
+}
+
+size_t pt_profile_ll128_choices(const struct pt_profile *p) {
+  size_t n = 0;
+  for (size_t i = 0; i < p->nrules; i++) n += p->rules[i].proto == NCCL_PROTO_LL128;
+  for (int c = 0; c < PT_NCOLL; c++)
+    for (int m = 0; m < PT_NMODES; m++) {
+      const struct pt_series *s = p->series[c][m];
+      for (size_t k = 0; s && k < s->ncand; k++) {
+        int ok = 0;
+        for (size_t i = 0; i < s->nsizes && !ok; i++) ok = s->cand[k].points[i].state == PT_PT_OK;
+        n += ok && s->cand[k].proto == NCCL_PROTO_LL128;
+      }
+    }
+  return n;
 }
 
 int pt_profile_partial(const struct pt_profile *p, char *msg, size_t len) {

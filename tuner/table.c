@@ -567,9 +567,13 @@ static int build_mode(const struct pt_table *t, const struct pt_profile *p, int 
   /* With the communicator's count unknown, candidates above the clamp are
    * left out rather than run clamped. */
   int cap = !t->comm_channels ? t->chan_cap : 0;
-  rc = s ? build_measured(s, coll, pt_profile_margin(p), cap, pt_profile_ll128_usable(p), l) : push(l, &all);
+  int ll128 = pt_profile_ll128_usable(p);
+  rc = s ? build_measured(s, coll, pt_profile_margin(p), cap, ll128, l) : push(l, &all);
+  /* A hand rule naming LL128 is no screen either (pt_profile_ll128_usable):
+   * without one, NCCL decides where it would apply. */
   for (size_t i = 0; i < p->nrules && !rc; i++)
-    if (rule_fits(&p->rules[i], coll, mode, nranks, nnodes)) rc = apply_rule(l, &p->rules[i]);
+    if (rule_fits(&p->rules[i], coll, mode, nranks, nnodes) && (ll128 || p->rules[i].proto != NCCL_PROTO_LL128))
+      rc = apply_rule(l, &p->rules[i]);
   if (rc) return rc;
   merge_equal(l);
   annotate(l, s);

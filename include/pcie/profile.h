@@ -179,6 +179,11 @@ enum pt_write_flags { PT_WRITE_FORCE = 1 << 0 };
  * fsync, rename). Without PT_WRITE_FORCE an existing path is PT_EEXIST. */
 int pt_profile_write(const struct pt_profile *p, const char *path, unsigned flags,
                      struct pt_error_rec *err);
+/* Sets the top-level setting name of provenance.extra to setting (its
+ * libconfig text, "name = ...;\n"), replacing one of that name already
+ * there. Returns 0, PT_ENOMEM, or PT_EINVAL when the extra text held does
+ * not parse (p unchanged on error). */
+int pt_profile_extra_put(struct pt_profile *p, const char *name, const char *setting);
 /* Renders p as libconfig text into a malloc'ed string (caller frees). */
 int pt_profile_render(const struct pt_profile *p, char **out);
 
@@ -208,10 +213,17 @@ enum pt_ll128_screen {
   PT_LL128_SCREENED = 1,   /* result "pass" */
   PT_LL128_UNUSABLE = 2,   /* result "fail": torn lines, a crash or a hang */
 };
-/* 1 when the plugin may choose LL128 from p: a sweep's profile needs a
- * passing screen; any profile whose screen failed never. Profiles not made
- * by a sweep (imports, hand rules) are taken as they are. */
+/* 1 when the plugin may choose LL128 from p: only with a passing screen
+ * recorded, whatever made the profile (a sweep, an import of nccl-tests
+ * logs run with NCCL_PROTO including LL128, hand rules). LL128 on PCIe
+ * can return wrong results where a 128-byte line tears, and a measured
+ * time says nothing about correctness: without a screen the plugin leaves
+ * those choices to NCCL (`pcie-tune screen` records one). */
 int pt_profile_ll128_usable(const struct pt_profile *p);
+/* How many LL128 choices p holds: LL128 candidates with a measured time
+ * and LL128 rules. Without pt_profile_ll128_usable, the plugin leaves each
+ * of them to NCCL. */
+size_t pt_profile_ll128_choices(const struct pt_profile *p);
 /* 1 when series s has candidates but NCCL's default measured at no size
  * (no nccl_default, or one without a measured time): a candidate is chosen
  * only where the default was measured too (tuner/table.c), so the plugin

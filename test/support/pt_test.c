@@ -217,3 +217,12 @@ void pt_test_interrupt(pid_t pid) {
   ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 130, "status 0x%x", status);
   ck_assert_msg(took < 5, "took %.1f s to stop", took);
 }
+
+void pt_test_clear_double_env(void) {
+  extern char **environ;
+  char names[32][64];
+  size_t n = 0;
+  for (char **e = environ; *e && n < 32; e++)
+    if (!strncmp(*e, "PTDOUBLE_", 9)) snprintf(names[n++], sizeof names[0], "%.*s", (int)strcspn(*e, "="), *e);
+  for (size_t i = 0; i < n; i++) unsetenv(names[i]);
+}

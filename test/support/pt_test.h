@@ -35,6 +35,10 @@ void pt_test_use_profile(const char *dir, const char *name, const char *text);
  * (PCIE_TUNER_PROFILE, PCIE_TUNER_TRACE, NCCL_PROTO, NCCL_ALGO,
  * NCCL_MAX_NCHANNELS) and clears the simulated host's NCCL log. */
 void pt_test_reset_tuner(void);
+/* Unsets every PTDOUBLE_* variable: the device double reads them, and a
+ * stray one of the user's would fail checks for no reason of the code's
+ * (each test sets its own on the command line). */
+void pt_test_clear_double_env(void);
 /* Loads dir/name as a profile (the test fails when it does not load);
  * pt_test_free_profile releases and frees it. */
 struct pt_profile;
