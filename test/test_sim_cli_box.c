@@ -220,6 +220,42 @@ START_TEST(based_on_with_hardware_env) {
 }
 END_TEST
 
+/* A based_on box runs on its base's machine, so it carries the base's
+ * published rows: box and simulate give that machine's out-of-sample error
+ * for test/data/boxes/misdetect-2.31.cfg (they said "no published row" for
+ * the Turin machine's hardware); a file that replaces the hardware does not. */
+START_TEST(based_on_box_carries_its_base_rows) {
+  char *dir = pt_test_tmpdir(), *out, *err, f31[1024];
+  snprintf(f31, sizeof f31, "%s/test/data/boxes/misdetect-2.31.cfg", pt_test_srcdir());
+  char *fhw = pt_test_write(dir, "other.cfg",
+                            "based_on = \"gen5-8x-dual-misdetect\";\nname = \"other\";\n"
+                            "hardware = { cpus = 1; cpu_vendor = \"amd\"; p2p = true;\n"
+                            "  gpus = ( { parent = \"cpu0\"; gen = 5; lanes = 16; sm = 120; count = 8; } ); };\n");
+  ck_assert_int_eq(run(&out, &err, "box %s%s", "gen5-8x-dual-misdetect", ""), 0);
+  char *line = strstr(out, "truth: at 0.5-2 MiB the model is off by");
+  ck_assert_msg(line && strstr(line, "voipmonitor-turin"), "%s", out);
+  char *base = strndup(line, strcspn(line, "\n"));
+  free(out), free(err);
+  ck_assert_msg(run(&out, &err, "box %s%s", f31, "") == 0, "%s", err);
+  ck_assert_msg(strstr(out, base) && !strstr(out, "no published row"), "%s\nwanted: %s", out, base);
+  free(out), free(err), free(base);
+  ck_assert_msg(run(&out, &err, "box %s%s", fhw, "") == 0, "%s", err);
+  ck_assert_msg(strstr(out, "truth: no published row of this box's machine at 0.5-2 MiB"), "%s", out);
+  free(out), free(err);
+  /* simulate: the verify step's 1835008 B rows are marked and footnoted
+   * with the Turin machine's error. */
+  char prof[1024];
+  snprintf(prof, sizeof prof, "%s/profiles/example-8x-pcie.cfg", pt_test_srcdir());
+  ck_assert_msg(run(&out, &err, "simulate %s --box %s", prof, f31) == 0, "%s", err);
+  ck_assert_msg(strstr(out, "* 0.5-2 MiB: at 0.5-2 MiB the model is off by") && strstr(out, "voipmonitor-turin"),
+                "%s", out);
+  free(out), free(err);
+  free(fhw);
+  pt_test_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("sim_cli_box");
   TCase *tc = tcase_create("core");
@@ -231,6 +267,7 @@ int main(void) {
   tcase_add_test(tc, shm_truth_carries_its_caveat);
   tcase_add_test(tc, simulate_applies_p2p_disable);
   tcase_add_test(tc, based_on_with_hardware_env);
+  tcase_add_test(tc, based_on_box_carries_its_base_rows);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }
