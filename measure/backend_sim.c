@@ -12,6 +12,7 @@
 #include "backends.h"
 #include "pcie/sim_box.h"
 #include "pcie/sim_fp.h"
+#include "pcie/table.h"
 
 struct sim_backend {
   struct pt_box box;
@@ -70,6 +71,11 @@ static int sim_measure(void *self, const struct pt_measure_req *req, double *sam
   /* Channels 0: the tuner leaves NCCL's own count, which NCCL then picks
    * for the size as for its default (enqueue.cc, topoGetAlgoInfo). */
   if (!req->is_default && ch == 0) ch = pt_nccl_channels(&b->nccl, algo, proto, (size_t)req->nbytes);
+  /* From 2.31 a tuner's count is a cap on NCCL's size heuristic (dev
+   * tuning_general.cc ncclTuningGetChannels): a candidate runs, and so
+   * measures, what NCCL makes of it, as sim/simeval.c judges it. */
+  else if (!req->is_default && b->nccl.nccl_version >= PT_NCCL_V2_31)
+    ch = pt_nccl_channels_run(pt_box_effective_channels(b, ch), b->nranks, algo, proto, req->nbytes);
   double us = pt_box_true_chunk_us(b, req->coll, req->mode, algo, proto, ch, req->nbytes, req->is_default ? 0 : req->chunk);
   if (us < 0) {
     res->state = PT_PT_UNSUPPORTED;

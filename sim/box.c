@@ -9,6 +9,7 @@
 
 #include "nccl/common.h"
 #include "pcie/sim_box.h"
+#include "pcie/table.h"
 
 int pt_box_effective_channels(const struct pt_box *b, int channels) {
   int max = b->nccl.comm_channels < 1 ? 1 : b->nccl.comm_channels;
@@ -155,10 +156,16 @@ double pt_box_oracle_us(const struct pt_box *b, int coll, int mode, uint64_t nby
   double best = -1;
   int ba = -1, bp = -1, bc = 0;
   pt_box_nccl_table(b, coll, nbytes, table);
+  /* The best choice a tuner can make: from 2.31 its channel count is a cap
+   * on NCCL's size heuristic (dev tuning_general.cc ncclTuningGetChannels),
+   * so counts above the heuristic's are out of reach (sim/simeval.c runs
+   * the plugin's the same way). */
+  int v231 = b->nccl.nccl_version >= PT_NCCL_V2_31;
   for (int a = 0; a < 2; a++)
     for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++) {
       if (table[a][p] < 0 || untrusted(b, coll, a, p)) continue;
       for (int c = 1; c <= pt_box_effective_channels(b, PT_MAX_CHANNELS); c++) {
+        if (v231 && pt_nccl_channels_run(c, b->nranks, a, p, nbytes) != c) continue;
         double us = pt_box_true_us(b, coll, mode, a, p, c, nbytes);
         if (us >= 0 && (best < 0 || us < best)) {
           best = us;
