@@ -24,9 +24,11 @@ static int sim_info(void *self, struct pt_backend_info *out) {
   memset(out, 0, sizeof *out);
   snprintf(out->name, sizeof out->name, "sim");
   snprintf(out->target, sizeof out->target, "%s", sb->box.name);
-  /* The cost model the box's NCCL view follows (nccl_model.c). */
-  /* Says whether NCCL's view was derived from the box's hardware or typed by hand. */
-  snprintf(out->nccl_version, sizeof out->nccl_version, "2.30 (sim, %s view)",
+  /* The NCCL whose view the box models (2.31 and later from a box file's
+   * nccl_version, else the 2.28-2.30 view, labelled 2.30), and whether that
+   * view was derived from the hardware or typed by hand. */
+  int v = sb->box.nccl.nccl_version >= PT_NCCL_V2_31 ? sb->box.nccl.nccl_version : 23000;
+  snprintf(out->nccl_version, sizeof out->nccl_version, "%d.%d (sim, %s view)", v / 10000, v / 100 % 100,
            sb->box.view_source == PT_VIEW_TYPED ? "typed" : "derived");
   out->nranks = sb->box.nranks;
   out->nnodes = sb->box.nnodes;

@@ -256,6 +256,34 @@ START_TEST(based_on_box_carries_its_base_rows) {
 }
 END_TEST
 
+/* On a 2.31 box the simulated backend measures a candidate on the channel
+ * count NCCL 2.31 runs (its size heuristic under the tuner's cap) and its
+ * profile says NCCL 2.31: the plugin's profile for test/data/boxes/p2p-2.31.cfg
+ * used to hold ring/LL/4 at 32 KiB, measured on 4 channels, which 2.31 runs on
+ * 1 (no faster than NCCL's own ring/LL/1), and said NCCL 2.30. */
+START_TEST(sim_backend_measures_what_2_31_runs) {
+  char *dir = pt_test_tmpdir(), *out, *err, box[1024], prof[1100];
+  snprintf(box, sizeof box, "%s/test/data/boxes/p2p-2.31.cfg", pt_test_srcdir());
+  snprintf(prof, sizeof prof, "%s/p.cfg", dir);
+  ck_assert_msg(run(&out, &err, "profile --backend sim --box %s --graph --quiet --out %s", box, prof) == 0, "%s", err);
+  free(out), free(err);
+  ck_assert_int_eq(run(&out, &err, "show %s%s", prof, ""), 0);
+  ck_assert_msg(strstr(out, "measured with backend sim, NCCL 2.31 (sim, derived view)") &&
+                    strstr(out, "takes a tuner's count as a cap under its size heuristic"),
+                "%s", out);
+  free(out), free(err);
+  char *cmd = NULL;
+  ck_assert(asprintf(&cmd, "simulate %s --box %s --graph --bytes-per-token 32K --tokens 1 --calls 1", prof, box) > 0);
+  ck_assert_msg(run(&out, &err, "%s%s", cmd, "") == 0, "%s", err);
+  /* The plugin's choice runs as fast as the best a tuner can reach. */
+  char *row = strstr(out, "tokens=1 ");
+  ck_assert_msg(row && strstr(row, "1.000\n"), "%s", out);
+  free(out), free(err), free(cmd);
+  pt_test_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("sim_cli_box");
   TCase *tc = tcase_create("core");
@@ -268,6 +296,7 @@ int main(void) {
   tcase_add_test(tc, simulate_applies_p2p_disable);
   tcase_add_test(tc, based_on_with_hardware_env);
   tcase_add_test(tc, based_on_box_carries_its_base_rows);
+  tcase_add_test(tc, sim_backend_measures_what_2_31_runs);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }
