@@ -86,18 +86,28 @@ END_TEST
 
 /* A hand-typed NCCL view is an override and says so, in the profile's
  * provenance and in show. */
+/* Profiles box (under test/data/boxes) on the simulated backend into
+ * dir/p.cfg with the extra flags; returns what `show` prints of it. */
+static char *profiled_show(const char *dir, const char *box, const char *flags, char *prof, size_t len) {
+  char *out, *err, *args = NULL;
+  snprintf(prof, len, "%s/p.cfg", dir);
+  ck_assert(asprintf(&args, "--box %s/test/data/boxes/%s %s --quiet --out", pt_test_srcdir(), box, flags) > 0);
+  ck_assert_msg(run(&out, &err, "profile --backend sim %s %s", args, prof) == 0, "%s", err);
+  free(out), free(err), free(args);
+  ck_assert_int_eq(run(&out, &err, "show %s%s", prof, ""), 0);
+  free(err);
+  return out;
+}
+
 START_TEST(typed_view_is_labelled) {
   char *dir = pt_test_tmpdir(), *out, *err, box[1024], prof[1100];
   snprintf(box, sizeof box, "%s/test/data/boxes/faulty.cfg", pt_test_srcdir());
-  snprintf(prof, sizeof prof, "%s/p.cfg", dir);
   ck_assert_int_eq(run(&out, &err, "box %s%s", box, ""), 0);
   ck_assert_msg(strstr(out, "NCCL view: typed by hand (override)"), "%s", out);
   free(out), free(err);
-  ck_assert_int_eq(run(&out, &err, "profile --backend sim --box %s --out %s --quiet", box, prof), 0);
-  free(out), free(err);
-  ck_assert_int_eq(run(&out, &err, "show %s%s", prof, ""), 0);
+  out = profiled_show(dir, "faulty.cfg", "", prof, sizeof prof);
   ck_assert_msg(strstr(out, "measured with backend sim, NCCL 2.30 (sim, typed view)"), "%s", out);
-  free(out), free(err);
+  free(out);
   pt_test_rmtree(dir);
   free(dir);
 }
@@ -264,14 +274,11 @@ END_TEST
 START_TEST(sim_backend_measures_what_2_31_runs) {
   char *dir = pt_test_tmpdir(), *out, *err, box[1024], prof[1100];
   snprintf(box, sizeof box, "%s/test/data/boxes/p2p-2.31.cfg", pt_test_srcdir());
-  snprintf(prof, sizeof prof, "%s/p.cfg", dir);
-  ck_assert_msg(run(&out, &err, "profile --backend sim --box %s --graph --quiet --out %s", box, prof) == 0, "%s", err);
-  free(out), free(err);
-  ck_assert_int_eq(run(&out, &err, "show %s%s", prof, ""), 0);
+  out = profiled_show(dir, "p2p-2.31.cfg", "--graph", prof, sizeof prof);
   ck_assert_msg(strstr(out, "measured with backend sim, NCCL 2.31 (sim, derived view)") &&
                     strstr(out, "takes a tuner's count as a cap under its size heuristic"),
                 "%s", out);
-  free(out), free(err);
+  free(out);
   char *cmd = NULL;
   ck_assert(asprintf(&cmd, "simulate %s --box %s --graph --bytes-per-token 32K --tokens 1 --calls 1", prof, box) > 0);
   ck_assert_msg(run(&out, &err, "%s%s", cmd, "") == 0, "%s", err);
