@@ -20,7 +20,6 @@ struct ctx {
   const char *path;
   struct pt_error_rec *err;
   int inherited; /* 1 when based_on gave every field a value */
-  int new_hw;    /* 1 when the file's hardware group replaced the base's */
 };
 
 static int fail(struct ctx *c, const config_setting_t *s, int code, const char *fmt, ...)
@@ -313,7 +312,7 @@ static int parse_hw(struct ctx *c, const config_setting_t *g, struct pt_box *b) 
     goto check;
   }
   memset(hw, 0, sizeof *hw);
-  c->new_hw = 1;
+  b->nanchors = 0; /* other hardware: a based_on box's rows are not its rows */
   c->inherited = 0; /* every hardware key but switches and env is required */
   if ((rc = only_keys(c, g, keys)) || (rc = parse_cpu(c, g, hw)) || (rc = parse_devs(c, g, hw))) goto out;
   if ((rc = get_bool(c, g, "p2p", &hw->p2p))) goto out;
@@ -490,7 +489,6 @@ static int parse_box(struct ctx *c, const config_setting_t *root, struct pt_box 
     return fail(c, root, PT_EINVAL, "missing 'hardware' (or a hand-typed 'nccl' view, or based_on)");
   if (hws && (rc = parse_hw(c, hws, b))) return rc;
   if (hws) b->nranks = b->hw.ngpus;
-  if (c->new_hw) b->nanchors = 0; /* other hardware: the base's rows are not its rows */
   if ((rc = get_str(c, root, "name", b->name, sizeof b->name, 1)) ||
       (rc = get_str(c, root, "desc", b->desc, sizeof b->desc, 0)))
     return rc;
@@ -537,7 +535,7 @@ static int parse_box(struct ctx *c, const config_setting_t *root, struct pt_box 
 
 int pt_box_parse(struct pt_box *b, const char *text, const char *path, struct pt_error_rec *err) {
   config_t cfg;
-  struct ctx c = {path, err, 0, 0};
+  struct ctx c = {path, err, 0};
   int rc;
   memset(err, 0, sizeof *err);
   if ((rc = pt_text_refuse_include(text, path, err))) return rc;
