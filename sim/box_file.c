@@ -221,7 +221,7 @@ static int parse_dev(struct ctx *c, const config_setting_t *g, struct pt_hw *hw,
 static int parse_env(struct ctx *c, const config_setting_t *g, struct pt_hw *hw) {
   static const char *const keys[] = {"NCCL_P2P_LEVEL",     "NCCL_PROTO",        "NCCL_ALGO",
                                      "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_P2P_DISABLE",
-                                     "NCCL_SHM_DISABLE",   NULL};
+                                     "NCCL_SHM_DISABLE",   "NCCL_MIN_CTAS",     NULL};
   int rc;
   if (!config_setting_is_group(g)) return fail(c, g, PT_EINVAL, "'env' must be a group { ... }");
   if ((rc = only_keys(c, g, keys)) || (rc = get_str(c, g, "NCCL_P2P_LEVEL", hw->p2p_level, sizeof hw->p2p_level, 0)) ||
@@ -230,6 +230,8 @@ static int parse_env(struct ctx *c, const config_setting_t *g, struct pt_hw *hw)
     return rc;
   if (config_setting_get_member(g, "NCCL_MIN_NCHANNELS") &&
       (rc = get_int(c, g, "NCCL_MIN_NCHANNELS", 1, 64, &hw->min_nchannels)))
+    return rc;
+  if (config_setting_get_member(g, "NCCL_MIN_CTAS") && (rc = get_int(c, g, "NCCL_MIN_CTAS", 1, 64, &hw->min_ctas)))
     return rc;
   if (config_setting_get_member(g, "NCCL_MAX_NCHANNELS") &&
       (rc = get_int(c, g, "NCCL_MAX_NCHANNELS", 1, 64, &hw->max_nchannels)))

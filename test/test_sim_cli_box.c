@@ -291,6 +291,42 @@ START_TEST(sim_backend_measures_what_2_31_runs) {
 }
 END_TEST
 
+/* NCCL_MIN_CTAS, explored as a user runs it: on a box whose NCCL is 2.31.2
+ * it is each collective's minimum after the tuner's cap (src/enqueue/
+ * enqueue.cc scheduleCollTasksToPlan), so NCCL's default at 4 differs from
+ * the same communicator built by NCCL_MIN_NCHANNELS=4; on 2.31 it is only
+ * the communicator floor, and the exploration says so and skips it. */
+static char *explore_row(const char *dir, const char *box, const char *var) {
+  char *out, *err, *cfg = pt_test_path(dir, box), *prof = pt_test_path(dir, "e.cfg"), *cmd = NULL;
+  ck_assert(asprintf(&cmd, "'%s' profile --backend sim --box '%s' --graph --force --out '%s' --explore %s=4",
+                     pt_test_cli(), cfg, prof, var) > 0);
+  ck_assert_msg(pt_test_run(cmd, &out, &err) == 0, "%s: %s", cmd, err);
+  char *row = strstr(out, "\n  4 ");
+  ck_assert_msg(row != NULL, "%s\n%s", out, err);
+  char *line = strndup(row + 1, strcspn(row + 1, "\n"));
+  free(out), free(err), free(cmd), free(cfg), free(prof);
+  return line;
+}
+
+START_TEST(min_ctas_is_explored_from_2_31_2) {
+  char *dir = pt_test_tmpdir(), *out, *err;
+  free(pt_test_write(dir, "b312.cfg", "based_on = \"gen5-8x-dual-misdetect\";\nname = \"m312\";\nnccl_version = \"2.31.2\";\n"));
+  free(pt_test_write(dir, "b31.cfg", "based_on = \"gen5-8x-dual-misdetect\";\nname = \"m31\";\nnccl_version = \"2.31\";\n"));
+  char *ctas = explore_row(dir, "b312.cfg", "NCCL_MIN_CTAS"), *nch = explore_row(dir, "b312.cfg", "NCCL_MIN_NCHANNELS");
+  ck_assert_msg(strstr(ctas, "NCCL's default at 4 channels") && strstr(nch, "NCCL's default at 4 channels"), "%s", ctas);
+  ck_assert_msg(strcmp(ctas, nch), "NCCL_MIN_CTAS=4 ran as NCCL_MIN_NCHANNELS=4: %s", ctas);
+  free(ctas), free(nch);
+  char *b31 = pt_test_path(dir, "b31.cfg"), *p31 = pt_test_path(dir, "p31.cfg");
+  ck_assert_int_eq(run(&out, &err, "profile --backend sim --box %s --graph --out %s --explore NCCL_MIN_CTAS=4", b31, p31), 0);
+  ck_assert_msg(strstr(err, "NCCL_MIN_CTAS=4 skipped: NCCL 2.31.0 reads it only where it builds the communicator"),
+                "%s", err);
+  ck_assert_msg(!strstr(out, "\n  4 "), "%s", out);
+  free(out), free(err), free(b31), free(p31);
+  pt_test_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("sim_cli_box");
   TCase *tc = tcase_create("core");
@@ -304,6 +340,7 @@ int main(void) {
   tcase_add_test(tc, based_on_with_hardware_env);
   tcase_add_test(tc, based_on_box_carries_its_base_rows);
   tcase_add_test(tc, sim_backend_measures_what_2_31_runs);
+  tcase_add_test(tc, min_ctas_is_explored_from_2_31_2);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }
