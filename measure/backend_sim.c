@@ -12,6 +12,7 @@
 #include "backends.h"
 #include "pcie/sim_box.h"
 #include "pcie/sim_fp.h"
+#include "pcie/table.h"
 
 struct sim_backend {
   struct pt_box box;
@@ -23,9 +24,13 @@ static int sim_info(void *self, struct pt_backend_info *out) {
   memset(out, 0, sizeof *out);
   snprintf(out->name, sizeof out->name, "sim");
   snprintf(out->target, sizeof out->target, "%s", sb->box.name);
-  /* The cost model the box's NCCL view follows (nccl_model.c). */
-  /* Says whether NCCL's view was derived from the box's hardware or typed by hand. */
-  snprintf(out->nccl_version, sizeof out->nccl_version, "2.30 (sim, %s view)",
+  /* The NCCL whose view the box models (2.31 and later from a box file's
+   * nccl_version, else the 2.28-2.30 view, labelled 2.30), and whether that
+   * view was derived from the hardware or typed by hand. */
+  int v = sb->box.nccl.nccl_version >= PT_NCCL_V2_31 ? sb->box.nccl.nccl_version : 23000;
+  char patch[8] = "";
+  if (v % 100) snprintf(patch, sizeof patch, ".%d", v % 100);
+  snprintf(out->nccl_version, sizeof out->nccl_version, "%d.%d%s (sim, %s view)", v / 10000, v / 100 % 100, patch,
            sb->box.view_source == PT_VIEW_TYPED ? "typed" : "derived");
   out->nranks = sb->box.nranks;
   out->nnodes = sb->box.nnodes;
@@ -69,7 +74,13 @@ static int sim_measure(void *self, const struct pt_measure_req *req, double *sam
   }
   /* Channels 0: the tuner leaves NCCL's own count, which NCCL then picks
    * for the size as for its default (enqueue.cc, topoGetAlgoInfo). */
-  if (!req->is_default && ch == 0) ch = pt_nccl_channels(&b->nccl, algo, proto, (size_t)req->nbytes);
+  if (!req->is_default && ch == 0) ch = pt_box_task_channels(b, pt_nccl_channels(&b->nccl, algo, proto, (size_t)req->nbytes));
+  /* From 2.31 a tuner's count is a cap on NCCL's size heuristic (dev
+   * tuning_general.cc ncclTuningGetChannels): a candidate runs, and so
+   * measures, what NCCL makes of it, as sim/simeval.c judges it. */
+  else if (!req->is_default && b->nccl.nccl_version >= PT_NCCL_V2_31)
+    ch = pt_box_task_channels(b, pt_nccl_channels_run(pt_box_effective_channels(b, ch), b->nranks, algo, proto,
+                                                      req->nbytes));
   double us = pt_box_true_chunk_us(b, req->coll, req->mode, algo, proto, ch, req->nbytes, req->is_default ? 0 : req->chunk);
   if (us < 0) {
     res->state = PT_PT_UNSUPPORTED;

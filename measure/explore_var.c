@@ -31,6 +31,29 @@ static int min_channels_same(long long v, const struct pt_profile *base, char *w
 
 static void min_channels_box(struct pt_box *box, long long v) { box->hw.min_nchannels = (int)v; }
 
+/* NCCL_MIN_CTAS: before 2.31.2 (and still) a communicator floor exactly
+ * like NCCL_MIN_NCHANNELS (src/graph/connect.cc, copyChannels up to
+ * max(ncclMinNchannels(), config.minCTAs)), so only a profile of NCCL
+ * 2.31.2 or later explores it: there it is also each collective's floor
+ * after the tuner's cap (src/enqueue/enqueue.cc scheduleCollTasksToPlan at
+ * NVIDIA/nccl 88980683, version.mk 2.31.2). 1 is NCCL's own minimum. */
+static int min_ctas_same(long long v, const struct pt_profile *base, char *why, size_t len) {
+  int major = 0, minor = 0, patch = 0;
+  if (!base->prov.nccl_version || sscanf(base->prov.nccl_version, "%d.%d.%d", &major, &minor, &patch) < 2)
+    major = minor = 0;
+  if (major * 10000 + minor * 100 + patch < PT_NCCL_V2_31_2) {
+    snprintf(why, len, "NCCL %d.%d.%d reads it only where it builds the communicator, as NCCL_MIN_NCHANNELS "
+                       "(explore that); from 2.31.2 it is also each collective's minimum",
+             major, minor, patch);
+    return 1;
+  }
+  if (v > 1) return 0;
+  snprintf(why, len, "NCCL's own minimum");
+  return 1;
+}
+
+static void min_ctas_box(struct pt_box *box, long long v) { box->hw.min_ctas = (int)v; }
+
 /* NCCL_BUFFSIZE: bytes, K/M/G accepted here and exported as the plain
  * number, the only form NCCL reads (misc/param.cc ncclLoadParam: strtoll,
  * what follows the digits ignored, so "1M" is one byte). At least 64 KiB:
@@ -70,6 +93,10 @@ static const struct pt_explore_var vars[] = {
      "more channels gain no more than %.0f%%: keep NCCL's own count (leave NCCL_MIN_NCHANNELS unset)",
      min_channels, min_channels_same, min_channels_box, "the profile was measured so; without it the plugin warns at init and\n"
      "still decides, but the job runs NCCL's default and loses that share", 1},
+    {"NCCL_MIN_CTAS", "NCCL_MIN_CTAS exploration", "NCCL's own minimum (1)",
+     "higher minimums gain no more than %.0f%%: keep NCCL's own (leave NCCL_MIN_CTAS unset)", min_channels,
+     min_ctas_same, min_ctas_box, "the profile was measured so; without it the plugin warns at init and\n"
+     "still decides, but the job runs other channel counts and loses that share", 1},
     {"NCCL_BUFFSIZE", "NCCL_BUFFSIZE exploration", "NCCL's default buffer (4 MiB)",
      "other buffer sizes gain no more than %.0f%%: keep NCCL's default (leave NCCL_BUFFSIZE unset)", buffsize,
      buffsize_same, buffsize_box, "the plugin warns otherwise: every latency in the profile was measured with it", 0},

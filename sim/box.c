@@ -10,6 +10,7 @@
 #include "nccl/common.h"
 #include "pcie/chunk.h"
 #include "pcie/sim_box.h"
+#include "pcie/table.h"
 
 int pt_box_effective_channels(const struct pt_box *b, int channels) {
   int max = b->nccl.comm_channels < 1 ? 1 : b->nccl.comm_channels;
@@ -120,12 +121,21 @@ void pt_box_nccl_table(const struct pt_box *b, int coll, uint64_t nbytes, float 
   pt_nccl_cost_table(&b->nccl, coll, (size_t)nbytes, 1, table);
 }
 
+int pt_box_task_channels(const struct pt_box *b, int ch) {
+  /* 2.31.2 src/enqueue/enqueue.cc scheduleCollTasksToPlan: after tuning,
+   * task->nMaxChannels = min(max(nMaxChannels, task->minCTAs), maxCTAs),
+   * then at most comm->nChannels; minCTAs is NCCL_MIN_CTAS first
+   * (task_posttuning.cc, NCCL_CONFIG_SET: env > per-call > comm). */
+  if (b->nccl.nccl_version < PT_NCCL_V2_31_2 || b->hw.min_ctas <= ch) return ch;
+  return pt_box_effective_channels(b, b->hw.min_ctas);
+}
+
 int pt_box_nccl_default(const struct pt_box *b, int coll, uint64_t nbytes, int *algo,
                         int *proto, int *channels) {
   float table[7][3];
   pt_box_nccl_table(b, coll, nbytes, table);
   if (pt_nccl_select(table, algo, proto)) return -1;
-  *channels = pt_nccl_channels(&b->nccl, *algo, *proto, (size_t)nbytes);
+  *channels = pt_box_task_channels(b, pt_nccl_channels(&b->nccl, *algo, *proto, (size_t)nbytes));
   return 0;
 }
 
@@ -156,16 +166,22 @@ double pt_box_oracle_us(const struct pt_box *b, int coll, int mode, uint64_t nby
   double best = -1;
   int ba = -1, bp = -1, bc = 0;
   pt_box_nccl_table(b, coll, nbytes, table);
+  /* The best choice a tuner can make: from 2.31 its channel count is a cap
+   * on NCCL's size heuristic (dev tuning_general.cc ncclTuningGetChannels),
+   * under 2.31.2's NCCL_MIN_CTAS floor, so only the counts those give are
+   * in reach (sim/simeval.c runs the plugin's the same way). */
+  int v231 = b->nccl.nccl_version >= PT_NCCL_V2_31;
   for (int a = 0; a < 2; a++)
     for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++) {
       if (table[a][p] < 0 || untrusted(b, coll, a, p)) continue;
       for (int c = 1; c <= pt_box_effective_channels(b, PT_MAX_CHANNELS); c++) {
-        double us = pt_box_true_us(b, coll, mode, a, p, c, nbytes);
+        int r = v231 ? pt_box_task_channels(b, pt_nccl_channels_run(c, b->nranks, a, p, nbytes)) : c;
+        double us = pt_box_true_us(b, coll, mode, a, p, r, nbytes);
         if (us >= 0 && (best < 0 || us < best)) {
           best = us;
           ba = a;
           bp = p;
-          bc = c;
+          bc = r;
         }
       }
     }

@@ -221,7 +221,7 @@ static int parse_dev(struct ctx *c, const config_setting_t *g, struct pt_hw *hw,
 static int parse_env(struct ctx *c, const config_setting_t *g, struct pt_hw *hw) {
   static const char *const keys[] = {"NCCL_P2P_LEVEL",     "NCCL_PROTO",        "NCCL_ALGO",
                                      "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_P2P_DISABLE",
-                                     "NCCL_SHM_DISABLE",   NULL};
+                                     "NCCL_SHM_DISABLE",   "NCCL_MIN_CTAS",     NULL};
   int rc;
   if (!config_setting_is_group(g)) return fail(c, g, PT_EINVAL, "'env' must be a group { ... }");
   if ((rc = only_keys(c, g, keys)) || (rc = get_str(c, g, "NCCL_P2P_LEVEL", hw->p2p_level, sizeof hw->p2p_level, 0)) ||
@@ -230,6 +230,8 @@ static int parse_env(struct ctx *c, const config_setting_t *g, struct pt_hw *hw)
     return rc;
   if (config_setting_get_member(g, "NCCL_MIN_NCHANNELS") &&
       (rc = get_int(c, g, "NCCL_MIN_NCHANNELS", 1, 64, &hw->min_nchannels)))
+    return rc;
+  if (config_setting_get_member(g, "NCCL_MIN_CTAS") && (rc = get_int(c, g, "NCCL_MIN_CTAS", 1, 64, &hw->min_ctas)))
     return rc;
   if (config_setting_get_member(g, "NCCL_MAX_NCHANNELS") &&
       (rc = get_int(c, g, "NCCL_MAX_NCHANNELS", 1, 64, &hw->max_nchannels)))
@@ -312,6 +314,7 @@ static int parse_hw(struct ctx *c, const config_setting_t *g, struct pt_box *b) 
     goto check;
   }
   memset(hw, 0, sizeof *hw);
+  b->nanchors = 0; /* other hardware: a based_on box's rows are not its rows */
   c->inherited = 0; /* every hardware key but switches and env is required */
   if ((rc = only_keys(c, g, keys)) || (rc = parse_cpu(c, g, hw)) || (rc = parse_devs(c, g, hw))) goto out;
   if ((rc = get_bool(c, g, "p2p", &hw->p2p))) goto out;
@@ -476,8 +479,10 @@ static int parse_box(struct ctx *c, const config_setting_t *root, struct pt_box 
     const char *v = config_setting_get_string(s);
     const struct pt_box *base = v ? pt_box_builtin(v) : NULL;
     if (!base) return fail(c, s, PT_EINVAL, "unknown built-in box '%s' in based_on", v ? v : "?");
+    /* The base's anchors come along: they are published rows of the same
+     * machine (the out-of-sample error box and simulate print is that
+     * machine's, sim/oos.c), until the file replaces the hardware below. */
     *b = *base;
-    b->nanchors = 0; /* a derived box is a different box: its anchors are its own */
     c->inherited = 1;
   }
   const config_setting_t *hws = config_setting_get_member(root, "hardware");

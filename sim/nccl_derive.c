@@ -201,7 +201,10 @@ int pt_nccl_derive(const struct pt_hw *hw, struct pt_nccl_view *v, char *err, si
    * the cost table, stay as they are. */
   v->comm_channels = 2 * nch > 64 ? 64 : 2 * nch;
   if (hw->max_nchannels > 0 && v->comm_channels > hw->max_nchannels) v->comm_channels = hw->max_nchannels;
-  if (hw->min_nchannels > v->comm_channels) v->comm_channels = hw->min_nchannels > 64 ? 64 : hw->min_nchannels;
+  /* NCCL_MIN_CTAS (comm->config.minCTAs) raises it the same way:
+   * copyChannels up to max(ncclMinNchannels(), config.minCTAs). */
+  int min_ch = hw->min_nchannels > hw->min_ctas ? hw->min_nchannels : hw->min_ctas;
+  if (min_ch > v->comm_channels) v->comm_channels = min_ch > 64 ? 64 : min_ch;
   v->cc_min = s->cc_min;
   v->cc_max = s->cc_max;
   struct pt_nccl_params *p = &v->params;

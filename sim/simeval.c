@@ -51,6 +51,7 @@ void pt_sim_eval(struct ph_comm *comm, const struct pt_box *b, int coll, int mod
                                  : pt_nccl_channels(&b->nccl, ch.algo, ch.proto, (size_t)nbytes);
   if (v231 && ch.nchannels > 0)
     t->channels = pt_nccl_channels_run(t->channels, b->nranks, ch.algo, ch.proto, nbytes);
+  t->channels = pt_box_task_channels(b, t->channels); /* 2.31.2's NCCL_MIN_CTAS floor */
   t->us = pt_box_true_us(b, coll, mode, t->algo, t->proto, t->channels, nbytes);
   t->state = pt_box_fault_state(b, coll, t->algo, t->proto, nbytes);
   if (t->state != PT_PT_OK && out->nccl.us > 0) t->us += out->nccl.us;

@@ -147,8 +147,8 @@ START_TEST(bad_values_are_refused) {
                            "allowed (1M = 1048576))"},
       {"NCCL_BUFFSIZE=1K", "bad --explore 'NCCL_BUFFSIZE=1K' (comma list of byte counts"},
       {"NCCL_BUFFSIZE=-1M", "bad --explore 'NCCL_BUFFSIZE=-1M' (comma list of byte counts"},
-      {"NCCL_BUFSIZE=1M", "(VAR=LIST with VAR one of NCCL_MIN_NCHANNELS, NCCL_BUFFSIZE)"},
-      {"NCCL_BUFFSIZE", "(VAR=LIST with VAR one of NCCL_MIN_NCHANNELS, NCCL_BUFFSIZE)"},
+      {"NCCL_BUFSIZE=1M", "(VAR=LIST with VAR one of NCCL_MIN_NCHANNELS, NCCL_MIN_CTAS, NCCL_BUFFSIZE)"},
+      {"NCCL_BUFFSIZE", "(VAR=LIST with VAR one of NCCL_MIN_NCHANNELS, NCCL_MIN_CTAS, NCCL_BUFFSIZE)"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char *out = NULL, *err = NULL;

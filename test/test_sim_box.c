@@ -264,7 +264,9 @@ START_TEST(box_files_load) {
   ck_assert_msg(pt_box_resolve(&b, p, &e) == 0, "%s:%d: %s", e.file, e.line, e.msg);
   ck_assert_int_eq(b.nccl.ll128_enabled, 1);
   ck_assert_int_eq(b.nranks, 8);
-  ck_assert_uint_eq(b.nanchors, 0);
+  /* Based on gen5-8x-p2p with its hardware: the base's published rows. */
+  ck_assert_uint_eq(b.nanchors, pt_box_builtin("gen5-8x-p2p")->nanchors);
+  ck_assert_str_eq(b.anchors[0].source, pt_box_builtin("gen5-8x-p2p")->anchors[0].source);
   ck_assert_int_eq(pt_box_fault_state(&b, PT_ALLREDUCE, NCCL_ALGO_RING, NCCL_PROTO_LL128, 2 << 20), PT_PT_WRONG);
   ck_assert_int_eq(pt_box_fault_state(&b, PT_ALLREDUCE, NCCL_ALGO_RING, NCCL_PROTO_LL128, 1 << 20), PT_PT_OK);
   ck_assert_int_eq(pt_box_fault_state(&b, PT_ALLREDUCE, NCCL_ALGO_TREE, NCCL_PROTO_SIMPLE, 8), PT_PT_CRASH);

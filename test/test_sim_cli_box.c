@@ -86,18 +86,28 @@ END_TEST
 
 /* A hand-typed NCCL view is an override and says so, in the profile's
  * provenance and in show. */
+/* Profiles box (under test/data/boxes) on the simulated backend into
+ * dir/p.cfg with the extra flags; returns what `show` prints of it. */
+static char *profiled_show(const char *dir, const char *box, const char *flags, char *prof, size_t len) {
+  char *out, *err, *args = NULL;
+  snprintf(prof, len, "%s/p.cfg", dir);
+  ck_assert(asprintf(&args, "--box %s/test/data/boxes/%s %s --quiet --out", pt_test_srcdir(), box, flags) > 0);
+  ck_assert_msg(run(&out, &err, "profile --backend sim %s %s", args, prof) == 0, "%s", err);
+  free(out), free(err), free(args);
+  ck_assert_int_eq(run(&out, &err, "show %s%s", prof, ""), 0);
+  free(err);
+  return out;
+}
+
 START_TEST(typed_view_is_labelled) {
   char *dir = pt_test_tmpdir(), *out, *err, box[1024], prof[1100];
   snprintf(box, sizeof box, "%s/test/data/boxes/faulty.cfg", pt_test_srcdir());
-  snprintf(prof, sizeof prof, "%s/p.cfg", dir);
   ck_assert_int_eq(run(&out, &err, "box %s%s", box, ""), 0);
   ck_assert_msg(strstr(out, "NCCL view: typed by hand (override)"), "%s", out);
   free(out), free(err);
-  ck_assert_int_eq(run(&out, &err, "profile --backend sim --box %s --out %s --quiet", box, prof), 0);
-  free(out), free(err);
-  ck_assert_int_eq(run(&out, &err, "show %s%s", prof, ""), 0);
+  out = profiled_show(dir, "faulty.cfg", "", prof, sizeof prof);
   ck_assert_msg(strstr(out, "measured with backend sim, NCCL 2.30 (sim, typed view)"), "%s", out);
-  free(out), free(err);
+  free(out);
   pt_test_rmtree(dir);
   free(dir);
 }
@@ -220,6 +230,103 @@ START_TEST(based_on_with_hardware_env) {
 }
 END_TEST
 
+/* A based_on box runs on its base's machine, so it carries the base's
+ * published rows: box and simulate give that machine's out-of-sample error
+ * for test/data/boxes/misdetect-2.31.cfg (they said "no published row" for
+ * the Turin machine's hardware); a file that replaces the hardware does not. */
+START_TEST(based_on_box_carries_its_base_rows) {
+  char *dir = pt_test_tmpdir(), *out, *err, f31[1024];
+  snprintf(f31, sizeof f31, "%s/test/data/boxes/misdetect-2.31.cfg", pt_test_srcdir());
+  char *fhw = pt_test_write(dir, "other.cfg",
+                            "based_on = \"gen5-8x-dual-misdetect\";\nname = \"other\";\n"
+                            "hardware = { cpus = 1; cpu_vendor = \"amd\"; p2p = true;\n"
+                            "  gpus = ( { parent = \"cpu0\"; gen = 5; lanes = 16; sm = 120; count = 8; } ); };\n");
+  ck_assert_int_eq(run(&out, &err, "box %s%s", "gen5-8x-dual-misdetect", ""), 0);
+  char *line = strstr(out, "truth: at 0.5-2 MiB the model is off by");
+  ck_assert_msg(line && strstr(line, "voipmonitor-turin"), "%s", out);
+  char *base = strndup(line, strcspn(line, "\n"));
+  free(out), free(err);
+  ck_assert_msg(run(&out, &err, "box %s%s", f31, "") == 0, "%s", err);
+  ck_assert_msg(strstr(out, base) && !strstr(out, "no published row"), "%s\nwanted: %s", out, base);
+  free(out), free(err), free(base);
+  ck_assert_msg(run(&out, &err, "box %s%s", fhw, "") == 0, "%s", err);
+  ck_assert_msg(strstr(out, "truth: no published row of this box's machine at 0.5-2 MiB"), "%s", out);
+  free(out), free(err);
+  /* simulate: the verify step's 1835008 B rows are marked and footnoted
+   * with the Turin machine's error. */
+  char prof[1024];
+  snprintf(prof, sizeof prof, "%s/profiles/example-8x-pcie.cfg", pt_test_srcdir());
+  ck_assert_msg(run(&out, &err, "simulate %s --box %s", prof, f31) == 0, "%s", err);
+  ck_assert_msg(strstr(out, "* 0.5-2 MiB: at 0.5-2 MiB the model is off by") && strstr(out, "voipmonitor-turin"),
+                "%s", out);
+  free(out), free(err);
+  free(fhw);
+  pt_test_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+/* On a 2.31 box the simulated backend measures a candidate on the channel
+ * count NCCL 2.31 runs (its size heuristic under the tuner's cap) and its
+ * profile says NCCL 2.31: the plugin's profile for test/data/boxes/p2p-2.31.cfg
+ * used to hold ring/LL/4 at 32 KiB, measured on 4 channels, which 2.31 runs on
+ * 1 (no faster than NCCL's own ring/LL/1), and said NCCL 2.30. */
+START_TEST(sim_backend_measures_what_2_31_runs) {
+  char *dir = pt_test_tmpdir(), *out, *err, box[1024], prof[1100];
+  snprintf(box, sizeof box, "%s/test/data/boxes/p2p-2.31.cfg", pt_test_srcdir());
+  out = profiled_show(dir, "p2p-2.31.cfg", "--graph", prof, sizeof prof);
+  ck_assert_msg(strstr(out, "measured with backend sim, NCCL 2.31 (sim, derived view)") &&
+                    strstr(out, "takes a tuner's count as a cap under its size heuristic"),
+                "%s", out);
+  free(out);
+  char *cmd = NULL;
+  ck_assert(asprintf(&cmd, "simulate %s --box %s --graph --bytes-per-token 32K --tokens 1 --calls 1", prof, box) > 0);
+  ck_assert_msg(run(&out, &err, "%s%s", cmd, "") == 0, "%s", err);
+  /* The plugin's choice runs as fast as the best a tuner can reach. */
+  char *row = strstr(out, "tokens=1 ");
+  ck_assert_msg(row && strstr(row, "1.000\n"), "%s", out);
+  free(out), free(err), free(cmd);
+  pt_test_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+/* NCCL_MIN_CTAS, explored as a user runs it: on a box whose NCCL is 2.31.2
+ * it is each collective's minimum after the tuner's cap (src/enqueue/
+ * enqueue.cc scheduleCollTasksToPlan), so NCCL's default at 4 differs from
+ * the same communicator built by NCCL_MIN_NCHANNELS=4; on 2.31 it is only
+ * the communicator floor, and the exploration says so and skips it. */
+static char *explore_row(const char *dir, const char *box, const char *var) {
+  char *out, *err, *cfg = pt_test_path(dir, box), *prof = pt_test_path(dir, "e.cfg"), *cmd = NULL;
+  ck_assert(asprintf(&cmd, "'%s' profile --backend sim --box '%s' --graph --force --out '%s' --explore %s=4",
+                     pt_test_cli(), cfg, prof, var) > 0);
+  ck_assert_msg(pt_test_run(cmd, &out, &err) == 0, "%s: %s", cmd, err);
+  char *row = strstr(out, "\n  4 ");
+  ck_assert_msg(row != NULL, "%s\n%s", out, err);
+  char *line = strndup(row + 1, strcspn(row + 1, "\n"));
+  free(out), free(err), free(cmd), free(cfg), free(prof);
+  return line;
+}
+
+START_TEST(min_ctas_is_explored_from_2_31_2) {
+  char *dir = pt_test_tmpdir(), *out, *err;
+  free(pt_test_write(dir, "b312.cfg", "based_on = \"gen5-8x-dual-misdetect\";\nname = \"m312\";\nnccl_version = \"2.31.2\";\n"));
+  free(pt_test_write(dir, "b31.cfg", "based_on = \"gen5-8x-dual-misdetect\";\nname = \"m31\";\nnccl_version = \"2.31\";\n"));
+  char *ctas = explore_row(dir, "b312.cfg", "NCCL_MIN_CTAS"), *nch = explore_row(dir, "b312.cfg", "NCCL_MIN_NCHANNELS");
+  ck_assert_msg(strstr(ctas, "NCCL's default at 4 channels") && strstr(nch, "NCCL's default at 4 channels"), "%s", ctas);
+  ck_assert_msg(strcmp(ctas, nch), "NCCL_MIN_CTAS=4 ran as NCCL_MIN_NCHANNELS=4: %s", ctas);
+  free(ctas), free(nch);
+  char *b31 = pt_test_path(dir, "b31.cfg"), *p31 = pt_test_path(dir, "p31.cfg");
+  ck_assert_int_eq(run(&out, &err, "profile --backend sim --box %s --graph --out %s --explore NCCL_MIN_CTAS=4", b31, p31), 0);
+  ck_assert_msg(strstr(err, "NCCL_MIN_CTAS=4 skipped: NCCL 2.31.0 reads it only where it builds the communicator"),
+                "%s", err);
+  ck_assert_msg(!strstr(out, "\n  4 "), "%s", out);
+  free(out), free(err), free(b31), free(p31);
+  pt_test_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("sim_cli_box");
   TCase *tc = tcase_create("core");
@@ -231,6 +338,9 @@ int main(void) {
   tcase_add_test(tc, shm_truth_carries_its_caveat);
   tcase_add_test(tc, simulate_applies_p2p_disable);
   tcase_add_test(tc, based_on_with_hardware_env);
+  tcase_add_test(tc, based_on_box_carries_its_base_rows);
+  tcase_add_test(tc, sim_backend_measures_what_2_31_runs);
+  tcase_add_test(tc, min_ctas_is_explored_from_2_31_2);
   suite_add_tcase(s, tc);
   return pt_test_main(s);
 }

@@ -42,6 +42,7 @@ struct pt_nccl_params {
 /* NCCL 2.31 (the dev branch at 86fa684d, src/tuning/): the first version whose
  * view differs from 2.30's (docs/sim.md, "NCCL 2.31"). */
 #define PT_NCCL_V2_31 23100
+#define PT_NCCL_V2_31_2 23102 /* NCCL_MIN_CTAS floors each collective's channels */
 
 /* "2.31", "2.31.0", "2.30.7" -> NCCL_VERSION_CODE (23100, 23100, 23007); 0
  * when s is not "MAJOR.MINOR[.PATCH]". */

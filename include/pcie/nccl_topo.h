@@ -63,6 +63,8 @@ struct pt_hw {
   char algo[64];       /* NCCL_ALGO ("" = unset) */
   int min_nchannels;   /* NCCL_MIN_NCHANNELS (0 = unset): more communicator channels */
   int max_nchannels;   /* NCCL_MAX_NCHANNELS (0 = unset) */
+  int min_ctas;        /* NCCL_MIN_CTAS (0 = unset): a communicator floor like NCCL_MIN_NCHANNELS,
+                          and from 2.31.2 also each collective's (pt_box_task_channels) */
   int p2p_disable;     /* NCCL_P2P_DISABLE=1: as NCCL_P2P_LEVEL=LOC, and it wins over it */
   int shm_disable;     /* NCCL_SHM_DISABLE=1: refused where a GPU pair lacks P2P */
 };

@@ -281,6 +281,10 @@ int pt_box_fault_state(const struct pt_box *b, int coll, int algo, int proto, ui
 void pt_box_nccl_table(const struct pt_box *b, int coll, uint64_t nbytes, float table[7][3]);
 /* What an untuned job runs: NCCL's selection and its own channel count.
  * Returns 0, or -1 when NCCL has nothing usable. */
+/* The channels a collective that NCCL's tuning gave ch runs on: from NCCL
+ * 2.31.2, at least NCCL_MIN_CTAS (hw.min_ctas), at most the communicator's;
+ * ch unchanged before 2.31.2 or without the variable. */
+int pt_box_task_channels(const struct pt_box *b, int ch);
 int pt_box_nccl_default(const struct pt_box *b, int coll, uint64_t nbytes, int *algo,
                         int *proto, int *channels);
 /* True latency of NCCL's default, -1 when none. */
