@@ -217,6 +217,7 @@ START_TEST(import_says_what_to_run_and_nothing_to_screen) {
 END_TEST
 
 int main(void) {
+  pt_test_accept_foreign(); /* its hand-written profiles record no box */
   Suite *s = suite_create("cli_screen");
   TCase *t = tcase_create("screen");
   tcase_add_checked_fixture(t, setup, teardown);
