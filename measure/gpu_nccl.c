@@ -172,6 +172,33 @@ static int worse(int a, int b) {
   return rank_of[b] > rank_of[a] ? b : a;
 }
 
+/* A rank timed one warm-up replay. Once every rank has, all get one
+ * warm-up count, from the slowest rank's replay. Returns the rank that
+ * could not be told, or -1. */
+static int on_warm(struct gpu *g, double *warm_us, unsigned *nwarm) {
+  *warm_us = g->msg.warm_us > *warm_us ? g->msg.warm_us : *warm_us;
+  if (++*nwarm != (unsigned)g->n) return -1;
+  struct pt_rank_cmd w = {.type = PT_RK_CMD_WARM};
+  double want = g->warmup_ms * 1000.0 / (*warm_us > 0.01 ? *warm_us : 0.01);
+  w.warm = want > 100000 ? 100000 : (unsigned)ceil(want);
+  for (int q = 0; q < g->n; q++)
+    if (tell(g, q, &w)) return q;
+  return -1;
+}
+
+/* Rank r finished repetition g->msg.rep: the parent hears of the
+ * repetitions every rank has finished (its hang watchdog's heartbeat). */
+static void on_beat(struct gpu *g, int r, unsigned *beats, unsigned *sent_beats) {
+  beats[r] = g->msg.rep;
+  unsigned lo = beats[0];
+  for (int q = 1; q < g->n; q++) lo = beats[q] < lo ? beats[q] : lo;
+  if (lo > *sent_beats && g->beat_fd >= 0) {
+    uint32_t v = lo;
+    pt_proto_write(g->beat_fd, PT_MSG_BEAT, &v, sizeof v);
+  }
+  *sent_beats = lo > *sent_beats ? lo : *sent_beats;
+}
+
 static int gpu_measure(void *self, const struct pt_measure_req *req, double *samples,
                        struct pt_measure_res *res, struct pt_error_rec *err) {
   struct gpu *g = self;
@@ -230,29 +257,15 @@ static int gpu_measure(void *self, const struct pt_measure_req *req, double *sam
         return gerr(err, PT_EIO, "%s", g->msg.text);
       }
       if (g->msg.type == PT_RK_WARM) {
-        /* Every rank timed one replay: one count for all, from the slowest. */
-        warm_us = g->msg.warm_us > warm_us ? g->msg.warm_us : warm_us;
-        if (++nwarm == (unsigned)g->n) {
-          struct pt_rank_cmd w = {.type = PT_RK_CMD_WARM};
-          double want = g->warmup_ms * 1000.0 / (warm_us > 0.01 ? warm_us : 0.01);
-          w.warm = want > 100000 ? 100000 : (unsigned)ceil(want);
-          for (int q = 0; q < g->n; q++)
-            if (tell(g, q, &w)) {
-              describe_rank(g, q, why, sizeof why);
-              goto crashed;
-            }
+        int q = on_warm(g, &warm_us, &nwarm);
+        if (q >= 0) {
+          describe_rank(g, q, why, sizeof why);
+          goto crashed;
         }
         continue;
       }
       if (g->msg.type == PT_RK_BEAT) {
-        beats[r] = g->msg.rep;
-        unsigned lo = beats[0];
-        for (int q = 1; q < g->n; q++) lo = beats[q] < lo ? beats[q] : lo;
-        if (lo > sent_beats && g->beat_fd >= 0) {
-          uint32_t v = lo;
-          pt_proto_write(g->beat_fd, PT_MSG_BEAT, &v, sizeof v);
-        }
-        sent_beats = lo > sent_beats ? lo : sent_beats;
+        on_beat(g, r, beats, &sent_beats);
         continue;
       }
       done[r] = 1;
