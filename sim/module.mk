@@ -29,6 +29,6 @@ demo:
 	@echo "Chart: $(abspath $(DEMO_DIR)/$(DEMO_BOX).svg)"
 	@echo "This profile describes the simulated box: a job on real GPUs refuses it (another box)."
 	@echo "On your box, measure it, then use the plugin in the job:"
-	@echo "$(abspath $(CLI)) profile --backend nccl --gpus 0-7 --out my-box.cfg"
+	@echo "$(abspath $(CLI)) profile --backend nccl --gpus 0-7 --engine vllm --out my-box.cfg  # or --engine sglang"
 	@echo "export NCCL_TUNER_PLUGIN=$(abspath $(SO))"
 	@echo "export PCIE_TUNER_PROFILE=\$$PWD/my-box.cfg"
