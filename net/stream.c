@@ -217,6 +217,24 @@ static ssize_t rx(struct pt_stream *s, void *buf, size_t len, int *eof) {
   }
 }
 
+/* Takes the chunk header at rx_off; -1 after recording a malformed one. */
+static int take_header(struct pt_stream *s) {
+  memcpy(&s->hdr, s->rxbuf + s->rx_off, sizeof(s->hdr));
+  s->rx_off += sizeof(s->hdr);
+  int padded = s->hdr.magic == PT_CHUNK_MAGIC_PAD;
+  if (!padded && s->hdr.magic != PT_CHUNK_MAGIC) {
+    pt__comm_fail(s->comm, ncclRemoteError, PT_WHY_BAD_MAGIC, 0);
+    return -1;
+  }
+  if (padded && (s->hdr.len >= PT_PAD_PAYLOAD || s->hdr.len != s->hdr.total)) {
+    pt__comm_fail(s->comm, ncclRemoteError, PT_WHY_BAD_CHUNK, 0);
+    return -1;
+  }
+  /* dropped before the next header, once this chunk is placed */
+  s->rx_skip = padded ? PT_PAD_PAYLOAD - s->hdr.len : 0;
+  return 0;
+}
+
 /* Returns PT_RX_WATCH when a helper thread should watch the stream's data
  * (it stopped inside a chunk, or the stream carries large messages), plus
  * PT_RX_UNDRAINED when bytes may be left in the socket (budget spent), so
@@ -267,19 +285,7 @@ static int recv_step(struct pt_stream *s, size_t budget, uint32_t fired) {
         s->rx_have += (size_t)n;
         continue;
       }
-      memcpy(&s->hdr, s->rxbuf + s->rx_off, sizeof(s->hdr));
-      s->rx_off += sizeof(s->hdr);
-      int padded = s->hdr.magic == PT_CHUNK_MAGIC_PAD;
-      if (!padded && s->hdr.magic != PT_CHUNK_MAGIC) {
-        pt__comm_fail(c, ncclRemoteError, PT_WHY_BAD_MAGIC, 0);
-        break;
-      }
-      if (padded && (s->hdr.len >= PT_PAD_PAYLOAD || s->hdr.len != s->hdr.total)) {
-        pt__comm_fail(c, ncclRemoteError, PT_WHY_BAD_CHUNK, 0);
-        break;
-      }
-      /* dropped before the next header, after this chunk completes */
-      s->rx_skip = padded ? PT_PAD_PAYLOAD - s->hdr.len : 0;
+      if (take_header(s) != 0) break;
       s->phase = PT_RX_PARKED;
     }
     if (s->phase == PT_RX_PARKED) {
