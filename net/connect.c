@@ -270,7 +270,8 @@ ncclResult_t pt_net_connect(struct pt_net_ctx *ctx, int dev, int traffic_class, 
     res = pt__comm_create(ctx, PT_MAGIC_SEND, st->fds, st->n, st->adapt_mbps, st->peer, &c);
     for (int i = 0; i < st->n; i++) st->fds[i] = -1; /* owned (or closed) by the comm now */
     if (res == ncclSuccess) {
-      c->pad_small = st->pad; /* before NCCL sees the comm: no other thread has it yet */
+      /* before any isend: start_chunk reads it after claim's acquire of send_tail */
+      c->pad_small = st->pad;
       *send_comm = c;
     }
   }
