@@ -338,6 +338,30 @@ START_TEST(version_and_nonce_mismatch_refused)
 }
 END_TEST
 
+/* A raw peer (forked child) joins the listener of the handle: every stream
+ * dialled, hello sent, ack read; 0 on success. */
+static int raw_peer_join(const struct nw_handle *h, int *fds, uint64_t conn_id)
+{
+  for (int i = 0; i < h->nstreams; i++)
+    if ((fds[i] = nw_dial(h)) < 0 || nw_send_hello(fds[i], h, NW_VERSION, (uint16_t)i, conn_id))
+      return -1;
+  for (int i = 0; i < h->nstreams; i++)
+    if (nw_read_ack(fds[i]) != 0)
+      return -1;
+  return 0;
+}
+
+/* The raw peer exited 0; the receiving side closes. */
+static void raw_peer_done(pid_t pid, void *rc, void *lc)
+{
+  int status;
+  waitpid(pid, &status, 0);
+  ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  nh_close_recv(&net, rc);
+  nh_close_listen(&net, lc);
+  nh_finalize(&net, ctx);
+}
+
 /* A raw peer completes the handshake, then sends a bad chunk magic or
  * stops inside a chunk: the receive fails with a reason. */
 static void raw_peer_case(int truncate)
@@ -351,12 +375,8 @@ static void raw_peer_case(int truncate)
   const struct nw_handle *h = (const struct nw_handle *)handle;
   pid_t pid = fork();
   if (pid == 0) {
-    for (int i = 0; i < h->nstreams; i++)
-      if ((fds[i] = nw_dial(h)) < 0 || nw_send_hello(fds[i], h, NW_VERSION, (uint16_t)i, 7))
-        _exit(1);
-    for (int i = 0; i < h->nstreams; i++)
-      if (nw_read_ack(fds[i]) != 0)
-        _exit(1);
+    if (raw_peer_join(h, fds, 7) != 0)
+      _exit(1);
     struct nw_chunk c = {.magic = truncate ? NW_CHUNK_MAGIC : 0xdeadbeef,
                          .seq = 0, .tag = 1, .len = 1000, .offset = 0, .total = 1000};
     (void)!send(fds[0], &c, sizeof(c), MSG_NOSIGNAL);
@@ -396,12 +416,8 @@ START_TEST(peer_death_with_a_parked_stream_fails_receive)
   const struct nw_handle *h = (const struct nw_handle *)handle;
   pid_t pid = fork();
   if (pid == 0) {
-    for (int i = 0; i < h->nstreams; i++)
-      if ((fds[i] = nw_dial(h)) < 0 || nw_send_hello(fds[i], h, NW_VERSION, (uint16_t)i, 9))
-        _exit(1);
-    for (int i = 0; i < h->nstreams; i++)
-      if (nw_read_ack(fds[i]) != 0)
-        _exit(1);
+    if (raw_peer_join(h, fds, 9) != 0)
+      _exit(1);
     struct nw_chunk c = {.magic = NW_CHUNK_MAGIC, .seq = 1, .tag = 1, .len = 10, .total = 10};
     if (send(fds[0], &c, sizeof(c), MSG_NOSIGNAL) != (ssize_t)sizeof(c) ||
         send(fds[0], buf, 10, MSG_NOSIGNAL) != 10)
@@ -416,12 +432,7 @@ START_TEST(peer_death_with_a_parked_stream_fails_receive)
   ck_assert_msg(!timed_out, "the receive waited for a dead peer");
   ck_assert_int_eq(r, ncclRemoteError);
   ck_assert_msg(strstr(nh_last_warn(), "closed by the peer"), "WARN: %s", nh_last_warn());
-  int status;
-  waitpid(pid, &status, 0);
-  ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  nh_close_recv(&net, rc);
-  nh_close_listen(&net, lc);
-  nh_finalize(&net, ctx);
+  raw_peer_done(pid, rc, lc);
 }
 END_TEST
 
@@ -469,12 +480,8 @@ START_TEST(padded_small_messages_are_received_exactly)
   ck_assert_int_eq(pipe(go), 0);
   pid_t pid = fork();
   if (pid == 0) {
-    for (int i = 0; i < h->nstreams; i++)
-      if ((fds[i] = nw_dial(h)) < 0 || nw_send_hello(fds[i], h, NW_VERSION, (uint16_t)i, 11))
-        _exit(1);
-    for (int i = 0; i < h->nstreams; i++)
-      if (nw_read_ack(fds[i]) != 0)
-        _exit(1);
+    if (raw_peer_join(h, fds, 11) != 0)
+      _exit(1);
     for (size_t off = 0, k = 1; off < len; off += k, k = k % 13 + 1) {
       if (k > len - off)
         k = len - off;
@@ -502,12 +509,7 @@ START_TEST(padded_small_messages_are_received_exactly)
   }
   ck_assert_int_eq(write(go[1], "x", 1), 1);
   close(go[1]);
-  int status;
-  waitpid(pid, &status, 0);
-  ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  nh_close_recv(&net, rc);
-  nh_close_listen(&net, lc);
-  nh_finalize(&net, ctx);
+  raw_peer_done(pid, rc, lc);
 }
 END_TEST
 
