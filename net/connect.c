@@ -31,6 +31,7 @@ struct pt_connect {
   struct pt_connect *next, **pprev; /* ctx->connects, under connects_mu */
   int n;
   int adapt_mbps; /* for the comm: the handle asked to adapt, judged by our link's speed */
+  int pad;        /* the handle's PT_HANDLE_PAD */
   int64_t deadline_ns;
   char peer[80];
   struct pt_hello hello;
@@ -241,6 +242,7 @@ ncclResult_t pt_net_connect(struct pt_net_ctx *ctx, int dev, int traffic_class, 
     res = connect_start(ctx, tc, h, &st);
     if (res != ncclSuccess) return res;
     if (h->flags & PT_HANDLE_ADAPT) st->adapt_mbps = pt__dev(dev)->speed_mbps;
+    st->pad = (h->flags & PT_HANDLE_PAD) != 0;
     h->connect_state = st->id;
     pthread_mutex_lock(&ctx->connects_mu);
     link_locked(ctx, st);
@@ -267,7 +269,11 @@ ncclResult_t pt_net_connect(struct pt_net_ctx *ctx, int dev, int traffic_class, 
     struct pt_comm *c;
     res = pt__comm_create(ctx, PT_MAGIC_SEND, st->fds, st->n, st->adapt_mbps, st->peer, &c);
     for (int i = 0; i < st->n; i++) st->fds[i] = -1; /* owned (or closed) by the comm now */
-    if (res == ncclSuccess) *send_comm = c;
+    if (res == ncclSuccess) {
+      /* before any isend: start_chunk reads it after claim's acquire of send_tail */
+      c->pad_small = st->pad;
+      *send_comm = c;
+    }
   }
   connect_free(st);
   return res;

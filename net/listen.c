@@ -98,7 +98,7 @@ ncclResult_t pt_net_listen(struct pt_net_ctx *ctx, int dev, void *handle, void *
   h->magic = PT_WIRE_MAGIC;
   h->version = PT_WIRE_VERSION;
   h->nstreams = (uint16_t)l->nstreams;
-  h->flags = l->adapt ? PT_HANDLE_ADAPT : 0;
+  h->flags = (uint16_t)(PT_HANDLE_PAD | (l->adapt ? PT_HANDLE_ADAPT : 0));
   h->nonce = l->nonce;
   h->addr = addr;
   pt__ctx_ref(ctx);

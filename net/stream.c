@@ -51,8 +51,10 @@ static int send_pending(struct pt_comm *c) {
 static void start_chunk(struct pt_stream *s, struct pt_send_slot *m, uint32_t k) {
   size_t off = (size_t)k * m->chunk;
   size_t len = m->size - off < m->chunk ? m->size - off : m->chunk;
+  /* a message below PT_PAD_PAYLOAD is one chunk (chunks are >= 64 KiB) */
+  int pad = s->comm->pad_small && m->size < PT_PAD_PAYLOAD;
   s->cur = m;
-  s->hdr = (struct pt_chunk_hdr){.magic = PT_CHUNK_MAGIC,
+  s->hdr = (struct pt_chunk_hdr){.magic = pad ? PT_CHUNK_MAGIC_PAD : PT_CHUNK_MAGIC,
                                  .seq = m->seq,
                                  .tag = m->tag,
                                  .len = (uint32_t)len,
@@ -60,6 +62,8 @@ static void start_chunk(struct pt_stream *s, struct pt_send_slot *m, uint32_t k)
                                  .total = m->size};
   s->hdr_done = 0;
   s->data_done = 0;
+  s->pad_len = pad ? PT_PAD_PAYLOAD - len : 0;
+  s->pad_done = 0;
 }
 
 static void end_chunk(struct pt_stream *s) {
@@ -98,12 +102,14 @@ static uint32_t send_step(struct pt_stream *s, size_t budget, uint32_t fired) {
       if (s->index >= atomic_load_explicit(&c->active, memory_order_relaxed) || !claim(c, &m, &k)) break;
       start_chunk(s, m, k);
     }
-    struct iovec iov[2];
+    /* padding: its bytes are never read, any memory of that size will do */
+    static const char pad[PT_PAD_PAYLOAD];
+    struct iovec iov[3];
     int niov = 0;
-    if (s->hdr_done < sizeof(s->hdr))
-      iov[niov++] = (struct iovec){(char *)&s->hdr + s->hdr_done, sizeof(s->hdr) - s->hdr_done};
-    size_t data_left = s->hdr.len - s->data_done;
+    size_t hdr_left = sizeof(s->hdr) - s->hdr_done, data_left = s->hdr.len - s->data_done;
+    if (hdr_left) iov[niov++] = (struct iovec){(char *)&s->hdr + s->hdr_done, hdr_left};
     if (data_left) iov[niov++] = (struct iovec){s->cur->data + s->hdr.offset + s->data_done, data_left};
+    if (s->pad_done < s->pad_len) iov[niov++] = (struct iovec){(char *)pad, s->pad_len - s->pad_done};
     struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
     ssize_t n = sendmsg(s->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (n < 0) {
@@ -115,15 +121,15 @@ static uint32_t send_step(struct pt_stream *s, size_t budget, uint32_t fired) {
         fail_errno(c, errno);
       break;
     }
-    size_t sent = (size_t)n, h = sizeof(s->hdr) - s->hdr_done;
-    if (sent < h) {
-      s->hdr_done += sent;
-      continue;
-    }
-    s->hdr_done = sizeof(s->hdr);
-    s->data_done += sent - h;
-    moved += sent - h;
-    if (s->data_done == s->hdr.len) end_chunk(s);
+    size_t sent = (size_t)n, k = sent < hdr_left ? sent : hdr_left;
+    s->hdr_done += k;
+    sent -= k;
+    k = sent < data_left ? sent : data_left;
+    s->data_done += k;
+    moved += k;
+    s->pad_done += sent - k;
+    if (s->hdr_done == sizeof(s->hdr) && s->data_done == s->hdr.len && s->pad_done == s->pad_len)
+      end_chunk(s);
   }
   if (atomic_load_explicit(&c->err, memory_order_relaxed)) return 0;
   return want_out ? PT_SEND_BUSY : PT_SEND_IDLE;
@@ -211,6 +217,24 @@ static ssize_t rx(struct pt_stream *s, void *buf, size_t len, int *eof) {
   }
 }
 
+/* Takes the chunk header at rx_off; -1 after recording a malformed one. */
+static int take_header(struct pt_stream *s) {
+  memcpy(&s->hdr, s->rxbuf + s->rx_off, sizeof(s->hdr));
+  s->rx_off += sizeof(s->hdr);
+  int padded = s->hdr.magic == PT_CHUNK_MAGIC_PAD;
+  if (!padded && s->hdr.magic != PT_CHUNK_MAGIC) {
+    pt__comm_fail(s->comm, ncclRemoteError, PT_WHY_BAD_MAGIC, 0);
+    return -1;
+  }
+  if (padded && (s->hdr.len >= PT_PAD_PAYLOAD || s->hdr.len != s->hdr.total)) {
+    pt__comm_fail(s->comm, ncclRemoteError, PT_WHY_BAD_CHUNK, 0);
+    return -1;
+  }
+  /* dropped before the next header, once this chunk is placed */
+  s->rx_skip = padded ? PT_PAD_PAYLOAD - s->hdr.len : 0;
+  return 0;
+}
+
 /* Returns PT_RX_WATCH when a helper thread should watch the stream's data
  * (it stopped inside a chunk, or the stream carries large messages), plus
  * PT_RX_UNDRAINED when bytes may be left in the socket (budget spent), so
@@ -236,7 +260,13 @@ static int recv_step(struct pt_stream *s, size_t budget, uint32_t fired) {
   while (!failed(c) && s->phase != PT_RX_DEAD) {
     size_t avail = s->rx_have - s->rx_off;
     if (s->phase == PT_RX_HDR) {
-      if (avail < sizeof(s->hdr)) {
+      if (s->rx_skip && avail) {
+        size_t k = avail < s->rx_skip ? avail : s->rx_skip;
+        s->rx_off += k;
+        s->rx_skip -= k;
+        avail -= k;
+      }
+      if (s->rx_skip || avail < sizeof(s->hdr)) {
         if (moved >= budget) break;
         if (empty) {
           drained = 1;
@@ -255,12 +285,7 @@ static int recv_step(struct pt_stream *s, size_t budget, uint32_t fired) {
         s->rx_have += (size_t)n;
         continue;
       }
-      memcpy(&s->hdr, s->rxbuf + s->rx_off, sizeof(s->hdr));
-      s->rx_off += sizeof(s->hdr);
-      if (s->hdr.magic != PT_CHUNK_MAGIC) {
-        pt__comm_fail(c, ncclRemoteError, PT_WHY_BAD_MAGIC, 0);
-        break;
-      }
+      if (take_header(s) != 0) break;
       s->phase = PT_RX_PARKED;
     }
     if (s->phase == PT_RX_PARKED) {
@@ -302,7 +327,7 @@ static int recv_step(struct pt_stream *s, size_t budget, uint32_t fired) {
     moved += (size_t)n;
   }
   if (eof) {
-    if (s->phase == PT_RX_HDR && s->rx_have == s->rx_off) {
+    if (s->phase == PT_RX_HDR && s->rx_have == s->rx_off && !s->rx_skip) {
       /* A clean end: the peer closed between chunks. Only an error for
        * requests that can no longer complete (test decides). */
       s->phase = PT_RX_DEAD;

@@ -338,6 +338,30 @@ START_TEST(version_and_nonce_mismatch_refused)
 }
 END_TEST
 
+/* A raw peer (forked child) joins the listener of the handle: every stream
+ * dialled, hello sent, ack read; 0 on success. */
+static int raw_peer_join(const struct nw_handle *h, int *fds, uint64_t conn_id)
+{
+  for (int i = 0; i < h->nstreams; i++)
+    if ((fds[i] = nw_dial(h)) < 0 || nw_send_hello(fds[i], h, NW_VERSION, (uint16_t)i, conn_id))
+      return -1;
+  for (int i = 0; i < h->nstreams; i++)
+    if (nw_read_ack(fds[i]) != 0)
+      return -1;
+  return 0;
+}
+
+/* The raw peer exited 0; the receiving side closes. */
+static void raw_peer_done(pid_t pid, void *rc, void *lc)
+{
+  int status;
+  waitpid(pid, &status, 0);
+  ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  nh_close_recv(&net, rc);
+  nh_close_listen(&net, lc);
+  nh_finalize(&net, ctx);
+}
+
 /* A raw peer completes the handshake, then sends a bad chunk magic or
  * stops inside a chunk: the receive fails with a reason. */
 static void raw_peer_case(int truncate)
@@ -351,12 +375,8 @@ static void raw_peer_case(int truncate)
   const struct nw_handle *h = (const struct nw_handle *)handle;
   pid_t pid = fork();
   if (pid == 0) {
-    for (int i = 0; i < h->nstreams; i++)
-      if ((fds[i] = nw_dial(h)) < 0 || nw_send_hello(fds[i], h, NW_VERSION, (uint16_t)i, 7))
-        _exit(1);
-    for (int i = 0; i < h->nstreams; i++)
-      if (nw_read_ack(fds[i]) != 0)
-        _exit(1);
+    if (raw_peer_join(h, fds, 7) != 0)
+      _exit(1);
     struct nw_chunk c = {.magic = truncate ? NW_CHUNK_MAGIC : 0xdeadbeef,
                          .seq = 0, .tag = 1, .len = 1000, .offset = 0, .total = 1000};
     (void)!send(fds[0], &c, sizeof(c), MSG_NOSIGNAL);
@@ -396,12 +416,8 @@ START_TEST(peer_death_with_a_parked_stream_fails_receive)
   const struct nw_handle *h = (const struct nw_handle *)handle;
   pid_t pid = fork();
   if (pid == 0) {
-    for (int i = 0; i < h->nstreams; i++)
-      if ((fds[i] = nw_dial(h)) < 0 || nw_send_hello(fds[i], h, NW_VERSION, (uint16_t)i, 9))
-        _exit(1);
-    for (int i = 0; i < h->nstreams; i++)
-      if (nw_read_ack(fds[i]) != 0)
-        _exit(1);
+    if (raw_peer_join(h, fds, 9) != 0)
+      _exit(1);
     struct nw_chunk c = {.magic = NW_CHUNK_MAGIC, .seq = 1, .tag = 1, .len = 10, .total = 10};
     if (send(fds[0], &c, sizeof(c), MSG_NOSIGNAL) != (ssize_t)sizeof(c) ||
         send(fds[0], buf, 10, MSG_NOSIGNAL) != 10)
@@ -416,12 +432,7 @@ START_TEST(peer_death_with_a_parked_stream_fails_receive)
   ck_assert_msg(!timed_out, "the receive waited for a dead peer");
   ck_assert_int_eq(r, ncclRemoteError);
   ck_assert_msg(strstr(nh_last_warn(), "closed by the peer"), "WARN: %s", nh_last_warn());
-  int status;
-  waitpid(pid, &status, 0);
-  ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  nh_close_recv(&net, rc);
-  nh_close_listen(&net, lc);
-  nh_finalize(&net, ctx);
+  raw_peer_done(pid, rc, lc);
 }
 END_TEST
 
@@ -434,6 +445,143 @@ END_TEST
 START_TEST(truncated_stream_fails_receive)
 {
   raw_peer_case(1);
+}
+END_TEST
+
+/* A peer pads each message below NW_PAD_PAYLOAD bytes (NW_CHUNK_MAGIC_PAD)
+ * for a receiver whose handle has NW_HANDLE_PAD: the receiver delivers the
+ * payload alone, however the writes split header, payload and padding
+ * (here 1..13 bytes at a time, so every boundary lands inside some recv). */
+START_TEST(padded_small_messages_are_received_exactly)
+{
+  enum { NMSG = 5 };
+  static const size_t sizes[NMSG] = {8, 0, 239, 1000, 1};
+  static char stream[NMSG * (sizeof(struct nw_chunk) + 1000 + NW_PAD_PAYLOAD)];
+  char handle[NCCL_NET_HANDLE_MAXSIZE], buf[2048];
+  void *lc, *rc = NULL;
+  int fds[3], go[2];
+  open_version(4);
+  ck_assert_int_eq(nh_listen(&net, ctx, 0, handle, &lc), ncclSuccess);
+  const struct nw_handle *h = (const struct nw_handle *)handle;
+  ck_assert_msg(h->flags & NW_HANDLE_PAD, "the handle announces that padding is dropped");
+  size_t len = 0;
+  for (int i = 0; i < NMSG; i++) {
+    int pad = sizes[i] < NW_PAD_PAYLOAD;
+    struct nw_chunk c = {.magic = pad ? NW_CHUNK_MAGIC_PAD : NW_CHUNK_MAGIC, .seq = (uint32_t)i,
+                         .tag = 1, .len = (uint32_t)sizes[i], .offset = 0, .total = sizes[i]};
+    memcpy(stream + len, &c, sizeof(c));
+    nh_fill(stream + len + sizeof(c), sizes[i], (uint64_t)(40 + i));
+    len += sizeof(c) + sizes[i];
+    if (pad) {
+      memset(stream + len, 0x5a, NW_PAD_PAYLOAD - sizes[i]);
+      len += NW_PAD_PAYLOAD - sizes[i];
+    }
+  }
+  ck_assert_int_eq(pipe(go), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (raw_peer_join(h, fds, 11) != 0)
+      _exit(1);
+    for (size_t off = 0, k = 1; off < len; off += k, k = k % 13 + 1) {
+      if (k > len - off)
+        k = len - off;
+      if (send(fds[0], stream + off, k, MSG_NOSIGNAL) != (ssize_t)k)
+        _exit(1);
+      usleep(100);
+    }
+    char c;
+    _exit(read(go[0], &c, 1) == 1 ? 0 : 1); /* streams stay open until the parent has all */
+  }
+  close(go[0]);
+  rc = accept_until(lc, handle, NULL, 5000);
+  ck_assert_ptr_nonnull(rc);
+  for (int i = 0; i < NMSG; i++) {
+    void *req = NULL, *d = buf;
+    size_t cap = sizeof(buf);
+    int tag = 1, got = -1;
+    memset(buf, 0x77, sizeof(buf));
+    ck_assert_int_eq(nh_irecv(&net, rc, 1, &d, &cap, &tag, NULL, &req), ncclSuccess);
+    ck_assert_ptr_nonnull(req);
+    ck_assert_int_eq(nh_wait(&net, req, &got, 5000, NULL), ncclSuccess);
+    ck_assert_int_eq(got, (int)sizes[i]);
+    ck_assert_msg(nh_check(buf, sizes[i], (uint64_t)(40 + i)) < 0, "message %d's bytes", i);
+    ck_assert_msg(buf[sizes[i]] == 0x77, "message %d: nothing written past its payload", i);
+  }
+  ck_assert_int_eq(write(go[1], "x", 1), 1);
+  close(go[1]);
+  raw_peer_done(pid, rc, lc);
+}
+END_TEST
+
+/* The sender pads a message below NW_PAD_PAYLOAD bytes only where the
+ * receiver's handle has NW_HANDLE_PAD (a receiver built before it writes
+ * 0 and would fail on the unknown magic): a raw listener reads the wire. */
+static int read_padded_wire(int ls, int padded)
+{
+  struct nw_hello hello;
+  struct nw_chunk c;
+  char b[1000], p[NW_PAD_PAYLOAD];
+  int fd = accept(ls, NULL, NULL);
+  if (fd < 0 || recv(fd, &hello, sizeof(hello), MSG_WAITALL) != (ssize_t)sizeof(hello) ||
+      hello.magic != NW_MAGIC)
+    return 2;
+  struct nw_ack a = {.magic = NW_MAGIC, .version = NW_VERSION, .status = 0};
+  if (send(fd, &a, sizeof(a), MSG_NOSIGNAL) != (ssize_t)sizeof(a))
+    return 3;
+  /* an 8-byte message, then one of 1000 bytes: the padding ends exactly
+   * where the second header starts */
+  if (recv(fd, &c, sizeof(c), MSG_WAITALL) != (ssize_t)sizeof(c) || c.len != 8 || c.total != 8 ||
+      c.magic != (padded ? NW_CHUNK_MAGIC_PAD : NW_CHUNK_MAGIC))
+    return 4;
+  if (recv(fd, b, 8, MSG_WAITALL) != 8 || nh_check(b, 8, 61) >= 0)
+    return 5;
+  if (padded && recv(fd, p, NW_PAD_PAYLOAD - 8, MSG_WAITALL) != NW_PAD_PAYLOAD - 8)
+    return 6;
+  if (recv(fd, &c, sizeof(c), MSG_WAITALL) != (ssize_t)sizeof(c) || c.magic != NW_CHUNK_MAGIC ||
+      c.len != 1000 || recv(fd, b, 1000, MSG_WAITALL) != 1000 || nh_check(b, 1000, 62) >= 0)
+    return 7;
+  close(fd);
+  return 0;
+}
+
+START_TEST(small_messages_padded_only_for_a_receiver_that_drops_padding)
+{
+  char small[8], big[1000];
+  nh_fill(small, sizeof(small), 61);
+  nh_fill(big, sizeof(big), 62);
+  open_version(4);
+  for (int padded = 0; padded < 2; padded++) {
+    int ls = socket(AF_INET, SOCK_STREAM, 0);
+    struct nw_handle h = {.magic = NW_MAGIC, .version = NW_VERSION, .nstreams = 1,
+                          .flags = padded ? NW_HANDLE_PAD : 0, .nonce = 5};
+    socklen_t alen = sizeof(h.addr.in4);
+    h.addr.in4.sin_family = AF_INET;
+    h.addr.in4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert(ls >= 0 && bind(ls, &h.addr.sa, alen) == 0 && listen(ls, 4) == 0 &&
+              getsockname(ls, &h.addr.sa, &alen) == 0);
+    char handle[NCCL_NET_HANDLE_MAXSIZE] = {0};
+    memcpy(handle, &h, sizeof(h));
+    pid_t pid = fork();
+    if (pid == 0)
+      _exit(read_padded_wire(ls, padded));
+    close(ls);
+    void *sc = NULL, *req;
+    for (double end = nh_now_ms() + 5000; !sc && nh_now_ms() < end;)
+      ck_assert_int_eq(nh_connect(&net, ctx, 0, handle, &sc), ncclSuccess);
+    ck_assert_ptr_nonnull(sc);
+    req = NULL;
+    ck_assert_int_eq(nh_isend(&net, sc, small, sizeof(small), 1, NULL, &req), ncclSuccess);
+    ck_assert_int_eq(nh_wait(&net, req, NULL, 5000, NULL), ncclSuccess);
+    req = NULL;
+    ck_assert_int_eq(nh_isend(&net, sc, big, sizeof(big), 1, NULL, &req), ncclSuccess);
+    ck_assert_int_eq(nh_wait(&net, req, NULL, 5000, NULL), ncclSuccess);
+    int status;
+    waitpid(pid, &status, 0);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "padded=%d: wire check %d", padded,
+                  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    nh_close_send(&net, sc);
+  }
+  nh_finalize(&net, ctx);
 }
 END_TEST
 
@@ -652,6 +800,8 @@ static Suite *fault_suite(void)
   tcase_add_test(tc, version_and_nonce_mismatch_refused);
   tcase_add_test(tc, bad_chunk_magic_fails_receive);
   tcase_add_test(tc, truncated_stream_fails_receive);
+  tcase_add_test(tc, padded_small_messages_are_received_exactly);
+  tcase_add_test(tc, small_messages_padded_only_for_a_receiver_that_drops_padding);
   tcase_add_test(tc, peer_death_with_a_parked_stream_fails_receive);
   tcase_add_loop_test(tc, two_threads_many_comms, 3, NH_NVERSIONS);
   tcase_add_loop_test(tc, late_receiver_still_connects, 0, NH_NVERSIONS);

@@ -10,12 +10,18 @@
 #define NW_MAGIC 0x7063696574637031ULL
 #define NW_VERSION 1U
 #define NW_CHUNK_MAGIC 0x6b6e6863U
+/* a chunk of a message below NW_PAD_PAYLOAD bytes whose payload is
+ * followed by NW_PAD_PAYLOAD - len bytes of padding */
+#define NW_CHUNK_MAGIC_PAD 0x706e6863U
+#define NW_PAD_PAYLOAD 240
+#define NW_HANDLE_ADAPT 1U
+#define NW_HANDLE_PAD 2U /* the receiver drops the padding of NW_CHUNK_MAGIC_PAD */
 
 struct nw_handle {
   uint64_t magic;
   uint32_t version;
   uint16_t nstreams;
-  uint16_t flags; /* bit 0: the sender starts on one stream and adapts */
+  uint16_t flags; /* NW_HANDLE_* */
   uint64_t nonce;
   union {
     struct sockaddr sa;
