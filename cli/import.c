@@ -222,12 +222,6 @@ static int read_all(const char *path, char **buf, size_t *len) {
   return -1;
 }
 
-static void print_error(const struct pt_error_rec *e) {
-  char buf[1200];
-  pt_error_format(e, buf, sizeof buf);
-  fprintf(stderr, "%s\n", buf);
-}
-
 /* "box.cfg" and "dir/box.cfg" name the profile "box". */
 static char *default_name(const char *out) {
   const char *base = strrchr(out, '/');
@@ -248,7 +242,7 @@ static int load_logs(const struct args *a, struct imp_input *in) {
     int rc = nt_parse(&in[i].log, buf, len, name, &err);
     free(buf);
     if (rc) {
-      print_error(&err);
+      cli_print_error(NULL, &err);
       return -1;
     }
     in[i].cli = a->cli[i];
@@ -373,7 +367,7 @@ static int import_example(const struct args *a, const char *name, const char *da
   int rc = imp_nccl_example(buf, len, file, p, &err);
   free(buf);
   if (rc) {
-    print_error(&err);
+    cli_print_error(NULL, &err);
     return 1;
   }
   snprintf(note, sizeof note, "rules from NCCL's example tuner configuration %s", file);
@@ -394,7 +388,7 @@ static int import_example(const struct args *a, const char *name, const char *da
    * reported against the configuration's own line numbers. */
   if (pt_profile_validate(p, &err)) {
     snprintf(err.file, sizeof err.file, "%s", file);
-    print_error(&err);
+    cli_print_error(NULL, &err);
     return 1;
   }
   return 0;
@@ -447,7 +441,7 @@ int cmd_import(int argc, char **argv) {
   int rc = a.example ? pt_output_check(a.out, a.force ? PT_OUT_FORCE : 0, &a.example, 1, &err)
                      : pt_output_check(a.out, a.force ? PT_OUT_FORCE : 0, a.path, a.nlogs, &err);
   if (rc) {
-    print_error(&err);
+    cli_print_error(NULL, &err);
     goto out;
   }
   if (a.example) {
@@ -465,7 +459,7 @@ int cmd_import(int argc, char **argv) {
     if (a.box_here && read_box_here(&here)) goto out;
     if (a.box_here) o.box = &here;
     if (imp_build(&p, in, a.nlogs, &o, &err)) {
-      print_error(&err);
+      cli_print_error(NULL, &err);
       several_shapes(in, a.nlogs);
       goto out;
     }
@@ -484,7 +478,7 @@ int cmd_import(int argc, char **argv) {
   }
   rc = pt_profile_write(&p, a.out, a.force ? PT_WRITE_FORCE : 0, &err);
   if (rc) {
-    print_error(&err);
+    cli_print_error(NULL, &err);
     goto out;
   }
   /* With '-', stdout holds the profile alone. */

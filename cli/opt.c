@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pcie/profile.h"
+
 static int flatten(const struct cli_opt *rows, struct cli_state *st) {
   for (const struct cli_opt *r = rows; r->kind != CLI_END; r++) {
     if (r->kind == CLI_ROWS) {
@@ -369,4 +371,13 @@ int cli_emit_line(const struct cli_cmd *c, const void *opts, const struct cli_st
   struct sink s = {.buf = buf, .len = len};
   if (len) buf[0] = 0;
   return emit(c, opts, st, flag, scope, &s) ? -1 : (int)s.k;
+}
+
+void cli_print_error(const char *cmd, const struct pt_error_rec *e) {
+  char buf[1200];
+  pt_error_format(e, buf, sizeof buf);
+  if (cmd)
+    fprintf(stderr, "%s: %s\n", cmd, buf);
+  else
+    fprintf(stderr, "%s\n", buf);
 }

@@ -137,4 +137,9 @@ int cli_emit_line(const struct cli_cmd *c, const void *opts, const struct cli_st
  * without it, or NULL. */
 const char *cli_given_without(const struct cli_state *st, unsigned flag);
 
+struct pt_error_rec;
+/* Prints an error record on stderr, after "CMD: " when cmd is not NULL:
+ * the one wording every command uses for the library's errors. */
+void cli_print_error(const char *cmd, const struct pt_error_rec *e);
+
 #endif

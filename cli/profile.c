@@ -31,12 +31,6 @@
 static volatile sig_atomic_t interrupted;
 static void on_signal(int sig) { interrupted = sig; }
 
-static void print_error(const struct pt_error_rec *e) {
-  char buf[1200];
-  pt_error_format(e, buf, sizeof buf);
-  fprintf(stderr, "pcie-tune profile: %s\n", buf);
-}
-
 /* Where an exploration stands: the variable, and its value for this sweep
  * (has 0: NCCL's own). */
 struct explore_at {
@@ -74,7 +68,7 @@ static int open_backend(const struct profile_opts *o, const struct explore_at *a
         fprintf(stderr, "; or a box file)\n");
         return 2;
       }
-      print_error(&e);
+      cli_print_error("pcie-tune profile", &e);
       return 1;
     }
     if (at && at->has) {
@@ -98,7 +92,7 @@ static int open_backend(const struct profile_opts *o, const struct explore_at *a
     fprintf(stderr, "pcie-tune profile: interrupted while the worker started; nothing measured\n");
     return 128 + (int)interrupted;
   }
-  print_error(&e);
+  cli_print_error("pcie-tune profile", &e);
   return rc == PT_EINVAL ? 2 : 1;
 }
 
@@ -109,7 +103,7 @@ static int screen_ll128(const struct profile_opts *o, const struct pt_backend *b
                         struct pt_cand_spec *cands, struct pt_screen *out) {
   struct pt_error_rec e;
   if (pt_screen_sweep(be, so, cands, &so->ncand, out, &e)) {
-    print_error(&e);
+    cli_print_error("pcie-tune profile", &e);
     return 1;
   }
   if (out->state == PT_SCREEN_PASS && !o->quiet)
@@ -202,7 +196,7 @@ static void on_progress(void *arg, const struct pt_sweep_progress *p) {
   r->written |= rc == 0;
   /* Early on, a series may have nothing valid to write yet: not an error. */
   if (rc && rc != PT_EINVAL && !r->warned) {
-    print_error(&e);
+    cli_print_error("pcie-tune profile", &e);
     r->warned = 1;
   }
 }
@@ -272,7 +266,7 @@ static int finish(struct run_state *r, int resume, int ll128_note) {
                       "communicator, so every candidate came back unsupported; profile two GPUs or more "
                       "(e.g. --gpus 0-1)\n");
     else
-      print_error(&e);
+      cli_print_error("pcie-tune profile", &e);
     return interrupted ? 128 + (int)interrupted : 1;
   }
   if (r->sw->stopped && !strcmp(r->o->out, "-")) {
@@ -348,7 +342,7 @@ static int run(struct profile_opts *o, const char *args, int resume, const struc
     goto out;
   }
   if (resume && (rc = pt_sweepfile_seed(&sw, o->out, &e))) {
-    print_error(&e);
+    cli_print_error("pcie-tune profile", &e);
     goto out;
   }
   /* Workers (nccl, or sim --isolate) have a deadline per measurement. */
@@ -356,7 +350,7 @@ static int run(struct profile_opts *o, const char *args, int resume, const struc
   rc = pt_sweep_run(&sw, pt_progress_wrap(&r.pg, &be, deadline), &e);
   pt_progress_end(&r.pg);
   if (rc) {
-    print_error(&e);
+    cli_print_error("pcie-tune profile", &e);
     goto out;
   }
   status = finish(&r, resume, ll128_note);
@@ -410,7 +404,7 @@ static int explore(struct profile_opts *o, const char *args) {
   struct explore_ctx c = {o, args, {o->explore_var, 0, 0}};
   FILE *sum = strcmp(o->out, "-") ? stdout : stderr; /* '-' is the profile's */
   if (o->workload && pt_workload_read(o->workload, add_item, &l, &e)) {
-    print_error(&e);
+    cli_print_error("pcie-tune profile", &e);
     return 1;
   }
   if (!o->workload) l.n = pt_explore_default_workload(items);
@@ -425,7 +419,7 @@ static int explore(struct profile_opts *o, const char *args) {
   if (!status) {
     pt_explore_report(sum, &r, &res);
     if (pt_profile_write(&res.prof[res.winner], o->out, o->force ? PT_WRITE_FORCE : 0, &e)) {
-      print_error(&e);
+      cli_print_error("pcie-tune profile", &e);
       status = 1;
     }
   }

@@ -254,12 +254,6 @@ int profile_record(struct profile_opts *o) {
   return cli_emit_line(&profile_cli, o, &o->st, CLI_RECORD, scope(o), o->record, sizeof o->record) < 0 ? -1 : 0;
 }
 
-static void print_error(const struct pt_error_rec *e) {
-  char buf[1200];
-  pt_error_format(e, buf, sizeof buf);
-  fprintf(stderr, "pcie-tune profile: %s\n", buf);
-}
-
 /* The record's words as an argv, parsed like a command line into o. */
 static int parse_stored(const char *record, struct profile_opts *o) {
   char *argv[128];
@@ -287,7 +281,7 @@ static int resume(struct profile_opts *o) {
   if (!strcmp(o->out, "-")) return cli_bad(&profile_cli, "--resume needs the profile file the sweep wrote, not '-'");
   /* Before measuring: the file will be replaced (include/pcie/files.h). */
   if (pt_output_check(o->out, PT_OUT_FORCE, NULL, 0, &e) || pt_sweepfile_state(o->out, &fs, &e)) {
-    print_error(&e);
+    cli_print_error("pcie-tune profile", &e);
     return 1;
   }
   if (fs.complete) {
@@ -404,7 +398,7 @@ int profile_options(int argc, char **argv, struct profile_opts *o) {
   const char *inputs[2] = {o->m.box, o->workload};
   rc = pt_output_check(o->out, o->force ? PT_OUT_FORCE : 0, inputs, 2, &e);
   if (rc) {
-    print_error(&e);
+    cli_print_error("pcie-tune profile", &e);
     return 1;
   }
   if (!o->name && o->m.box) {

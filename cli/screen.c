@@ -72,12 +72,6 @@ const struct cli_cmd screen_cli = {
 static volatile sig_atomic_t interrupted;
 static void on_signal(int sig) { interrupted = sig; }
 
-static void print_error(const struct pt_error_rec *e) {
-  char buf[1200];
-  pt_error_format(e, buf, sizeof buf);
-  fprintf(stderr, "pcie-tune screen: %s\n", buf);
-}
-
 static int parse(int argc, char **argv, struct screen_opts *o, struct cli_state *st) {
   int rc = cli_parse(&screen_cli, argc, argv, o, st, 1);
   if (rc) return rc;
@@ -104,7 +98,7 @@ static int open_gpus(struct screen_opts *o, const struct cli_state *st, struct p
   cli_measure_nccl_opts(&o->m, args, (double)o->timeout_s, &interrupted, &no);
   int rc = pt_backend_nccl_open(be, &no, &e);
   if (!rc) return 0;
-  print_error(&e);
+  cli_print_error("pcie-tune screen", &e);
   return rc == PT_EINVAL ? 2 : 1;
 }
 
@@ -142,12 +136,12 @@ static int screen(struct screen_opts *o, const struct cli_state *st) {
   struct pt_error_rec e;
   int status = 1;
   if (pt_profile_load(&p, o->profile, &e)) {
-    print_error(&e);
+    cli_print_error("pcie-tune screen", &e);
     return 1;
   }
   /* Before hours of NCCL init: an --out that cannot be written. */
   if (pt_output_check(o->out, o->force ? PT_OUT_FORCE : 0, NULL, 0, &e)) {
-    print_error(&e);
+    cli_print_error("pcie-tune screen", &e);
     goto out;
   }
   if (!pt_profile_ll128_choices(&p)) {
@@ -160,7 +154,7 @@ static int screen(struct screen_opts *o, const struct cli_state *st) {
   be.info(be.self, &bi);
   if (same_box(&p, &bi, o->profile)) goto out;
   if (pt_screen_profile(&be, &p, &s, &e)) {
-    print_error(&e);
+    cli_print_error("pcie-tune screen", &e);
     goto out;
   }
   if (s.state == PT_SCREEN_DISABLED || s.state == PT_SCREEN_NONE) {
@@ -173,7 +167,7 @@ static int screen(struct screen_opts *o, const struct cli_state *st) {
     goto out;
   }
   if (pt_profile_write(&p, o->out, o->force ? PT_WRITE_FORCE : 0, &e)) {
-    print_error(&e);
+    cli_print_error("pcie-tune screen", &e);
     goto out;
   }
   status = report(o, &s);
