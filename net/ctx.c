@@ -30,7 +30,13 @@
  * as NCCL's transport does by default. */
 #define PT_HELPERS_MIN_CPUS 3
 #define PT_DEFAULT_THREADS_MAX 4
-#define PT_DEFAULT_CHUNK (512 * 1024)
+/* NCCL's ring all-reduce over a network posts 1 MiB per isend (Simple,
+ * 2 steps of NCCL_BUFFSIZE / NCCL_STEPS): one chunk per message on one
+ * stream. With 512 KiB (two chunks, two headers) the receiver's turns
+ * ended mid-message and bench/net's ring mode on 1 channel moved 0.84x of
+ * this setting together with the data-path changes of issue 29 (stream.c,
+ * xfer.c; lo, 9 interleaved runs). */
+#define PT_DEFAULT_CHUNK (1024 * 1024)
 #define PT_DEFAULT_CONNECT_TIMEOUT_MS 30000
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;

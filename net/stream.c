@@ -121,6 +121,12 @@ static uint32_t send_step(struct pt_stream *s, size_t budget, uint32_t fired) {
         fail_errno(c, errno);
       break;
     }
+    /* A short write means the socket is full: stop here instead of a
+     * second sendmsg that could only answer EAGAIN. The next turn (or
+     * the helper's EPOLLOUT) finds room freed by the peer's ACKs, so each
+     * call moves a large piece (bench/net ring mode: one stream per
+     * direction moved 1.0-1.1x NCCL's socket instead of 0.75-0.9x). */
+    int full = (size_t)n < hdr_left + data_left + (s->pad_len - s->pad_done);
     size_t sent = (size_t)n, k = sent < hdr_left ? sent : hdr_left;
     s->hdr_done += k;
     sent -= k;
@@ -130,6 +136,11 @@ static uint32_t send_step(struct pt_stream *s, size_t budget, uint32_t fired) {
     s->pad_done += sent - k;
     if (s->hdr_done == sizeof(s->hdr) && s->data_done == s->hdr.len && s->pad_done == s->pad_len)
       end_chunk(s);
+    if (full) {
+      want_out = 1;
+      atomic_store_explicit(&c->send_full, 1, memory_order_relaxed);
+      break;
+    }
   }
   if (atomic_load_explicit(&c->err, memory_order_relaxed)) return 0;
   return want_out ? PT_SEND_BUSY : PT_SEND_IDLE;
@@ -176,6 +187,8 @@ static int place(struct pt_stream *s) {
   }
   if (!(atomic_load_explicit(&c->rx_seen, memory_order_relaxed) >> s->index & 1))
     atomic_fetch_or_explicit(&c->rx_seen, 1U << s->index, memory_order_relaxed);
+  if (!(atomic_load_explicit(&c->rx_recent, memory_order_relaxed) >> s->index & 1))
+    atomic_fetch_or_explicit(&c->rx_recent, 1U << s->index, memory_order_relaxed);
   s->rreq = r;
   s->rbuf = b;
   s->bulk = hd->total > PT_SMALL_MSG;
@@ -275,7 +288,12 @@ static int recv_step(struct pt_stream *s, size_t budget, uint32_t fired) {
         memmove(s->rxbuf, s->rxbuf + s->rx_off, avail);
         s->rx_have = avail;
         s->rx_off = 0;
+        /* After a bulk message the next one is most likely bulk too: take
+         * its header alone and its payload straight into the buffer, as
+         * NCCL's transport reads its size first. Otherwise read ahead, so
+         * a small message costs one recv. */
         size_t want = sizeof(s->rxbuf) - avail;
+        if (s->bulk && s->rx_skip + sizeof(s->hdr) - avail < want) want = s->rx_skip + sizeof(s->hdr) - avail;
         n = rx(s, s->rxbuf + avail, want, &eof);
         if (n <= 0) {
           drained = 1;
