@@ -28,6 +28,7 @@ ncclResult_t pt__comm_create(struct pt_net_ctx *ctx, uint32_t magic, const int *
   /* a sender that does not adapt uses every stream from its first
    * message: the receiver looks at all of them from the start */
   atomic_init(&c->rx_seen, adapt_mbps > 0 ? 0U : (1U << n) - 1);
+  c->rx_adapt = adapt_mbps > 0;
   c->max_chunk = pt__cfg()->max_chunk;
   snprintf(c->peer, sizeof(c->peer), "%s", peer);
   if (magic == PT_MAGIC_SEND)

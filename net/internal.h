@@ -267,7 +267,8 @@ struct pt_adapt {
   int backoff;
   size_t bytes;  /* posted since the last look */
   int64_t t_ns;  /* clock at the last look, 0 before the first */
-  double sum, narrow_mbps;
+  double sum, lo, hi; /* of this phase's looks */
+  double narrow_mbps, wide_mbps;
   uint64_t acked[PT_MAX_STREAMS]; /* each stream's acknowledged bytes at the last look */
 };
 
@@ -341,6 +342,12 @@ struct pt_comm {
   atomic_uint rx_seen;         /* streams that have carried a chunk (bit per stream) */
   unsigned poll_rr;            /* progress thread only: rotation of test's polling */
   unsigned probe_rr;           /* progress thread only: rotation over streams not seen yet */
+  /* receive side of a comm whose sender adapts (xfer.c, live_streams):
+   * streams that placed a chunk since the last epoch, and the set test
+   * polls on every call (progress thread only) */
+  atomic_uint rx_recent;
+  unsigned rx_live, rx_epoch;
+  int rx_adapt;
   struct pt_recv_slot *rslots; /* PT_RECV_SLOTS */
 };
 

@@ -118,6 +118,27 @@ static int started(const struct pt_recv_slot *r) {
   return 0;
 }
 
+/* With no helper thread, the streams test polls on every call while a
+ * message is in progress, when the sender adapts (adapt.c): those that
+ * carried a chunk in the last PT_RX_LIVE_CALLS calls or are inside one.
+ * A sender that tried every stream and went back to one leaves the others
+ * silent, and polling them on every call cost three wasted recvs per test
+ * for the rest of the connection; once silent for an epoch they are
+ * looked at in the slow rotation again (every 256th call), like streams
+ * never used. */
+#define PT_RX_LIVE_CALLS 4096
+
+static unsigned live_streams(struct pt_comm *c) {
+  if (++c->rx_epoch >= PT_RX_LIVE_CALLS) {
+    c->rx_epoch = 0;
+    c->rx_live = atomic_exchange_explicit(&c->rx_recent, 0, memory_order_relaxed);
+  }
+  unsigned live = c->rx_live | atomic_load_explicit(&c->rx_recent, memory_order_relaxed);
+  for (int i = 0; i < c->nstreams; i++)
+    if (c->streams[i].phase == PT_RX_DATA) live |= 1U << i;
+  return live;
+}
+
 /* test's turn is cheaper still, since NCCL calls it in a tight loop: the
  * stream that delivered last, where the next message most likely starts
  * (isend's inline push hands a small message to stream 0 every time), and
@@ -140,7 +161,8 @@ static void poll_some(struct pt_comm *c, const struct pt_req_head *h) {
    * call, which finds a first chunk there within a few thousand calls
    * (once per stream: then it is seen). Every 16th call cost bench/net's
    * ring mode on veth 5-20% (BENCH_NET_ALT_SO, 3 runs). */
-  unsigned seen = atomic_load_explicit(&c->rx_seen, memory_order_relaxed);
+  unsigned seen = c->caller_only && c->rx_adapt ? live_streams(c)
+                                                : atomic_load_explicit(&c->rx_seen, memory_order_relaxed);
   if ((turn & 255) == 0) {
     int p = (int)(c->probe_rr++ % (unsigned)c->nstreams);
     if (p != hint && !(seen >> p & 1)) pt__stream_run(&c->streams[p], PT_INLINE_BUDGET);
