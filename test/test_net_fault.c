@@ -338,19 +338,6 @@ START_TEST(version_and_nonce_mismatch_refused)
 }
 END_TEST
 
-/* A raw peer (forked child) joins the listener of the handle: every stream
- * dialled, hello sent, ack read; 0 on success. */
-static int raw_peer_join(const struct nw_handle *h, int *fds, uint64_t conn_id)
-{
-  for (int i = 0; i < h->nstreams; i++)
-    if ((fds[i] = nw_dial(h)) < 0 || nw_send_hello(fds[i], h, NW_VERSION, (uint16_t)i, conn_id))
-      return -1;
-  for (int i = 0; i < h->nstreams; i++)
-    if (nw_read_ack(fds[i]) != 0)
-      return -1;
-  return 0;
-}
-
 /* The raw peer exited 0; the receiving side closes. */
 static void raw_peer_done(pid_t pid, void *rc, void *lc)
 {
@@ -375,7 +362,7 @@ static void raw_peer_case(int truncate)
   const struct nw_handle *h = (const struct nw_handle *)handle;
   pid_t pid = fork();
   if (pid == 0) {
-    if (raw_peer_join(h, fds, 7) != 0)
+    if (nw_join(h, fds, 7) != 0)
       _exit(1);
     struct nw_chunk c = {.magic = truncate ? NW_CHUNK_MAGIC : 0xdeadbeef,
                          .seq = 0, .tag = 1, .len = 1000, .offset = 0, .total = 1000};
@@ -416,7 +403,7 @@ START_TEST(peer_death_with_a_parked_stream_fails_receive)
   const struct nw_handle *h = (const struct nw_handle *)handle;
   pid_t pid = fork();
   if (pid == 0) {
-    if (raw_peer_join(h, fds, 9) != 0)
+    if (nw_join(h, fds, 9) != 0)
       _exit(1);
     struct nw_chunk c = {.magic = NW_CHUNK_MAGIC, .seq = 1, .tag = 1, .len = 10, .total = 10};
     if (send(fds[0], &c, sizeof(c), MSG_NOSIGNAL) != (ssize_t)sizeof(c) ||
@@ -480,7 +467,7 @@ START_TEST(padded_small_messages_are_received_exactly)
   ck_assert_int_eq(pipe(go), 0);
   pid_t pid = fork();
   if (pid == 0) {
-    if (raw_peer_join(h, fds, 11) != 0)
+    if (nw_join(h, fds, 11) != 0)
       _exit(1);
     for (size_t off = 0, k = 1; off < len; off += k, k = k % 13 + 1) {
       if (k > len - off)

@@ -259,6 +259,145 @@ START_TEST(capped_link_byte_exact)
 }
 END_TEST
 
+/* The plan of adapting_receiver_follows_the_sender: message k's chunks,
+ * each on the stream the sender picked, with pauses (ms) long enough for
+ * the receiver to stop polling streams that fell silent (xfer.c,
+ * live_streams: an epoch is 4096 test calls). A chunk marked split is
+ * written in two halves 50 ms apart, so the stream sits inside it. */
+#define FOLLOW_MAX 64
+struct follow_chunk {
+  int stream, split;
+  uint32_t len;
+};
+struct follow_msg {
+  uint32_t size;
+  int pause_ms; /* before this message */
+  int n;
+  struct follow_chunk c[3];
+};
+static const struct follow_msg follow_plan[] = {
+    {100, 0, 1, {{0, 0, 100}}},
+    {100, 0, 1, {{2, 0, 100}}},
+    {200000, 0, 2, {{1, 0, 100000}, {3, 0, 100000}}},
+    {8, 200, 1, {{0, 0, 8}}}, /* streams 1-3 silent for an epoch */
+    {8, 0, 1, {{2, 0, 8}}},
+    {300000, 0, 3, {{3, 0, 100000}, {1, 1, 100000}, {0, 0, 100000}}},
+    {5000, 200, 1, {{3, 0, 5000}}},
+    {0, 0, 1, {{1, 0, 0}}},
+    {70000, 0, 1, {{2, 0, 70000}}},
+};
+#define FOLLOW_N (int)(sizeof(follow_plan) / sizeof(follow_plan[0]))
+
+/* The raw sender in namespace b: plays a plugin sender that used every
+ * stream, went back to one, and used the others again. */
+static void follow_sender(const struct nn *ns, int hfd, int dfd)
+{
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  int fds[16];
+  static char msg[300000];
+  NEED(nn_enter(ns, 1) == 0, "cannot enter namespace b");
+  NEED(read(hfd, handle, sizeof(handle)) == (ssize_t)sizeof(handle), "no handle");
+  const struct nw_handle *h = (const struct nw_handle *)handle;
+  NEED(nw_join(h, fds, 31) == 0, "the raw sender could not join");
+  for (int k = 0; k < FOLLOW_N; k++) {
+    const struct follow_msg *m = &follow_plan[k];
+    nh_fill(msg, m->size, (uint64_t)(300 + k));
+    usleep((useconds_t)m->pause_ms * 1000);
+    uint64_t off = 0;
+    for (int i = 0; i < m->n; i++) {
+      const struct follow_chunk *c = &m->c[i];
+      int fd = fds[c->stream];
+      uint32_t first = c->split ? c->len / 2 : c->len;
+      struct nw_chunk hd = {.magic = NW_CHUNK_MAGIC, .seq = (uint32_t)k, .tag = 5, .len = c->len,
+                            .offset = off, .total = m->size};
+      NEED(send(fd, &hd, sizeof(hd), MSG_NOSIGNAL) == (ssize_t)sizeof(hd), "send failed");
+      NEED(send(fd, msg + off, first, MSG_NOSIGNAL) == (ssize_t)first || !first, "send failed");
+      if (c->split) {
+        usleep(50000);
+        NEED(send(fd, msg + off + first, c->len - first, MSG_NOSIGNAL) ==
+                 (ssize_t)(c->len - first),
+             "send failed");
+      }
+      off += c->len;
+    }
+  }
+  char c;
+  NEED(read(dfd, &c, 1) == 1, "the receiver did not confirm"); /* streams stay open until then */
+  _exit(0);
+}
+
+/* A receiver whose sender adapts (4 streams opened, the handle asking the
+ * sender to start on one) polls on every test only the streams that
+ * carried a chunk lately; the others are looked at now and then. Chunks
+ * that come back on streams silent for a while, a message spread over
+ * streams, and a stream paused inside a chunk must all still arrive, each
+ * receive (posted one at a time, as NCCL's proxy's oldest first) within
+ * a few seconds. */
+START_TEST(adapting_receiver_follows_the_sender)
+{
+  struct nn ns;
+  struct nn_link link = {0};
+  int hp[2], done[2];
+  if (make_ns(&ns, &link))
+    return;
+  ck_assert_int_eq(pipe(hp), 0);
+  ck_assert_int_eq(pipe(done), 0);
+  pid_t s = fork();
+  if (s == 0) {
+    close(hp[1]);
+    close(done[1]);
+    follow_sender(&ns, hp[0], done[0]);
+  }
+  close(hp[0]);
+  close(done[0]);
+  pid_t r = fork();
+  if (r == 0) {
+    char handle[NCCL_NET_HANDLE_MAXSIZE];
+    void *lc, *rc = NULL;
+    static char buf[300000 + 64];
+    NEED(nn_enter(&ns, 0) == 0, "cannot enter namespace a");
+    open_on(ns.links[0].name[0], NULL);
+    NEED(nh_listen(&net, ctx, 0, handle, &lc) == ncclSuccess, "listen failed");
+    const struct nw_handle *h = (const struct nw_handle *)handle;
+    NEED(h->nstreams == 4 && (h->flags & NW_HANDLE_ADAPT),
+         "the handle has %u streams, flags %u: want 4 and the sender adapting", h->nstreams,
+         h->flags);
+    NEED(write(hp[1], handle, sizeof(handle)) == (ssize_t)sizeof(handle), "handle not passed");
+    double t0 = nh_now_ms();
+    while (!rc && nh_now_ms() - t0 < TIMEOUT_MS)
+      NEED(nh_accept(&net, lc, &rc) == ncclSuccess, "accept failed");
+    NEED(rc, "no connection within %d ms", TIMEOUT_MS);
+    for (int k = 0; k < FOLLOW_N; k++) {
+      void *req = NULL, *d = buf;
+      size_t cap = sizeof(buf);
+      int tag = 5, got = -1, timed_out = 0;
+      memset(buf, 0xee, sizeof(buf));
+      NEED(nh_irecv(&net, rc, 1, &d, &cap, &tag, NULL, &req) == ncclSuccess && req, "irecv %d", k);
+      NEED(nh_wait(&net, req, &got, 5000, &timed_out) == ncclSuccess,
+           "message %d: %s", k, timed_out ? "not complete after 5 s" : "failed");
+      NEED(got == (int)follow_plan[k].size, "message %d: %d bytes, want %u", k, got,
+           follow_plan[k].size);
+      NEED(nh_check(buf, follow_plan[k].size, (uint64_t)(300 + k)) < 0 &&
+               (unsigned char)buf[follow_plan[k].size] == 0xee,
+           "message %d's bytes", k);
+    }
+    NEED(write(done[1], "x", 1) == 1, "cannot release the sender");
+    NEED(nh_close_recv(&net, rc) == ncclSuccess && nh_close_listen(&net, lc) == ncclSuccess,
+         "close failed");
+    nh_finalize(&net, ctx);
+    _exit(0);
+  }
+  close(hp[1]);
+  close(done[1]);
+  int rs, ss;
+  ck_assert_int_eq(waitpid(r, &rs, 0), r);
+  ck_assert_int_eq(waitpid(s, &ss, 0), s);
+  ck_assert_msg(WIFEXITED(rs) && WEXITSTATUS(rs) == 0, "receiver failed (see stderr)");
+  ck_assert_msg(WIFEXITED(ss) && WEXITSTATUS(ss) == 0, "raw sender failed (see stderr)");
+  nn_destroy(&ns);
+}
+END_TEST
+
 static Suite *netns_suite(void)
 {
   Suite *s = suite_create("net_netns");
@@ -266,6 +405,7 @@ static Suite *netns_suite(void)
   tcase_set_timeout(tc, 90);
   tcase_add_test(tc, ipv6_only_interface);
   tcase_add_test(tc, capped_link_byte_exact);
+  tcase_add_test(tc, adapting_receiver_follows_the_sender);
   suite_add_tcase(s, tc);
   return s;
 }

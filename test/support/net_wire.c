@@ -42,3 +42,15 @@ int nw_hello(int fd, const struct nw_handle *h, uint32_t version, uint16_t index
     return -1;
   return nw_read_ack(fd);
 }
+
+int nw_join(const struct nw_handle *h, int *fds, uint64_t conn_id)
+{
+  for (int i = 0; i < h->nstreams; i++)
+    if ((fds[i] = nw_dial(h)) < 0 || nw_send_hello(fds[i], h, NW_VERSION, (uint16_t)i, conn_id))
+      return -1;
+  for (int i = 0; i < h->nstreams; i++)
+    if (nw_read_ack(fds[i]) != 0)
+      return -1;
+  return 0;
+}
+

@@ -64,4 +64,7 @@ int nw_send_hello(int fd, const struct nw_handle *h, uint32_t version, uint16_t 
                   uint64_t conn_id);
 /* The ack's status, -1 if the listener closed without one. */
 int nw_read_ack(int fd);
+/* Joins the listener of the handle as a connector: every stream dialled,
+ * hello sent, ack read; 0 on success. */
+int nw_join(const struct nw_handle *h, int *fds, uint64_t conn_id);
 #endif
