@@ -32,10 +32,9 @@
 #define PT_DEFAULT_THREADS_MAX 4
 /* NCCL's ring all-reduce over a network posts 1 MiB per isend (Simple,
  * 2 steps of NCCL_BUFFSIZE / NCCL_STEPS): one chunk per message on one
- * stream. With 512 KiB (two chunks, two headers) the receiver's turns
- * ended mid-message and bench/net's ring mode on 1 channel moved 0.84x of
- * this setting together with the data-path changes of issue 29 (stream.c,
- * xfer.c; lo, 9 interleaved runs). */
+ * stream. With 512 KiB chunks and stream.c's other changes the ring mode
+ * of bench/net on veth still fell into its slow pattern in most runs (per
+ * run medians 1.88 against 2.39 GB/s with 1 MiB; docs/performance.md). */
 #define PT_DEFAULT_CHUNK (1024 * 1024)
 #define PT_DEFAULT_CONNECT_TIMEOUT_MS 30000
 

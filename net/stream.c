@@ -124,8 +124,10 @@ static uint32_t send_step(struct pt_stream *s, size_t budget, uint32_t fired) {
     /* A short write means the socket is full: stop here instead of a
      * second sendmsg that could only answer EAGAIN. The next turn (or
      * the helper's EPOLLOUT) finds room freed by the peer's ACKs, so each
-     * call moves a large piece (bench/net ring mode: one stream per
-     * direction moved 1.0-1.1x NCCL's socket instead of 0.75-0.9x). */
+     * call moves a large piece, as NCCL's transport's one send per test
+     * does (with 1 MiB chunks and headers read alone after bulk messages,
+     * bench/net's ring mode went from 0.75-0.9x to 1.03-1.13x of NCCL's
+     * socket with one channel; docs/performance.md). */
     int full = (size_t)n < hdr_left + data_left + (s->pad_len - s->pad_done);
     size_t sent = (size_t)n, k = sent < hdr_left ? sent : hdr_left;
     s->hdr_done += k;

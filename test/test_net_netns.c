@@ -6,7 +6,9 @@
  *     interfaces chosen with NCCL_SOCKET_IFNAME, and NCCL_SOCKET_FAMILY
  *     asking for the family the interface lacks refused at init;
  *   - over a link that caps every TCP flow (htb classes picked by u32 on
- *     the source port, net_ns.c), the case multi-stream TCP is made for.
+ *     the source port, net_ns.c), the case multi-stream TCP is made for;
+ *   - a receiver whose sender adapts, against a raw sender that moves
+ *     between its streams.
  * Where namespaces cannot be made (no root, no iproute2), the suite runs
  * nothing and says SKIPPED with the reason instead of Check's "100%"
  * line (Check has no skipped state, and a check that did not run has not
@@ -422,7 +424,7 @@ int main(void)
                       "%s\n", ci, why);
       return 1;
     }
-    fprintf(stderr, "test_net_netns: SKIPPED (2 checks not run): %s\n", why);
+    fprintf(stderr, "test_net_netns: SKIPPED (3 checks not run): %s\n", why);
     return 0;
   }
   nn_destroy(&ns);
