@@ -182,6 +182,16 @@ static void sender(const struct nn *ns, const struct nn_link *l, int rfd, size_t
   _exit(0);
 }
 
+/* Waits for both children; each must have exited 0. */
+static void reap_pair(pid_t r, pid_t s, const char *sender_name)
+{
+  int rs, ss;
+  ck_assert_int_eq(waitpid(r, &rs, 0), r);
+  ck_assert_int_eq(waitpid(s, &ss, 0), s);
+  ck_assert_msg(WIFEXITED(rs) && WEXITSTATUS(rs) == 0, "receiver failed (see stderr)");
+  ck_assert_msg(WIFEXITED(ss) && WEXITSTATUS(ss) == 0, "%s failed (see stderr)", sender_name);
+}
+
 /* Receiver in namespace a, sender in b, over link 0; both must exit 0. The
  * sender closes as soon as its last isend completed, as a comm NCCL
  * destroys may, while the capped link still carries its last steps. */
@@ -202,11 +212,7 @@ static void transfer(const struct nn *ns, size_t total, size_t step, const char 
   }
   close(p[0]);
   close(p[1]);
-  int rs, ss;
-  ck_assert_int_eq(waitpid(r, &rs, 0), r);
-  ck_assert_int_eq(waitpid(s, &ss, 0), s);
-  ck_assert_msg(WIFEXITED(rs) && WEXITSTATUS(rs) == 0, "receiver failed (see stderr)");
-  ck_assert_msg(WIFEXITED(ss) && WEXITSTATUS(ss) == 0, "sender failed (see stderr)");
+  reap_pair(r, s, "sender");
 }
 
 START_TEST(ipv6_only_interface)
@@ -328,6 +334,46 @@ static void follow_sender(const struct nn *ns, int hfd, int dfd)
   _exit(0);
 }
 
+/* The plugin's receiver in namespace a: passes its handle on hfd, receives
+ * the plan oldest first, then releases the sender through dfd. */
+static void follow_receiver(const struct nn *ns, int hfd, int dfd)
+{
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void *lc, *rc = NULL;
+  static char buf[300000 + 64];
+  NEED(nn_enter(ns, 0) == 0, "cannot enter namespace a");
+  open_on(ns->links[0].name[0], NULL);
+  NEED(nh_listen(&net, ctx, 0, handle, &lc) == ncclSuccess, "listen failed");
+  const struct nw_handle *h = (const struct nw_handle *)handle;
+  NEED(h->nstreams == 4 && (h->flags & NW_HANDLE_ADAPT),
+       "the handle has %u streams, flags %u: want 4 and the sender adapting", h->nstreams,
+       h->flags);
+  NEED(write(hfd, handle, sizeof(handle)) == (ssize_t)sizeof(handle), "handle not passed");
+  double t0 = nh_now_ms();
+  while (!rc && nh_now_ms() - t0 < TIMEOUT_MS)
+    NEED(nh_accept(&net, lc, &rc) == ncclSuccess, "accept failed");
+  NEED(rc, "no connection within %d ms", TIMEOUT_MS);
+  for (int k = 0; k < FOLLOW_N; k++) {
+    void *req = NULL, *d = buf;
+    size_t cap = sizeof(buf);
+    int tag = 5, got = -1, timed_out = 0;
+    memset(buf, 0xee, sizeof(buf));
+    NEED(nh_irecv(&net, rc, 1, &d, &cap, &tag, NULL, &req) == ncclSuccess && req, "irecv %d", k);
+    NEED(nh_wait(&net, req, &got, 5000, &timed_out) == ncclSuccess,
+         "message %d: %s", k, timed_out ? "not complete after 5 s" : "failed");
+    NEED(got == (int)follow_plan[k].size, "message %d: %d bytes, want %u", k, got,
+         follow_plan[k].size);
+    NEED(nh_check(buf, follow_plan[k].size, (uint64_t)(300 + k)) < 0 &&
+             (unsigned char)buf[follow_plan[k].size] == 0xee,
+         "message %d's bytes", k);
+  }
+  NEED(write(dfd, "x", 1) == 1, "cannot release the sender");
+  NEED(nh_close_recv(&net, rc) == ncclSuccess && nh_close_listen(&net, lc) == ncclSuccess,
+       "close failed");
+  nh_finalize(&net, ctx);
+  _exit(0);
+}
+
 /* A receiver whose sender adapts (4 streams opened, the handle asking the
  * sender to start on one) polls on every test only the streams that
  * carried a chunk lately; the others are looked at now and then. Chunks
@@ -353,49 +399,11 @@ START_TEST(adapting_receiver_follows_the_sender)
   close(hp[0]);
   close(done[0]);
   pid_t r = fork();
-  if (r == 0) {
-    char handle[NCCL_NET_HANDLE_MAXSIZE];
-    void *lc, *rc = NULL;
-    static char buf[300000 + 64];
-    NEED(nn_enter(&ns, 0) == 0, "cannot enter namespace a");
-    open_on(ns.links[0].name[0], NULL);
-    NEED(nh_listen(&net, ctx, 0, handle, &lc) == ncclSuccess, "listen failed");
-    const struct nw_handle *h = (const struct nw_handle *)handle;
-    NEED(h->nstreams == 4 && (h->flags & NW_HANDLE_ADAPT),
-         "the handle has %u streams, flags %u: want 4 and the sender adapting", h->nstreams,
-         h->flags);
-    NEED(write(hp[1], handle, sizeof(handle)) == (ssize_t)sizeof(handle), "handle not passed");
-    double t0 = nh_now_ms();
-    while (!rc && nh_now_ms() - t0 < TIMEOUT_MS)
-      NEED(nh_accept(&net, lc, &rc) == ncclSuccess, "accept failed");
-    NEED(rc, "no connection within %d ms", TIMEOUT_MS);
-    for (int k = 0; k < FOLLOW_N; k++) {
-      void *req = NULL, *d = buf;
-      size_t cap = sizeof(buf);
-      int tag = 5, got = -1, timed_out = 0;
-      memset(buf, 0xee, sizeof(buf));
-      NEED(nh_irecv(&net, rc, 1, &d, &cap, &tag, NULL, &req) == ncclSuccess && req, "irecv %d", k);
-      NEED(nh_wait(&net, req, &got, 5000, &timed_out) == ncclSuccess,
-           "message %d: %s", k, timed_out ? "not complete after 5 s" : "failed");
-      NEED(got == (int)follow_plan[k].size, "message %d: %d bytes, want %u", k, got,
-           follow_plan[k].size);
-      NEED(nh_check(buf, follow_plan[k].size, (uint64_t)(300 + k)) < 0 &&
-               (unsigned char)buf[follow_plan[k].size] == 0xee,
-           "message %d's bytes", k);
-    }
-    NEED(write(done[1], "x", 1) == 1, "cannot release the sender");
-    NEED(nh_close_recv(&net, rc) == ncclSuccess && nh_close_listen(&net, lc) == ncclSuccess,
-         "close failed");
-    nh_finalize(&net, ctx);
-    _exit(0);
-  }
+  if (r == 0)
+    follow_receiver(&ns, hp[1], done[1]);
   close(hp[1]);
   close(done[1]);
-  int rs, ss;
-  ck_assert_int_eq(waitpid(r, &rs, 0), r);
-  ck_assert_int_eq(waitpid(s, &ss, 0), s);
-  ck_assert_msg(WIFEXITED(rs) && WEXITSTATUS(rs) == 0, "receiver failed (see stderr)");
-  ck_assert_msg(WIFEXITED(ss) && WEXITSTATUS(ss) == 0, "raw sender failed (see stderr)");
+  reap_pair(r, s, "raw sender");
   nn_destroy(&ns);
 }
 END_TEST
