@@ -24,11 +24,13 @@
  * mode, 1 ms looks read 0.6-3 Gbit/s on one stream, 6-38 Gbit/s on four
  * and 0.03-9 Gbit/s on one again (ACKs come in bursts, and both
  * directions share two cores), and a test on the gain alone kept four
- * streams for good in a third of the runs, at 0.65x the rate of the
- * others. A look spans at least 1 ms
- * (a plain veth pair moves 512 KiB in a fraction of that), and a flow
- * capped at 1 Gbit/s needs ~4 ms per look, so it widens within ~20 ms
- * (five looks, about 2.5 MiB). The receiver takes chunks on any stream, so nothing needs to be agreed on the wire. Progress thread
+ * streams for good in a third of the runs, which then moved about two
+ * thirds of what the others did. A look spans at least 1 ms (a plain veth
+ * pair moves 512 KiB in a fraction of that), and a flow capped at 1 Gbit/s
+ * needs ~4 ms per look, so it widens after ~20 ms at the earliest (five
+ * looks, about 2.5 MiB; bench/net's capped link: 2-10 MiB). The receiver
+ * takes chunks on any stream, so nothing needs to be agreed on the wire.
+ * Progress thread
  * only (isend); no allocation, no lock, no log. */
 #include <linux/tcp.h>
 #include <stddef.h>

@@ -121,14 +121,6 @@ static uint32_t send_step(struct pt_stream *s, size_t budget, uint32_t fired) {
         fail_errno(c, errno);
       break;
     }
-    /* A short write means the socket is full: stop here instead of a
-     * second sendmsg that could only answer EAGAIN. The next turn (or
-     * the helper's EPOLLOUT) finds room freed by the peer's ACKs, so each
-     * call moves a large piece, as NCCL's transport's one send per test
-     * does (with 1 MiB chunks and headers read alone after bulk messages,
-     * bench/net's ring mode went from 0.75-0.9x to 1.03-1.13x of NCCL's
-     * socket with one channel; docs/performance.md). */
-    int full = (size_t)n < hdr_left + data_left + (s->pad_len - s->pad_done);
     size_t sent = (size_t)n, k = sent < hdr_left ? sent : hdr_left;
     s->hdr_done += k;
     sent -= k;
@@ -138,11 +130,6 @@ static uint32_t send_step(struct pt_stream *s, size_t budget, uint32_t fired) {
     s->pad_done += sent - k;
     if (s->hdr_done == sizeof(s->hdr) && s->data_done == s->hdr.len && s->pad_done == s->pad_len)
       end_chunk(s);
-    if (full) {
-      want_out = 1;
-      atomic_store_explicit(&c->send_full, 1, memory_order_relaxed);
-      break;
-    }
   }
   if (atomic_load_explicit(&c->err, memory_order_relaxed)) return 0;
   return want_out ? PT_SEND_BUSY : PT_SEND_IDLE;
