@@ -11,8 +11,10 @@
 #include "internal.h"
 
 /* Streams a connection opens when no setting names a count: one per
- * 10 Gb/s of link, at least four, at most eight (more streams than cores
- * only add wake-ups). Networks that cap each TCP flow (per-flow shaping,
+ * 10 Gb/s of link, at least eight (as many sockets as NCCL's transport
+ * tuned by hand, NCCL_SOCKET_NTHREADS=4 x NCCL_NSOCKS_PERTHREAD=2: with four,
+ * bench/net's capped link moved 0.52x of that at 64 MiB, four 1 Gbit/s
+ * flows against eight), at most sixteen. Networks that cap each TCP flow (per-flow shaping,
  * ECMP pinning a flow to one path) are invisible from the host, and there
  * four streams move four times what one does; elsewhere extra streams cost
  * (bench/net ring mode on a plain veth pair, 2 cores, no helpers: four
@@ -20,8 +22,8 @@
  * flow shows a cap (adapt.c). Loopback never crosses a network that
  * could cap a flow: one stream, as NCCL's transport. */
 #define PT_STREAMS_PER_MBPS 10000
-#define PT_AUTO_STREAMS_MIN 4
-#define PT_AUTO_STREAMS_MAX 8
+#define PT_AUTO_STREAMS_MIN 8
+#define PT_AUTO_STREAMS_MAX 16
 /* Helper threads pay where a core is free to run them. With two cores and
  * both directions busy, each process's proxy thread already keeps one
  * busy: helpers only add context switches (bench/net ring mode, 2 cores,

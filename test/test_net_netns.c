@@ -123,7 +123,7 @@ static void receiver(const struct nn *ns, const struct nn_link *l, int wfd, size
        "the handle's address family is %d", h->addr.sa.sa_family);
   /* No stream count is set: over a link that caps each flow the plugin
    * must open several on its own (a single flow is stuck at the cap). */
-  NEED(h->nstreams >= 4, "the plugin chose %u streams by itself, fewer than 4", h->nstreams);
+  NEED(h->nstreams >= 8, "the plugin chose %u streams by itself, fewer than 8", h->nstreams);
   NEED(write(wfd, handle, sizeof(handle)) == (ssize_t)sizeof(handle), "handle not passed");
   double t0 = nh_now_ms();
   while (!rc && nh_now_ms() - t0 < TIMEOUT_MS)
@@ -345,8 +345,8 @@ static void follow_receiver(const struct nn *ns, int hfd, int dfd)
   open_on(ns->links[0].name[0], NULL);
   NEED(nh_listen(&net, ctx, 0, handle, &lc) == ncclSuccess, "listen failed");
   const struct nw_handle *h = (const struct nw_handle *)handle;
-  NEED(h->nstreams == 4 && (h->flags & NW_HANDLE_ADAPT),
-       "the handle has %u streams, flags %u: want 4 and the sender adapting", h->nstreams,
+  NEED(h->nstreams == 8 && (h->flags & NW_HANDLE_ADAPT),
+       "the handle has %u streams, flags %u: want 8 and the sender adapting", h->nstreams,
        h->flags);
   NEED(write(hfd, handle, sizeof(handle)) == (ssize_t)sizeof(handle), "handle not passed");
   double t0 = nh_now_ms();
@@ -374,7 +374,7 @@ static void follow_receiver(const struct nn *ns, int hfd, int dfd)
   _exit(0);
 }
 
-/* A receiver whose sender adapts (4 streams opened, the handle asking the
+/* A receiver whose sender adapts (8 streams opened, the handle asking the
  * sender to start on one) polls on every test only the streams that
  * carried a chunk lately; the others are looked at now and then. Chunks
  * that come back on streams silent for a while, a message spread over
