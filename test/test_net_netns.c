@@ -247,7 +247,7 @@ START_TEST(ipv6_only_interface)
 }
 END_TEST
 
-/* 200 Mbit/s per flow keeps the test short (24 MiB take ~0.25 s over the
+/* 200 Mbit/s per flow keeps the test short (24 MiB take ~0.15-0.25 s over the
  * plugin's 8 streams, 1 s over one). Small steps too (a 512 KiB
  * NCCL_BUFFSIZE): one chunk per step, so the streams finish at different
  * times while the sender has already closed: the case in which bench/net
