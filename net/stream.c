@@ -256,7 +256,7 @@ static int take_header(struct pt_stream *s) {
 static int recv_step(struct pt_stream *s, size_t budget, uint32_t fired) {
   struct pt_comm *c = s->comm;
   size_t moved = 0;
-  int eof = 0, drained = 0, empty = 0;
+  int eof = 0, drained = 0, empty = 0, finished = 0;
   int to_end = (fired & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0;
   ssize_t n;
   while (!failed(c) && s->phase != PT_RX_DEAD) {
@@ -270,7 +270,12 @@ static int recv_step(struct pt_stream *s, size_t budget, uint32_t fired) {
       }
       if (s->rx_skip || avail < sizeof(s->hdr)) {
         if (moved >= budget) break;
-        if (empty) {
+        /* A chunk just ended and no further header is buffered: on a
+         * round trip the next one comes only after our reply, so a recv
+         * now would only answer EAGAIN, on the critical path (bench/net
+         * round trips of 4-16 KiB took 0.84-0.90x the time without it).
+         * test looks again; with helpers a bulk stream keeps reading. */
+        if (empty || (finished && !to_end && (c->caller_only || !s->bulk))) {
           drained = 1;
           break;
         }
@@ -306,6 +311,7 @@ static int recv_step(struct pt_stream *s, size_t budget, uint32_t fired) {
     }
     if (s->left == 0) {
       finish_recv_chunk(s);
+      finished = 1;
       continue;
     }
     avail = s->rx_have - s->rx_off;
