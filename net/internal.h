@@ -297,6 +297,7 @@ struct pt_stream {
   struct pt_recv_slot *rreq;
   int rbuf;
   int bulk; /* the last chunk placed belonged to a message above PT_SMALL_MSG */
+  int lowat; /* SO_RCVLOWAT raised for bulk (stream.c, set_lowat) */
   char *dst;
   size_t left;
   /* published for test's dead-peer check (written by the owner only):

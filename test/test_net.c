@@ -1047,6 +1047,68 @@ START_TEST(small_messages_wake_no_helper)
 }
 END_TEST
 
+/* The largest SO_RCVLOWAT among this process's TCP sockets: the plugin's
+ * streams, since the test opens no others. */
+static int max_rcvlowat(void)
+{
+  int best = 0;
+  DIR *d = opendir("/proc/self/fd");
+  ck_assert_ptr_nonnull(d);
+  for (struct dirent *e; (e = readdir(d));) {
+    int fd = atoi(e->d_name), type = 0, mark = 0;
+    socklen_t len = sizeof(type);
+    if (fd <= 2 || fd == dirfd(d) || getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 ||
+        type != SOCK_STREAM)
+      continue;
+    len = sizeof(mark);
+    if (getsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &mark, &len) == 0 && mark > best) best = mark;
+  }
+  closedir(d);
+  return best;
+}
+
+/* Without helper threads a stream that carries large messages raises its
+ * receive low-water mark (stream.c, set_lowat: bench/net's ring and p2p
+ * modes move more with it) and drops it again for small ones, so no
+ * read-ahead ever meets it; with helpers it is never raised, since epoll
+ * would then hide a chunk's last bytes below the mark. Every byte checked. */
+START_TEST(bulk_streams_raise_the_receive_mark)
+{
+  int helpers = _i == 1;
+  void *sc, *rc;
+  int got;
+  setenv("PCIE_NET_IFNAME", "=lo", 1);
+  setenv("PCIE_NET_NSTREAMS", "1", 1); /* every message on the one stream */
+  setenv("PCIE_NET_NTHREADS", helpers ? "2" : "0", 1);
+  ck_assert(nh_open(&net, nh_versions[NH_NVERSIONS - 1]) == 0);
+  ck_assert_int_eq(nh_init(&net, &ctx), ncclSuccess);
+  pair(&sc, &rc);
+  size_t big = 4 << 20;
+  char *sb = malloc(big), *rb = malloc(big);
+  ck_assert(sb && rb);
+  ck_assert_int_eq(max_rcvlowat(), 1);
+  for (int round = 0; round < 2; round++) {
+    nh_fill(sb, big, (uint64_t)round);
+    ck_assert_int_eq(nh_xfer(&net, sc, rc, sb, big, rb, big, &got), ncclSuccess);
+    ck_assert_int_eq(nh_check(rb, big, (uint64_t)round), -1);
+    if (helpers)
+      ck_assert_int_eq(max_rcvlowat(), 1);
+    else
+      ck_assert_int_gt(max_rcvlowat(), 64 << 10);
+    nh_fill(sb, 8, 7);
+    ck_assert_int_eq(nh_xfer(&net, sc, rc, sb, 8, rb, 64, &got), ncclSuccess);
+    ck_assert_int_eq(got, 8);
+    ck_assert_int_eq(nh_check(rb, 8, 7), -1);
+    ck_assert_int_eq(max_rcvlowat(), 1);
+  }
+  free(sb);
+  free(rb);
+  nh_close_send(&net, sc);
+  nh_close_recv(&net, rc);
+  nh_finalize(&net, ctx);
+}
+END_TEST
+
 static Suite *net_suite(void)
 {
   Suite *s = suite_create("net");
@@ -1074,6 +1136,7 @@ static Suite *net_suite(void)
   tcase_add_test(tc, nccl_socket_variables);
   tcase_add_test(tc, stream_count_from_nccl_variables);
   tcase_add_test(tc, small_messages_wake_no_helper);
+  tcase_add_loop_test(tc, bulk_streams_raise_the_receive_mark, 0, 2);
   suite_add_tcase(s, tc);
   return s;
 }
