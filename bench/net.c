@@ -332,17 +332,31 @@ static void barrier(const struct job *j)
   xread(j->go_fd, &c, 1);
 }
 
+/* The proxy's buffers as NCCL allocates them: page-aligned host memory
+ * (ncclCudaHostCalloc), each protocol's buffer at a multiple of the page
+ * size in it and each step at a multiple of its step size
+ * (src/transport/net.cc, sendProxySetup and recvProxySetup), so every
+ * pointer NCCL hands a transport is page-aligned. malloc's 16 bytes are
+ * not what a transport sees, and they matter: the plugin's 64 KiB round
+ * trip on lo took ~1.4x as long from a buffer 16 bytes past a 64-byte
+ * boundary as from any other (docs/performance.md). */
+static char *host_buffer(size_t size, int fill)
+{
+  void *p = NULL;
+  if (posix_memalign(&p, 4096, size) != 0)
+    die("out of memory");
+  memset(p, fill, size);
+  return p;
+}
+
 static void ep_throughput(const struct job *j, int side, int to_peer, int from_peer, int res_fd)
 {
   struct ep e;
   void *sc, *rc, *mh;
   long nsteps, warm;
   double t_mark = 0, t_end;
-  char *buf = malloc(buffsize);
+  char *buf = host_buffer(buffsize, side);
   size_t *len = plan(j->size, stepsize, j->count, &nsteps, &warm);
-  if (!buf)
-    die("out of memory");
-  memset(buf, side, buffsize);
   ep_open(&e, j, side);
   ep_connect(&e, to_peer, from_peer, side == 1, side == 0, &sc, &rc);
   barrier(j);
@@ -430,9 +444,7 @@ static void ep_ring(const struct job *j, int side, int to_peer, int from_peer, i
   }
   barrier(j);
   for (int i = 0; i < 2 * j->nch; i++) {
-    if (!(d[i].buf = malloc(slot * (size_t)inflight)))
-      die("out of memory");
-    memset(d[i].buf, side, slot * (size_t)inflight);
+    d[i].buf = host_buffer(slot * (size_t)inflight, side);
     CHECK(e.net->regMr(d[i].comm, d[i].buf, slot * (size_t)inflight, NCCL_PTR_HOST, &d[i].mh),
           "regMr");
   }
@@ -475,9 +487,7 @@ static void ep_rtt(const struct job *j, int side, int to_peer, int from_peer, in
   static double lat[RTT_ITERS];
   struct ep e;
   void *sc, *rc, *smh, *rmh, *sreq, *rreq;
-  char *buf = calloc(1, buffsize);
-  if (!buf)
-    die("out of memory");
+  char *buf = host_buffer(buffsize, 0);
   ep_open(&e, j, side);
   ep_connect(&e, to_peer, from_peer, 1, 1, &sc, &rc);
   barrier(j);
