@@ -141,7 +141,7 @@ static uint32_t send_step(struct pt_stream *s, size_t budget, uint32_t fired) {
  * is queued (net/ipv4/tcp_input.c, __tcp_ack_snd_check) and sizes its
  * buffer for the mark up front (tcp.c, tcp_set_rcvlowat). bench/net,
  * interleaved with the build before it (docs/performance.md): ring mode
- * 1.0-1.2x, p2p 1.2-2.5x as fast on veth at 256 KiB-64 MiB; a flow capped
+ * 1.0-1.3x, p2p 1.6-2.2x as fast on veth at 256 KiB-64 MiB; a flow capped
  * at 1 Gbit/s unchanged. A non-blocking recv returns what is there
  * whatever the mark, so it holds no read back; a stream back on small
  * messages drops it all the same, leaving their ACKs to the kernel's
@@ -295,7 +295,7 @@ static int recv_step(struct pt_stream *s, size_t budget, uint32_t fired) {
         /* A chunk just ended and no further header is buffered: on a
          * round trip the next one comes only after our reply, so a recv
          * now would only answer EAGAIN, on the critical path (bench/net
-         * round trips of 4-16 KiB took 0.84-0.90x the time without it).
+         * round trips of 4-16 KiB took 0.87-0.91x the time without it).
          * test looks again; with helpers a bulk stream keeps reading. */
         if (empty || (finished && !to_end && (c->caller_only || !s->bulk))) {
           drained = 1;

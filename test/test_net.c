@@ -1069,9 +1069,9 @@ static int max_rcvlowat(void)
 
 /* Without helper threads a stream that carries large messages raises its
  * receive low-water mark (stream.c, set_lowat: bench/net's ring and p2p
- * modes move more with it) and drops it again for small ones, so no
- * read-ahead ever meets it; with helpers it is never raised, since epoll
- * would then hide a chunk's last bytes below the mark. Every byte checked. */
+ * modes move more with it) and drops it again for small ones, whose ACKs
+ * it would change; with helpers it is never raised, since epoll would then
+ * hide a chunk's last bytes below the mark. Every byte checked. */
 START_TEST(bulk_streams_raise_the_receive_mark)
 {
   int helpers = _i == 1;
