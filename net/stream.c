@@ -156,6 +156,13 @@ static void set_lowat(struct pt_stream *s) {
   s->lowat = s->bulk;
 }
 
+/* Adds stream i to a set; the read first spares the cache line a write
+ * once it is in. */
+static void mark(atomic_uint *set, int i) {
+  if (!(atomic_load_explicit(set, memory_order_relaxed) >> i & 1))
+    atomic_fetch_or_explicit(set, 1U << i, memory_order_relaxed);
+}
+
 /* Finds the posted buffer of the chunk in s->hdr: 1 found, 0 not posted yet
  * (the stream parks until irecv), -1 the comm failed. */
 static int place(struct pt_stream *s) {
@@ -195,10 +202,8 @@ static int place(struct pt_stream *s) {
     pt__comm_fail(c, ncclRemoteError, PT_WHY_BAD_CHUNK, 0);
     return -1;
   }
-  if (!(atomic_load_explicit(&c->rx_seen, memory_order_relaxed) >> s->index & 1))
-    atomic_fetch_or_explicit(&c->rx_seen, 1U << s->index, memory_order_relaxed);
-  if (!(atomic_load_explicit(&c->rx_recent, memory_order_relaxed) >> s->index & 1))
-    atomic_fetch_or_explicit(&c->rx_recent, 1U << s->index, memory_order_relaxed);
+  mark(&c->rx_seen, s->index);
+  mark(&c->rx_recent, s->index);
   s->rreq = r;
   s->rbuf = b;
   s->bulk = hd->total > PT_SMALL_MSG;
@@ -275,6 +280,25 @@ static int take_header(struct pt_stream *s) {
 #define PT_RX_WATCH 1
 #define PT_RX_UNDRAINED 2
 
+/* Moves the unread bytes of rxbuf to its start and reads behind them;
+ * returns rx()'s answer, *short_read when it brought less than asked.
+ * After a bulk message the next one is most likely bulk too: take its
+ * header alone and its payload straight into the buffer, as NCCL's
+ * transport reads its size first. Otherwise read ahead, so a small
+ * message costs one recv. */
+static ssize_t refill(struct pt_stream *s, int *eof, int *short_read) {
+  size_t avail = s->rx_have - s->rx_off;
+  memmove(s->rxbuf, s->rxbuf + s->rx_off, avail);
+  s->rx_have = avail;
+  s->rx_off = 0;
+  size_t want = sizeof(s->rxbuf) - avail;
+  if (s->bulk && s->rx_skip + sizeof(s->hdr) - avail < want) want = s->rx_skip + sizeof(s->hdr) - avail;
+  ssize_t n = rx(s, s->rxbuf + avail, want, eof);
+  if (n > 0) s->rx_have += (size_t)n;
+  *short_read = n > 0 && (size_t)n < want;
+  return n;
+}
+
 static int recv_step(struct pt_stream *s, size_t budget, uint32_t fired) {
   struct pt_comm *c = s->comm;
   size_t moved = 0;
@@ -301,22 +325,12 @@ static int recv_step(struct pt_stream *s, size_t budget, uint32_t fired) {
           drained = 1;
           break;
         }
-        memmove(s->rxbuf, s->rxbuf + s->rx_off, avail);
-        s->rx_have = avail;
-        s->rx_off = 0;
-        /* After a bulk message the next one is most likely bulk too: take
-         * its header alone and its payload straight into the buffer, as
-         * NCCL's transport reads its size first. Otherwise read ahead, so
-         * a small message costs one recv. */
-        size_t want = sizeof(s->rxbuf) - avail;
-        if (s->bulk && s->rx_skip + sizeof(s->hdr) - avail < want) want = s->rx_skip + sizeof(s->hdr) - avail;
-        n = rx(s, s->rxbuf + avail, want, &eof);
+        n = refill(s, &eof, &empty);
         if (n <= 0) {
           drained = 1;
           break;
         }
-        empty = !to_end && (size_t)n < want;
-        s->rx_have += (size_t)n;
+        empty &= !to_end;
         continue;
       }
       if (take_header(s) != 0) break;
